@@ -1,0 +1,45 @@
+# Braid. Two commands on a fresh machine with Go: `make demo` and `make test`.
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test demo bench bench-go bench-peer proto lint fmt
+
+all: build test
+
+build:
+	$(GO) build $(PKGS)
+
+## test: vet, then every test with the race detector.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 $(PKGS)
+
+## demo: the "delete files older than 5 days" agent on the scripted model;
+## it asks (y/N) before deleting. DEMO_FLAGS=-yes or -no answers for you.
+demo:
+	$(GO) run ./cmd/braid demo $(DEMO_FLAGS)
+
+## bench: go test benchmarks, then the figures table against the Strands
+## TypeScript peer run in the same session (needs node and npm for the peer).
+bench: bench-go
+	@peer=$$(scripts/peer-bench.sh 2>/dev/null) && $(GO) run ./bench -peer "$$peer" || \
+	  { echo "(peer benchmark unavailable: Braid figures only)"; $(GO) run ./bench; }
+
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./agent/
+
+bench-peer:
+	scripts/peer-bench.sh
+
+## proto: regenerate the committed protobuf code (installs protoc if missing).
+proto:
+	scripts/gen-proto.sh
+
+## lint: formatting and vet.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' | grep -v '\.pb\.go$$')

@@ -1,0 +1,125 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Config configures a System.
+type Config struct {
+	// Logger receives Proto.Actor's log lines. Nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: a silent logger.
+func DefaultConfig() Config { return Config{} }
+
+// System is one Proto.Actor actor system. It is safe for concurrent use.
+// Close it when done: it stops every actor spawned through it.
+type System struct {
+	sys    *actor.ActorSystem
+	mu     sync.Mutex
+	pids   map[*actor.PID]struct{}
+	closed bool
+}
+
+// ErrClosed: the system was closed.
+var ErrClosed = errors.New("actor system closed")
+
+// NewSystem starts an actor system.
+func NewSystem(cfg Config) (*System, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 100}))
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return logger.With("lib", "protoactor")
+	}))
+	return &System{sys: sys, pids: make(map[*actor.PID]struct{})}, nil
+}
+
+// Root returns the system's root context.
+func (s *System) Root() *actor.RootContext { return s.sys.Root }
+
+// Actor returns the underlying Proto.Actor system.
+func (s *System) Actor() *actor.ActorSystem { return s.sys }
+
+// Spawn starts an actor from a producer and tracks it, so Close stops it.
+func (s *System) Spawn(producer actor.Producer, opts ...actor.PropsOption) (*actor.PID, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	pid := s.sys.Root.Spawn(actor.PropsFromProducer(producer, opts...))
+	s.pids[pid] = struct{}{}
+	return pid, nil
+}
+
+// Release stops one actor without waiting for it to finish stopping. Use it
+// when the actor has no work left (Serial.Close drains it first).
+func (s *System) Release(pid *actor.PID) {
+	s.mu.Lock()
+	_, ok := s.pids[pid]
+	delete(s.pids, pid)
+	s.mu.Unlock()
+	if ok {
+		s.sys.Root.Stop(pid)
+	}
+}
+
+// Stop stops one actor and waits until it has stopped or ctx ends.
+func (s *System) Stop(ctx context.Context, pid *actor.PID) error {
+	s.mu.Lock()
+	_, ok := s.pids[pid]
+	delete(s.pids, pid)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return stopAndWait(ctx, s.sys, pid)
+}
+
+func stopAndWait(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID) error {
+	done := make(chan struct{})
+	f := sys.Root.StopFuture(pid)
+	go func() {
+		_ = f.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops every tracked actor and shuts the system down.
+func (s *System) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	pids := make([]*actor.PID, 0, len(s.pids))
+	for p := range s.pids {
+		pids = append(pids, p)
+	}
+	s.pids = nil
+	s.mu.Unlock()
+	var err error
+	for _, p := range pids {
+		if e := stopAndWait(ctx, s.sys, p); e != nil && err == nil {
+			err = e
+		}
+	}
+	s.sys.Shutdown()
+	return err
+}

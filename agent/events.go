@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/tool"
+)
+
+// The hook events of SPEC A1, in the order they fire (see the package doc).
+// Register callbacks with hook.Add or hook.Func:
+//
+//	hook.Func(func(ctx context.Context, ev *agent.BeforeToolCallEvent) error { ... })
+//
+// Events are only valid during the callback. Fields are read-only except
+// through the setters.
+
+// AgentInitializedEvent fires once, when New has built the agent.
+type AgentInitializedEvent struct {
+	Agent *Agent
+}
+
+// BeforeInvocationEvent fires at the start of every invocation, resumes
+// included.
+type BeforeInvocationEvent struct {
+	Agent *Agent
+	// Resuming is true when the invocation answers interrupts.
+	Resuming bool
+}
+
+// AfterInvocationEvent fires at the end of every invocation, interrupted or
+// failed ones included. Callbacks run in reverse registration order.
+type AfterInvocationEvent struct {
+	Agent *Agent
+	// Result is the invocation's result; nil when Err is set.
+	Result *Result
+	// Err is the error the invocation ends with, if any.
+	Err    error
+	resume *Input
+}
+
+// Resume makes the agent run again at once with input, before Invoke
+// returns (the auto-answer pattern). The input is validated like any other
+// (SPEC I7): while interrupted it must be interrupt responses.
+func (e *AfterInvocationEvent) Resume(input Input) { e.resume = &input }
+
+// HookReversed marks After* events.
+func (*AfterInvocationEvent) HookReversed() {}
+
+// MessageAddedEvent fires after each message is appended to the history.
+type MessageAddedEvent struct {
+	Agent   *Agent
+	Message model.Message
+}
+
+// BeforeModelCallEvent fires before each model call (not on a resume that
+// replays a stored tool cycle). It is interruptible (a Braid extension): an
+// interrupt here stops before the model is called, and the resume calls it.
+type BeforeModelCallEvent struct {
+	Agent   *Agent
+	Request *model.Request
+	scope   *interrupt.Scope
+	cancel  *string
+}
+
+// Interrupt raises an interrupt with id v1:before_model_call:{u(name)}.
+func (e *BeforeModelCallEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
+	return e.scope.Interrupt(name, reason, opts...)
+}
+
+// InterruptScope implements hook.Interruptible.
+func (e *BeforeModelCallEvent) InterruptScope() *interrupt.Scope { return e.scope }
+
+// Cancel stops the invocation before the model is called, with stop reason
+// cancelled and msg (default "model call cancelled by hook") as the
+// assistant's answer.
+func (e *BeforeModelCallEvent) Cancel(msg string) { e.cancel = &msg }
+
+// AfterModelCallEvent fires after each model call. Callbacks run in reverse
+// registration order.
+type AfterModelCallEvent struct {
+	Agent      *Agent
+	Message    model.Message
+	StopReason StopReason
+	// Err is the model's error, if the call failed.
+	Err   error
+	retry bool
+}
+
+// Retry discards this answer (or error) and calls the model again.
+func (e *AfterModelCallEvent) Retry() { e.retry = true }
+
+// HookReversed marks After* events.
+func (*AfterModelCallEvent) HookReversed() {}
+
+// BeforeToolsEvent fires once per tool cycle, before any tool of the batch,
+// and again on every resume of that cycle. It is interruptible: an interrupt
+// stops the whole batch (SPEC A5).
+type BeforeToolsEvent struct {
+	Agent *Agent
+	// Message is the assistant message whose tool uses make the batch.
+	Message model.Message
+	scope   *interrupt.Scope
+	cancel  *string
+}
+
+// Interrupt raises an interrupt with id v1:before_tools:{u(name)}.
+func (e *BeforeToolsEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
+	return e.scope.Interrupt(name, reason, opts...)
+}
+
+// InterruptScope implements hook.Interruptible.
+func (e *BeforeToolsEvent) InterruptScope() *interrupt.Scope { return e.scope }
+
+// Cancel gives every tool of the batch an error result with msg (default
+// "Tool cancelled by hook"); no tool runs and no per-tool hook fires (SPEC A8).
+func (e *BeforeToolsEvent) Cancel(msg string) { e.cancel = &msg }
+
+// BeforeToolCallEvent fires before each tool runs, again on each resume. It
+// is interruptible: an interrupt stops that tool (SPEC A4).
+type BeforeToolCallEvent struct {
+	Agent   *Agent
+	ToolUse model.ToolUse
+	// Tool is the tool that will run; nil when the model named an unknown tool.
+	Tool   tool.Tool
+	scope  *interrupt.Scope
+	cancel *string
+}
+
+// Interrupt raises an interrupt with id v1:before_tool_call:{toolUseId}:{u(name)}.
+func (e *BeforeToolCallEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
+	return e.scope.Interrupt(name, reason, opts...)
+}
+
+// InterruptScope implements hook.Interruptible.
+func (e *BeforeToolCallEvent) InterruptScope() *interrupt.Scope { return e.scope }
+
+// CancelTool skips the tool: it gets an error result with msg (default
+// "tool cancelled by user"), and AfterToolCall fires with it (SPEC A8).
+func (e *BeforeToolCallEvent) CancelTool(msg string) { e.cancel = &msg }
+
+// AfterToolCallEvent fires after a tool has run or was cancelled; not for a
+// tool that was interrupted. Callbacks run in reverse registration order.
+type AfterToolCallEvent struct {
+	Agent   *Agent
+	ToolUse model.ToolUse
+	// Tool is nil for an unknown tool.
+	Tool   tool.Tool
+	Result model.ToolResult
+	// Err is the tool's error, if it returned one.
+	Err error
+	// Cancelled holds the cancel message when a hook cancelled the tool.
+	Cancelled string
+	retry     bool
+	replaced  *model.ToolResult
+}
+
+// SetResult replaces the result the model will see.
+func (e *AfterToolCallEvent) SetResult(r model.ToolResult) {
+	r.ToolUseID = e.ToolUse.ToolUseID
+	e.replaced = &r
+}
+
+// Retry runs the tool again (its BeforeToolCall hooks do not fire again).
+func (e *AfterToolCallEvent) Retry() { e.retry = true }
+
+// HookReversed marks After* events.
+func (*AfterToolCallEvent) HookReversed() {}
+
+// AfterToolsEvent fires after each tool cycle, with the results gathered in
+// this cycle so far (in tool-use order); not after a BeforeTools interrupt.
+// A per-tool interrupt splits a batch across passes, so it may fire more than
+// once for one assistant message. Callbacks run in reverse registration order.
+type AfterToolsEvent struct {
+	Agent *Agent
+	// Message is the user message of tool results gathered so far.
+	Message model.Message
+	endTurn *string
+}
+
+// EndTurn stops the invocation after the results are appended, with stop
+// reason end_turn and msg (default "Turn ended early by hook after tool
+// execution") as the assistant's answer. Ignored when the cycle is
+// interrupted.
+func (e *AfterToolsEvent) EndTurn(msg string) { e.endTurn = &msg }
+
+// HookReversed marks After* events.
+func (*AfterToolsEvent) HookReversed() {}

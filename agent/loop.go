@@ -1,0 +1,594 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/tool"
+)
+
+// Default messages of SPEC A8 and the other early stops.
+const (
+	DefaultCancelTool    = "tool cancelled by user"
+	DefaultCancelTools   = "Tool cancelled by hook"
+	DefaultCancelled     = "Tool execution cancelled"
+	DefaultCancelModel   = "model call cancelled by hook"
+	DefaultEndTurn       = "Turn ended early by hook after tool execution"
+	unknownToolResultFmt = "Unknown tool: %s"
+)
+
+// invocation is the state of one Invoke (auto-resumes included).
+type invocation struct {
+	a     *Agent
+	opts  invokeOptions
+	emit  func(Event) bool
+	usage model.Usage
+
+	mu        sync.Mutex // guards the fields below, written by concurrent tools
+	metrics   Metrics
+	failErr   error
+	interrupt bool
+}
+
+func (a *Agent) invoke(ctx context.Context, in Input, optFns []InvokeOption, emit func(Event) bool) (*Result, error) {
+	var o invokeOptions
+	for _, f := range optFns {
+		f(&o)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	a.runMu.Lock()
+	a.cancel = cancel
+	a.runMu.Unlock()
+	defer func() {
+		a.runMu.Lock()
+		a.cancel = nil
+		a.runMu.Unlock()
+		cancel(nil)
+	}()
+	for resumes := 0; ; resumes++ {
+		if err := a.validate(in); err != nil {
+			return nil, err
+		}
+		inv := &invocation{a: a, opts: o, emit: emit}
+		start := time.Now()
+		res, err := inv.run(ctx, in)
+		if res != nil {
+			res.Metrics.Duration = time.Since(start)
+		}
+		after := &AfterInvocationEvent{Agent: a, Result: res, Err: err}
+		if herr := hook.Run(ctx, a.hooks, after); herr != nil && err == nil {
+			res, err = nil, fmt.Errorf("AfterInvocation hook: %w", herr)
+		}
+		if serr := a.save(ctx, SaveInvocation); serr != nil && err == nil {
+			res, err = nil, serr
+		}
+		if err != nil {
+			return nil, err
+		}
+		if after.resume == nil {
+			return res, nil
+		}
+		if resumes >= a.cfg.MaxAutoResumes {
+			return res, fmt.Errorf("%w (%d)", ErrTooManyResumes, a.cfg.MaxAutoResumes)
+		}
+		in = *after.resume
+	}
+}
+
+// validate checks an input against the interrupt state before anything
+// changes (SPEC I7).
+func (a *Agent) validate(in Input) error {
+	if a.interrupts.Activated() {
+		if len(in.responses) == 0 {
+			return &interrupt.ContentError{Types: in.contentKinds()}
+		}
+		if len(in.messages) > 0 {
+			return &interrupt.ContentError{Types: in.contentKinds(), Mixed: true}
+		}
+		return a.interrupts.CheckResume(in.responses)
+	}
+	if len(in.responses) > 0 {
+		if len(in.messages) > 0 {
+			return &interrupt.ContentError{Types: in.contentKinds(), Mixed: true}
+		}
+		return a.interrupts.CheckResume(in.responses)
+	}
+	if len(in.messages) == 0 {
+		a.mu.Lock()
+		empty := len(a.messages) == 0
+		a.mu.Unlock()
+		if empty {
+			return ErrEmptyInput
+		}
+	}
+	for i, m := range in.messages {
+		if len(m.Content) == 0 {
+			return fmt.Errorf("%w: prompt message %d has no content", ErrBadInput, i)
+		}
+	}
+	return nil
+}
+
+func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
+	a := inv.a
+	resuming := in.IsResume()
+	if resuming {
+		if err := a.interrupts.Resume(in.responses); err != nil {
+			return nil, err
+		}
+	}
+	if err := hook.Run(ctx, a.hooks, &BeforeInvocationEvent{Agent: a, Resuming: resuming}); err != nil {
+		return nil, fmt.Errorf("BeforeInvocation hook: %w", err)
+	}
+	for _, m := range in.messages {
+		if err := inv.appendMessages(ctx, m.Clone()); err != nil {
+			return nil, err
+		}
+	}
+	res, err := inv.loop(ctx)
+	if err != nil && !a.interrupts.Activated() {
+		// Interrupts recorded by a pass that failed before stopping are void.
+		a.interrupts.Clear()
+	}
+	return res, err
+}
+
+func (inv *invocation) loop(ctx context.Context) (*Result, error) {
+	a := inv.a
+	for {
+		var assistant model.Message
+		var completed []model.ToolResult
+		if a.pending != nil && a.pending.Kind == PendingTools {
+			assistant, completed = *a.pending.Message, a.pending.Completed
+		} else {
+			if inv.cancelled(ctx) {
+				return inv.result(StopCancelled, inv.lastMessage()), nil
+			}
+			msg, stop, res, err := inv.modelTurn(ctx)
+			if err != nil {
+				if inv.cancelled(ctx) {
+					return inv.result(StopCancelled, inv.lastMessage()), nil
+				}
+				return nil, inv.ctxErr(ctx, err)
+			}
+			if res != nil {
+				return res, nil
+			}
+			if stop.StopReason != StopToolUse {
+				if err := inv.appendMessages(ctx, msg); err != nil {
+					return nil, err
+				}
+				return inv.result(stop.StopReason, msg), nil
+			}
+			assistant = msg
+		}
+		res, err := inv.toolCycle(ctx, assistant, completed)
+		if err != nil {
+			return nil, inv.ctxErr(ctx, err)
+		}
+		if res != nil {
+			return res, nil
+		}
+	}
+}
+
+func (inv *invocation) cancelled(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrCancelled)
+}
+
+func (inv *invocation) ctxErr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
+}
+
+func (inv *invocation) lastMessage() model.Message {
+	a := inv.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.messages) == 0 {
+		return model.Message{Role: model.RoleAssistant}
+	}
+	return a.messages[len(a.messages)-1].Clone()
+}
+
+func (inv *invocation) result(stop StopReason, msg model.Message) *Result {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return &Result{StopReason: stop, Message: msg, Usage: inv.usage, Metrics: inv.metrics}
+}
+
+// modelTurn runs BeforeModelCall, the model call and AfterModelCall. It
+// returns a non-nil Result when the invocation stops before the model runs.
+func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.MessageStop, *Result, error) {
+	a := inv.a
+	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeModelCallID)
+	a.mu.Lock()
+	req := &model.Request{SystemPrompt: a.cfg.SystemPrompt, Messages: a.messages[:len(a.messages):len(a.messages)], Tools: a.specs}
+	a.mu.Unlock()
+	bm := &BeforeModelCallEvent{Agent: a, Request: req, scope: scope}
+	if err := hook.Run(ctx, a.hooks, bm); err != nil {
+		return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("BeforeModelCall hook: %w", err)
+	}
+	if scope.Interrupted() {
+		a.pending = &Pending{Kind: PendingModel}
+		res, err := inv.stopForInterrupts(ctx, inv.lastMessage())
+		return model.Message{}, model.MessageStop{}, res, err
+	}
+	if a.pending != nil {
+		// The gate of an interrupted model call has passed.
+		a.pending = nil
+		a.interrupts.Clear()
+	}
+	if bm.cancel != nil {
+		msg := model.AssistantText(orDefault(*bm.cancel, DefaultCancelModel))
+		if err := inv.appendMessages(ctx, msg); err != nil {
+			return model.Message{}, model.MessageStop{}, nil, err
+		}
+		return model.Message{}, model.MessageStop{}, inv.result(StopCancelled, msg), nil
+	}
+	for attempt := 0; ; attempt++ {
+		inv.mu.Lock()
+		inv.metrics.ModelCalls++
+		inv.mu.Unlock()
+		msg, stop, err := inv.callModel(ctx, req)
+		after := &AfterModelCallEvent{Agent: a, Message: msg, StopReason: stop.StopReason, Err: err}
+		if herr := hook.Run(ctx, a.hooks, after); herr != nil {
+			return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("AfterModelCall hook: %w", herr)
+		}
+		if after.retry && attempt < a.cfg.MaxModelRetries && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("model call: %w", err)
+		}
+		inv.usage = inv.usage.Add(stop.Usage)
+		return msg, stop, nil, nil
+	}
+}
+
+func (inv *invocation) callModel(ctx context.Context, req *model.Request) (model.Message, model.MessageStop, error) {
+	var acc model.Accumulator
+	for ev, err := range inv.a.cfg.Model.Stream(ctx, req) {
+		if err != nil {
+			return model.Message{}, model.MessageStop{}, err
+		}
+		if err := acc.Add(ev); err != nil {
+			return model.Message{}, model.MessageStop{}, err
+		}
+		if inv.emit != nil {
+			if td, ok := ev.(*model.TextDelta); ok {
+				inv.emit(&TextDeltaEvent{Text: td.Text})
+			}
+		}
+	}
+	msg, stop, err := acc.Result()
+	if err != nil {
+		return msg, stop, err
+	}
+	if inv.emit != nil {
+		for _, tu := range msg.ToolUses() {
+			inv.emit(&ToolUseEvent{ToolUse: tu.Clone()})
+		}
+	}
+	return msg, stop, nil
+}
+
+// toolCycle runs the tools of one assistant message (SPEC A3–A8). It returns
+// a non-nil Result when the invocation stops, nil to go on to the next model
+// call.
+func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, completed []model.ToolResult) (*Result, error) {
+	a := inv.a
+	inv.mu.Lock()
+	inv.metrics.Cycles++
+	inv.interrupt, inv.failErr = false, nil
+	inv.mu.Unlock()
+
+	uses := assistant.ToolUses()
+	results := make([]*model.ToolResult, len(uses))
+	for _, r := range completed {
+		for i, u := range uses {
+			if results[i] == nil && u.ToolUseID == r.ToolUseID {
+				rc := r.Clone()
+				results[i] = &rc
+				break
+			}
+		}
+	}
+	cycle := &toolCycle{inv: inv, uses: uses, results: results}
+
+	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeToolsID)
+	bt := &BeforeToolsEvent{Agent: a, Message: assistant, scope: scope}
+	if err := hook.Run(ctx, a.hooks, bt); err != nil {
+		return nil, fmt.Errorf("BeforeTools hook: %w", err)
+	}
+	if scope.Interrupted() {
+		a.pending = &Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()}
+		return inv.stopForInterrupts(ctx, assistant)
+	}
+
+	var remaining []int
+	for i := range uses {
+		if results[i] == nil {
+			remaining = append(remaining, i)
+		}
+	}
+	cancelMsg := ""
+	switch {
+	case bt.cancel != nil:
+		cancelMsg = orDefault(*bt.cancel, DefaultCancelTools)
+	case inv.cancelled(ctx):
+		cancelMsg = DefaultCancelled
+	}
+	if cancelMsg != "" {
+		for _, i := range remaining {
+			cycle.record(i, model.ErrorResult(uses[i].ToolUseID, cancelMsg))
+		}
+	} else if len(remaining) > 0 {
+		tasks := make([]tool.Task, len(remaining))
+		for k, i := range remaining {
+			tasks[k] = &toolTask{cycle: cycle, i: i, use: uses[i], tool: a.tools[uses[i].Name]}
+		}
+		a.cfg.Executor.Execute(ctx, tasks)
+	}
+
+	inv.mu.Lock()
+	failErr, interrupted := inv.failErr, inv.interrupt
+	inv.mu.Unlock()
+	if failErr != nil {
+		if a.pending != nil {
+			a.pending.Completed = cycle.completed()
+		}
+		return nil, failErr
+	}
+
+	gathered := model.Message{Role: model.RoleUser, Content: cycle.resultBlocks()}
+	at := &AfterToolsEvent{Agent: a, Message: gathered}
+	herr := hook.Run(ctx, a.hooks, at)
+	if interrupted {
+		a.pending = &Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()}
+		res, err := inv.stopForInterrupts(ctx, assistant)
+		if herr != nil {
+			return nil, fmt.Errorf("AfterTools hook: %w", herr)
+		}
+		return res, err
+	}
+	if herr != nil {
+		return nil, fmt.Errorf("AfterTools hook: %w", herr)
+	}
+
+	// Every tool has a result: append the pair and end the interrupted work
+	// in one step, saved once (SPEC A3, A7).
+	a.interrupts.Clear()
+	a.pending = nil
+	if err := inv.appendMessages(ctx, assistant, gathered); err != nil {
+		return nil, err
+	}
+	if at.endTurn != nil {
+		msg := model.AssistantText(orDefault(*at.endTurn, DefaultEndTurn))
+		if err := inv.appendMessages(ctx, msg); err != nil {
+			return nil, err
+		}
+		return inv.result(StopEndTurn, msg), nil
+	}
+	if inv.cancelled(ctx) {
+		return inv.result(StopCancelled, gathered), nil
+	}
+	return nil, nil
+}
+
+// stopForInterrupts activates and saves the interrupt state, and only then
+// tells anyone (SPEC I9).
+func (inv *invocation) stopForInterrupts(ctx context.Context, msg model.Message) (*Result, error) {
+	a := inv.a
+	a.interrupts.Activate()
+	if err := a.save(ctx, SaveInterrupt); err != nil {
+		return nil, err
+	}
+	res := inv.result(StopInterrupt, msg.Clone())
+	res.Interrupts = a.interrupts.Unanswered()
+	if inv.emit != nil {
+		for _, in := range res.Interrupts {
+			inv.emit(&InterruptEvent{Interrupt: in.Clone()})
+		}
+	}
+	return res, nil
+}
+
+// appendMessages appends messages to the history, saves once, then fires
+// MessageAdded for each.
+func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message) error {
+	a := inv.a
+	a.mu.Lock()
+	a.messages = append(a.messages, msgs...)
+	a.mu.Unlock()
+	if err := a.save(ctx, SaveMessage); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := hook.Run(ctx, a.hooks, &MessageAddedEvent{Agent: a, Message: m}); err != nil {
+			return fmt.Errorf("MessageAdded hook: %w", err)
+		}
+		if inv.emit != nil {
+			inv.emit(&MessageEvent{Message: m.Clone()})
+		}
+	}
+	return nil
+}
+
+func (a *Agent) save(ctx context.Context, why SaveReason) error {
+	if a.cfg.Saver == nil {
+		return nil
+	}
+	if err := a.cfg.Saver.Save(context.WithoutCancel(ctx), a.snapshot(), why); err != nil {
+		return fmt.Errorf("save session (%s): %w", why, err)
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// toolCycle collects the results of one cycle's tools.
+type toolCycle struct {
+	inv     *invocation
+	uses    []model.ToolUse
+	mu      sync.Mutex
+	results []*model.ToolResult
+}
+
+func (c *toolCycle) record(i int, r model.ToolResult) {
+	c.mu.Lock()
+	c.results[i] = &r
+	c.mu.Unlock()
+	if c.inv.emit != nil {
+		c.inv.emit(&ToolResultEvent{Result: r.Clone()})
+	}
+}
+
+// completed returns the results so far, in tool-use order.
+func (c *toolCycle) completed() []model.ToolResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]model.ToolResult, 0, len(c.results))
+	for _, r := range c.results {
+		if r != nil {
+			out = append(out, r.Clone())
+		}
+	}
+	return out
+}
+
+func (c *toolCycle) resultBlocks() []model.ContentBlock {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]model.ContentBlock, 0, len(c.results))
+	for _, r := range c.results {
+		if r != nil {
+			out = append(out, model.ToolResultBlock(r.Clone()))
+		}
+	}
+	return out
+}
+
+func (inv *invocation) fail(err error) {
+	inv.mu.Lock()
+	if inv.failErr == nil {
+		inv.failErr = err
+	}
+	inv.mu.Unlock()
+}
+
+func (inv *invocation) markInterrupted() {
+	inv.mu.Lock()
+	inv.interrupt = true
+	inv.mu.Unlock()
+}
+
+// toolTask is one tool call of a cycle, as the executor runs it.
+type toolTask struct {
+	cycle *toolCycle
+	i     int
+	use   model.ToolUse
+	tool  tool.Tool
+}
+
+// Prepare runs BeforeToolCall (SPEC A4, A8, A13).
+func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
+	inv := t.cycle.inv
+	a := inv.a
+	id := t.use.ToolUseID
+	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, func(name string) string {
+		return interrupt.BeforeToolCallID(id, name)
+	})
+	ev := &BeforeToolCallEvent{Agent: a, ToolUse: t.use, Tool: t.tool, scope: scope}
+	a.hookMu.Lock()
+	err := hook.Run(ctx, a.hooks, ev)
+	a.hookMu.Unlock()
+	if err != nil {
+		inv.fail(fmt.Errorf("BeforeToolCall hook (%s, %s): %w", t.use.Name, id, err))
+		return false, true
+	}
+	if scope.Interrupted() {
+		inv.markInterrupted()
+		return false, true
+	}
+	if ev.cancel != nil {
+		msg := orDefault(*ev.cancel, DefaultCancelTool)
+		t.finish(ctx, model.ErrorResult(id, msg), nil, msg, false)
+		return false, false
+	}
+	if t.tool == nil {
+		t.finish(ctx, model.ErrorResult(id, fmt.Sprintf(unknownToolResultFmt, t.use.Name)), nil, "", false)
+		return false, false
+	}
+	return true, false
+}
+
+// Run runs the tool and AfterToolCall (SPEC A6, A13).
+func (t *toolTask) Run(ctx context.Context) bool {
+	inv := t.cycle.inv
+	a := inv.a
+	id := t.use.ToolUseID
+	inv.mu.Lock()
+	failed := inv.failErr != nil
+	inv.mu.Unlock()
+	if failed {
+		return false
+	}
+	for attempt := 0; ; attempt++ {
+		tc := tool.NewContext(t.use, tool.ScopeFor(a.interrupts, id), &a.kv, inv.opts.values)
+		content, err := tool.Invoke(ctx, t.tool, tc, t.use.Input)
+		if tc.Interrupted() {
+			inv.markInterrupted()
+			return true
+		}
+		inv.mu.Lock()
+		inv.metrics.ToolCalls++
+		inv.mu.Unlock()
+		var res model.ToolResult
+		if err != nil {
+			res = model.ErrorResult(id, err.Error())
+		} else {
+			res = model.ToolResult{ToolUseID: id, Status: model.ToolSuccess, Content: content}
+		}
+		canRetry := attempt < a.cfg.MaxToolRetries && ctx.Err() == nil
+		if !t.finish(ctx, res, err, "", canRetry) {
+			return false
+		}
+	}
+}
+
+// finish fires AfterToolCall and records the result, unless a hook asked for
+// a retry that is allowed; it reports whether to retry.
+func (t *toolTask) finish(ctx context.Context, res model.ToolResult, toolErr error, cancelled string, canRetry bool) bool {
+	inv := t.cycle.inv
+	a := inv.a
+	ev := &AfterToolCallEvent{Agent: a, ToolUse: t.use, Tool: t.tool, Result: res, Err: toolErr, Cancelled: cancelled}
+	a.hookMu.Lock()
+	err := hook.Run(ctx, a.hooks, ev)
+	a.hookMu.Unlock()
+	if err != nil {
+		inv.fail(fmt.Errorf("AfterToolCall hook (%s, %s): %w", t.use.Name, t.use.ToolUseID, err))
+		return false
+	}
+	if ev.retry && canRetry {
+		return true
+	}
+	if ev.replaced != nil {
+		res = *ev.replaced
+	}
+	t.cycle.record(t.i, res)
+	return false
+}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// State is an agent's key/value store (SPEC A11): JSON values only, read as
+// copies, saved with the session. Hooks and tools reach it through
+// ev.Agent.State() and tc.State. Safe for concurrent use.
+type State struct {
+	mu sync.RWMutex
+	kv map[string]json.RawMessage
+}
+
+// Get returns a copy of the JSON value stored under key.
+func (s *State) Get(key string) (json.RawMessage, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.kv[key]
+	if !ok {
+		return nil, false
+	}
+	return bytes.Clone(v), true
+}
+
+// GetInto unmarshals the value under key into dst. It reports false, and
+// leaves dst alone, when there is no such key.
+func (s *State) GetInto(key string, dst any) (bool, error) {
+	v, ok := s.Get(key)
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return true, fmt.Errorf("agent state %q: %w", key, err)
+	}
+	return true, nil
+}
+
+// GetString returns the string under key; false when absent or not a string.
+func (s *State) GetString(key string) (string, bool) {
+	var str string
+	ok, err := s.GetInto(key, &str)
+	return str, ok && err == nil
+}
+
+// Set stores value under key as JSON. A value that cannot be encoded is an
+// error and changes nothing. A json.RawMessage is stored as it is after a
+// validity check.
+func (s *State) Set(key string, value any) error {
+	if key == "" {
+		return fmt.Errorf("agent state: empty key")
+	}
+	var raw []byte
+	switch v := value.(type) {
+	case json.RawMessage:
+		if !json.Valid(v) {
+			return fmt.Errorf("agent state %q: value is not valid JSON", key)
+		}
+		raw = bytes.Clone(v)
+	default:
+		b, err := json.Marshal(value)
+		if err != nil {
+			return fmt.Errorf("agent state %q: value is not JSON-encodable: %w", key, err)
+		}
+		raw = b
+	}
+	s.mu.Lock()
+	if s.kv == nil {
+		s.kv = make(map[string]json.RawMessage)
+	}
+	s.kv[key] = raw
+	s.mu.Unlock()
+	return nil
+}
+
+// Delete removes key.
+func (s *State) Delete(key string) {
+	s.mu.Lock()
+	delete(s.kv, key)
+	s.mu.Unlock()
+}
+
+// Keys returns the keys, sorted.
+func (s *State) Keys() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.kv))
+}
+
+// All returns a copy of the whole store.
+func (s *State) All() map[string]json.RawMessage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]json.RawMessage, len(s.kv))
+	for k, v := range s.kv {
+		out[k] = bytes.Clone(v)
+	}
+	return out
+}
+
+func (s *State) replace(kv map[string]json.RawMessage) {
+	c := make(map[string]json.RawMessage, len(kv))
+	for k, v := range kv {
+		c[k] = bytes.Clone(v)
+	}
+	s.mu.Lock()
+	s.kv = c
+	s.mu.Unlock()
+}

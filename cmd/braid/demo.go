@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/tool"
+)
+
+// The demo: an agent told to delete files older than 5 days, in a workspace
+// folder of sample files. The scripted model inspects the folder, asks to
+// delete the old files, and a BeforeToolCall hook stops for approval.
+
+const maxAgeDays = 5
+
+type pathsInput struct {
+	Paths []string `json:"paths" jsonschema:"files or folders to act on"`
+}
+
+type fileInfo struct {
+	Path    string  `json:"path"`
+	AgeDays float64 `json:"ageDays"`
+}
+
+func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fset.SetOutput(stdout)
+	yes := fset.Bool("yes", false, "approve without asking")
+	no := fset.Bool("no", false, "deny without asking")
+	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder)")
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	if *yes && *no {
+		return errors.New("-yes and -no exclude each other")
+	}
+	ws := *dir
+	if ws == "" {
+		tmp, err := os.MkdirTemp("", "braid-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		ws = tmp
+	}
+	if err := seedWorkspace(ws); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "workspace: %s\n", ws)
+	printTree(stdout, ws)
+
+	a, err := agent.New(agent.Config{
+		Model:        demoModel(),
+		SystemPrompt: "You delete files older than 5 days",
+		Tools:        []tool.Tool{inspectTool(ws), deleteTool(ws)},
+		Hooks:        []hook.Provider{hook.Func(approveDeletes)},
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.WithoutCancel(ctx))
+
+	answers := bufio.NewReader(stdin)
+	ask := func(question string) string {
+		fmt.Fprint(stdout, question)
+		switch {
+		case *yes:
+			fmt.Fprintln(stdout, "y (-yes)")
+			return "y"
+		case *no:
+			fmt.Fprintln(stdout, "n (-no)")
+			return "n"
+		}
+		line, err := answers.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(stdout, "\n(no answer: taken as N)")
+			return "n"
+		}
+		return strings.TrimSpace(line)
+	}
+
+	const prompt = "Delete the files in my workspace that are older than 5 days"
+	input := agent.Text(prompt)
+	fmt.Fprintf(stdout, "\nyou: %s\n", prompt)
+	for {
+		res, err := streamOnce(ctx, a, input, stdout)
+		if err != nil {
+			return err
+		}
+		if res.StopReason != agent.StopInterrupt {
+			fmt.Fprintf(stdout, "\nstop reason: %s (this invocation: %d model calls, %d tool runs)\n", res.StopReason, res.Metrics.ModelCalls, res.Metrics.ToolCalls)
+			break
+		}
+		var responses []interrupt.Response
+		for _, in := range res.Interrupts {
+			var reason pathsInput
+			if err := in.DecodeReason(&reason); err != nil {
+				return err
+			}
+			answer := ask(fmt.Sprintf("Do you want to delete %v (y/N): ", reason.Paths))
+			responses = append(responses, interrupt.Respond(in.ID, answer))
+		}
+		input = agent.Resume(responses...)
+	}
+	fmt.Fprintln(stdout, "\nworkspace now:")
+	printTree(stdout, ws)
+	return nil
+}
+
+// streamOnce runs one invocation and prints its events.
+func streamOnce(ctx context.Context, a *agent.Agent, in agent.Input, w io.Writer) (*agent.Result, error) {
+	var res *agent.Result
+	for ev, err := range a.Stream(ctx, in) {
+		if err != nil {
+			return nil, err
+		}
+		switch e := ev.(type) {
+		case *agent.TextDeltaEvent:
+			fmt.Fprintf(w, "agent: %s\n", e.Text)
+		case *agent.ToolUseEvent:
+			fmt.Fprintf(w, "  -> %s %s\n", e.ToolUse.Name, e.ToolUse.Input)
+		case *agent.ToolResultEvent:
+			fmt.Fprintf(w, "  <- %s [%s] %s\n", e.Result.ToolUseID, e.Result.Status, resultText(e.Result))
+		case *agent.InterruptEvent:
+			fmt.Fprintf(w, "  !! interrupt %q (%s) from %s\n", e.Interrupt.Name, e.Interrupt.ID, e.Interrupt.Source)
+		case *agent.ResultEvent:
+			res = e.Result
+		}
+	}
+	if res == nil {
+		return nil, errors.New("stream ended without a result")
+	}
+	return res, nil
+}
+
+func resultText(r model.ToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		switch {
+		case c.Text != nil:
+			parts = append(parts, *c.Text)
+		case c.JSON != nil:
+			parts = append(parts, string(c.JSON))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// approveDeletes is the seed's approval hook.
+func approveDeletes(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+	if ev.ToolUse.Name != "delete_files" {
+		return nil
+	}
+	var in pathsInput
+	if err := ev.ToolUse.DecodeInput(&in); err != nil {
+		return err
+	}
+	answer, err := ev.Interrupt("demo-approval", in)
+	if err != nil {
+		return err
+	}
+	if s, _ := answer.String(); strings.ToLower(s) != "y" {
+		ev.CancelTool("User denied permission to delete files")
+	}
+	return nil
+}
+
+// inWorkspace resolves a path the model gave against the workspace and
+// refuses one that leaves it.
+func inWorkspace(ws, p string) (string, error) {
+	if filepath.IsAbs(p) || !filepath.IsLocal(filepath.Clean(p)) && filepath.Clean(p) != "." {
+		return "", fmt.Errorf("path %q is outside the workspace", p)
+	}
+	return filepath.Join(ws, p), nil
+}
+
+func inspectTool(ws string) tool.Tool {
+	return tool.New("inspect_files", "List the files under the given paths (relative to the workspace) with their age in days",
+		func(ctx context.Context, tc *tool.Context, in pathsInput) (map[string]any, error) {
+			var files []fileInfo
+			now := time.Now()
+			for _, rel := range in.Paths {
+				root, err := inWorkspace(ws, rel)
+				if err != nil {
+					return nil, err
+				}
+				err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					info, err := d.Info()
+					if err != nil {
+						return err
+					}
+					relPath, err := filepath.Rel(ws, p)
+					if err != nil {
+						return err
+					}
+					files = append(files, fileInfo{Path: filepath.ToSlash(relPath), AgeDays: float64(int(now.Sub(info.ModTime()).Hours()/24*10)) / 10})
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+			}
+			return map[string]any{"files": files}, nil
+		})
+}
+
+func deleteTool(ws string) tool.Tool {
+	return tool.New("delete_files", "Delete files at the given paths (relative to the workspace)",
+		func(ctx context.Context, tc *tool.Context, in pathsInput) (map[string]any, error) {
+			var deleted []string
+			for _, p := range in.Paths {
+				full, err := inWorkspace(ws, p)
+				if err != nil {
+					return nil, err
+				}
+				if err := os.Remove(full); err != nil {
+					return nil, err
+				}
+				deleted = append(deleted, p)
+			}
+			return map[string]any{"deleted": deleted}, nil
+		})
+}
+
+// demoModel plays the conversation as a function of its last message:
+// prompt -> inspect; inspection -> delete the old files; deletion -> summary.
+func demoModel() model.Model {
+	return model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, ok := req.LastMessage()
+		if !ok {
+			return model.Turn{}, errors.New("empty conversation")
+		}
+		results := last.ToolResults()
+		if len(results) == 0 {
+			return model.Turn{Text: "I will look at the files first.", Calls: []model.ToolCall{
+				model.Call("inspect-1", "inspect_files", pathsInput{Paths: []string{"."}}),
+			}}, nil
+		}
+		r := results[0]
+		switch r.ToolUseID {
+		case "inspect-1":
+			var listing struct {
+				Files []fileInfo `json:"files"`
+			}
+			if len(r.Content) == 0 || r.Content[0].JSON == nil {
+				return model.TextTurn("I could not read the file list: " + resultText(r)), nil
+			}
+			if err := json.Unmarshal(r.Content[0].JSON, &listing); err != nil {
+				return model.Turn{}, err
+			}
+			var old []string
+			for _, f := range listing.Files {
+				if f.AgeDays > maxAgeDays {
+					old = append(old, f.Path)
+				}
+			}
+			if len(old) == 0 {
+				return model.TextTurn("Nothing is older than 5 days; I left everything alone."), nil
+			}
+			return model.Turn{
+				Text:  fmt.Sprintf("%d of %d files are older than %d days; deleting them.", len(old), len(listing.Files), maxAgeDays),
+				Calls: []model.ToolCall{model.Call("delete-1", "delete_files", pathsInput{Paths: old})},
+			}, nil
+		case "delete-1":
+			if r.Status == model.ToolError {
+				return model.TextTurn("I did not delete anything: " + resultText(r) + "."), nil
+			}
+			return model.TextTurn("Done: the old files are deleted."), nil
+		}
+		return model.TextTurn("I am not sure what happened."), nil
+	})
+}
+
+// seedWorkspace writes the sample files: three old, two recent.
+func seedWorkspace(ws string) error {
+	now := time.Now()
+	files := []struct {
+		path string
+		age  time.Duration
+	}{
+		{"logs/app-2026-11-02.log", 30 * 24 * time.Hour},
+		{"logs/app-2026-11-27.log", 6 * 24 * time.Hour},
+		{"logs/app-today.log", time.Hour},
+		{"tmp/cache.bin", 12 * 24 * time.Hour},
+		{"notes.txt", 2 * 24 * time.Hour},
+	}
+	for _, f := range files {
+		p := filepath.Join(ws, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte("sample\n"), 0o644); err != nil {
+			return err
+		}
+		t := now.Add(-f.age)
+		if err := os.Chtimes(p, t, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printTree(w io.Writer, ws string) {
+	var lines []string
+	_ = filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(ws, p)
+		lines = append(lines, fmt.Sprintf("  %-26s %4.0f days old", rel, time.Since(info.ModTime()).Hours()/24))
+		return nil
+	})
+	sort.Strings(lines)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func remaining(t *testing.T, ws string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(ws, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(ws, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	}))
+	sort.Strings(out)
+	return out
+}
+
+func TestDemo_ApproveDeletesOnlyOldFiles(t *testing.T) {
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+	assert.Contains(t, out.String(), `!! interrupt "demo-approval"`)
+	assert.Contains(t, out.String(), "Do you want to delete [logs/app-2026-11-02.log logs/app-2026-11-27.log tmp/cache.bin] (y/N): y (-yes)")
+	assert.Contains(t, out.String(), "Done: the old files are deleted.")
+}
+
+func TestDemo_DenyKeepsEverything(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args  []string
+		stdin string
+	}{
+		"flag":         {[]string{"-no"}, ""},
+		"typed n":      {nil, "n\n"},
+		"enter":        {nil, "\n"},
+		"end of input": {nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws := t.TempDir()
+			var out bytes.Buffer
+			require.NoError(t, runDemo(context.Background(), append(tc.args, "-dir", ws), strings.NewReader(tc.stdin), &out))
+			assert.Len(t, remaining(t, ws), 5)
+			assert.Contains(t, out.String(), "I did not delete anything: User denied permission to delete files.")
+		})
+	}
+}
+
+func TestDemo_TypedYes(t *testing.T) {
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-dir", ws}, strings.NewReader("Y\n"), &out))
+	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+}
+
+func TestDemo_BadFlags(t *testing.T) {
+	var out bytes.Buffer
+	err := runDemo(context.Background(), []string{"-yes", "-no"}, strings.NewReader(""), &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "exclude each other")
+}
+
+func TestWorkspacePaths_RejectEscapes(t *testing.T) {
+	for _, p := range []string{"../x", "/etc/passwd", "a/../../b"} {
+		_, err := inWorkspace("/ws", p)
+		assert.Error(t, err, p)
+	}
+	got, err := inWorkspace("/ws", "logs/a.log")
+	require.NoError(t, err)
+	assert.Equal(t, "/ws/logs/a.log", got)
+	got, err = inWorkspace("/ws", ".")
+	require.NoError(t, err)
+	assert.Equal(t, "/ws", got)
+}
+
+func TestRun_Commands(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), nil, strings.NewReader(""), &out, &errOut))
+	assert.Equal(t, 2, run(context.Background(), []string{"nope"}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), `unknown command "nope"`)
+	out.Reset()
+	assert.Equal(t, 0, run(context.Background(), []string{"help"}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, out.String(), "demo")
+	assert.Equal(t, 0, run(context.Background(), []string{"demo", "-no"}, strings.NewReader(""), &out, &errOut))
+}

@@ -1,0 +1,52 @@
+// Command braid is Braid's command line.
+//
+//	braid demo [-yes|-no] [-dir DIR]   the "delete old files" agent on the scripted model
+//
+// Run "braid help" for the list of commands.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "demo":
+		if err := runDemo(ctx, args[1:], stdin, stdout); err != nil {
+			fmt.Fprintln(stderr, "braid demo:", err)
+			return 1
+		}
+		return 0
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "braid: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: braid <command> [flags]
+
+commands:
+  demo    run the "delete files older than 5 days" agent on the scripted model;
+          it stops for your approval before deleting (flags: -yes, -no, -dir)
+  help    show this text
+`)
+}

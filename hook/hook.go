@@ -1,0 +1,162 @@
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/braidhq/braid/interrupt"
+)
+
+// Callback handles one event type.
+type Callback[E any] func(ctx context.Context, ev *E) error
+
+// Reversed is implemented by events whose callbacks run in reverse
+// registration order (the After* events).
+type Reversed interface {
+	HookReversed()
+}
+
+// Interruptible is implemented by events whose callbacks may raise
+// interrupts. The scope is where they are recorded.
+type Interruptible interface {
+	InterruptScope() *interrupt.Scope
+}
+
+// Provider registers a bundle of callbacks (the Strands HookProvider).
+type Provider interface {
+	RegisterHooks(r *Registry)
+}
+
+// ProviderFunc adapts a function to a Provider.
+type ProviderFunc func(r *Registry)
+
+// RegisterHooks calls f.
+func (f ProviderFunc) RegisterHooks(r *Registry) { f(r) }
+
+// Func returns a Provider that registers one callback.
+func Func[E any](fn Callback[E]) Provider {
+	return ProviderFunc(func(r *Registry) { Add(r, fn) })
+}
+
+// Registry holds callbacks by event type. It is safe for concurrent use;
+// callbacks added while an event is being dispatched take effect from the
+// next dispatch.
+type Registry struct {
+	mu  sync.RWMutex
+	cbs map[reflect.Type][]any
+}
+
+// NewRegistry returns an empty registry, with the providers registered.
+func NewRegistry(providers ...Provider) *Registry {
+	r := &Registry{}
+	for _, p := range providers {
+		if p != nil {
+			p.RegisterHooks(r)
+		}
+	}
+	return r
+}
+
+// Add registers fn for events of type E. A nil fn is ignored.
+func Add[E any](r *Registry, fn Callback[E]) {
+	if fn == nil {
+		return
+	}
+	t := reflect.TypeFor[E]()
+	r.mu.Lock()
+	if r.cbs == nil {
+		r.cbs = make(map[reflect.Type][]any)
+	}
+	r.cbs[t] = append(r.cbs[t], fn)
+	r.mu.Unlock()
+}
+
+// Has reports whether any callback is registered for E.
+func Has[E any](r *Registry) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.cbs[reflect.TypeFor[E]()]) > 0
+}
+
+// PanicError is the error of a callback that panicked.
+type PanicError struct {
+	Event string
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("hook for %s panicked: %v", e.Event, e.Value) }
+
+// ErrForeignInterrupt: a callback returned an interrupt error that was not
+// raised through the event it handles.
+var ErrForeignInterrupt = errors.New("callback returned an interrupt not raised on this event")
+
+// Run dispatches ev to the callbacks registered for E, by the rules in the
+// package doc. For an Interruptible event, a nil error with interrupts
+// recorded in its scope means "stop for those interrupts"; the caller reads
+// them from the scope.
+func Run[E any](ctx context.Context, r *Registry, ev *E) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	cbs := r.cbs[reflect.TypeFor[E]()]
+	r.mu.RUnlock()
+	if len(cbs) == 0 {
+		return nil
+	}
+	_, reversed := any(ev).(Reversed)
+	var scope *interrupt.Scope
+	if ie, ok := any(ev).(Interruptible); ok {
+		scope = ie.InterruptScope()
+	}
+	n := len(cbs)
+	for k := 0; k < n; k++ {
+		i := k
+		if reversed {
+			i = n - 1 - k
+		}
+		if scope != nil {
+			scope.BeginCallback(i)
+		}
+		err := call(ctx, cbs[i].(Callback[E]), ev)
+		if err == nil {
+			continue
+		}
+		if scope != nil && errors.Is(err, interrupt.ErrInterrupted) && raisedHere(scope, err) {
+			continue
+		}
+		return err
+	}
+	if scope != nil {
+		return scope.Err()
+	}
+	return nil
+}
+
+func raisedHere(scope *interrupt.Scope, err error) bool {
+	var re *interrupt.RaisedError
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, in := range scope.Raised() {
+		if in.ID == re.Interrupt.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func call[E any](ctx context.Context, cb Callback[E], ev *E) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Event: reflect.TypeFor[E]().Name(), Value: r}
+		}
+	}()
+	return cb(ctx, ev)
+}

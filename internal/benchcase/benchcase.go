@@ -1,0 +1,154 @@
+// Package benchcase holds the benchmark scenarios shared by the go test
+// benchmarks and the bench command: the scenarios of the Strands
+// TypeScript peer benchmark (shared/peer-bench/strands-ts), rebuilt on Braid.
+//
+//	b1 InvokeOneTool: invoke(prompt); the model asks for one tool, the tool
+//	   runs, the model answers.
+//	b2 InterruptResume: a BeforeToolCall hook interrupts, the caller resumes
+//	   with "y", the tool runs, the model answers.
+//
+// "Fresh" builds a new agent (and model) for every operation, in a shared
+// actor system, as a server building an agent per request would; tools are
+// defined once. "Reused" keeps one agent and resets its history first, like
+// the peer's reused-reset mode.
+package benchcase
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/tool"
+)
+
+type paths struct {
+	Paths []string `json:"paths"`
+}
+
+var input = paths{Paths: []string{"a/b/c.txt"}}
+
+// Model answers like the peer's scripted model: a tool call with a new id
+// while the last message is a prompt, "done" once the results are in.
+func Model() *model.ScriptedModel {
+	n := 0
+	return model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn("done"), nil
+		}
+		n++
+		return model.ToolTurn(model.Call(fmt.Sprintf("tooluse_%d", n), "delete_files", input)), nil
+	})
+}
+
+// Tools returns the scenario's tool list: delete_files, which returns true.
+func Tools() []tool.Tool {
+	return []tool.Tool{tool.New("delete_files", "Delete files at the given paths",
+		func(ctx context.Context, tc *tool.Context, in paths) (bool, error) { return true, nil })}
+}
+
+// Approval is the seed's approval hook on BeforeToolCallEvent.
+func Approval() hook.Provider {
+	return hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name != "delete_files" {
+			return nil
+		}
+		var in paths
+		if err := ev.ToolUse.DecodeInput(&in); err != nil {
+			return err
+		}
+		ans, err := ev.Interrupt("myapp-approval", map[string]any{"paths": in.Paths})
+		if err != nil {
+			return err
+		}
+		if s, _ := ans.String(); s != "y" {
+			ev.CancelTool("User denied permission to delete files")
+		}
+		return nil
+	})
+}
+
+// Env is what the scenarios share across operations.
+type Env struct {
+	Sys   *actors.System
+	Tools []tool.Tool
+}
+
+// NewEnv starts an actor system and builds the tools.
+func NewEnv() (*Env, error) {
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Sys: sys, Tools: Tools()}, nil
+}
+
+// Close stops the actor system.
+func (e *Env) Close() error { return e.Sys.Close(context.Background()) }
+
+// NewAgent builds one agent of the scenario.
+func (e *Env) NewAgent(hooks ...hook.Provider) (*agent.Agent, error) {
+	return agent.New(agent.Config{Model: Model(), Tools: e.Tools, Hooks: hooks, System: e.Sys})
+}
+
+// InvokeOneTool runs scenario b1 once on a.
+func InvokeOneTool(ctx context.Context, a *agent.Agent) error {
+	res, err := a.Invoke(ctx, agent.Text("delete old files"))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopEndTurn {
+		return fmt.Errorf("b1: stop reason %s", res.StopReason)
+	}
+	return nil
+}
+
+// InterruptResume runs scenario b2 once on a (built with Approval).
+func InterruptResume(ctx context.Context, a *agent.Agent) error {
+	res, err := a.Invoke(ctx, agent.Text("delete old files"))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopInterrupt || len(res.Interrupts) != 1 {
+		return fmt.Errorf("b2: want one interrupt, got %s %v", res.StopReason, res.Interrupts)
+	}
+	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopEndTurn {
+		return fmt.Errorf("b2 resume: stop reason %s", res.StopReason)
+	}
+	return nil
+}
+
+// Fresh runs op on a new agent and closes it.
+func (e *Env) Fresh(ctx context.Context, op func(context.Context, *agent.Agent) error, hooks ...hook.Provider) error {
+	a, err := e.NewAgent(hooks...)
+	if err != nil {
+		return err
+	}
+	err = op(ctx, a)
+	if cerr := a.Close(ctx); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Reused resets a's history and runs op on it.
+func Reused(ctx context.Context, a *agent.Agent, op func(context.Context, *agent.Agent) error) error {
+	if err := a.SetMessages(ctx, nil); err != nil {
+		return err
+	}
+	return op(ctx, a)
+}
+
+// Hop is the actor messaging of one invocation alone: an empty turn of a
+// Serial actor (ask, grant, done).
+func Hop(ctx context.Context, s *actors.Serial) error {
+	return s.Do(ctx, func(context.Context) {})
+}

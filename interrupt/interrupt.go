@@ -1,0 +1,150 @@
+package interrupt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Source says what raised an interrupt.
+type Source string
+
+// The sources of SPEC I1.
+const (
+	SourceTool           Source = "tool"
+	SourceHook           Source = "hook"
+	SourceMultiAgentHook Source = "multiagent-hook"
+)
+
+// Valid reports whether s is one of the known sources.
+func (s Source) Valid() bool {
+	switch s {
+	case SourceTool, SourceHook, SourceMultiAgentHook:
+		return true
+	}
+	return false
+}
+
+// Interrupt is one request for outside input (SPEC I1).
+//
+// Reason and Response hold JSON. A nil Reason means no reason was given.
+// Answered says whether Response holds an answer: an answer may be JSON null,
+// so "no answer" is Answered == false, never a nil value.
+//
+// The wire form is {"id":..,"name":..,"reason":..,"response":..,"source":..}
+// with reason omitted when absent and response omitted when unanswered.
+type Interrupt struct {
+	ID       string
+	Name     string
+	Reason   json.RawMessage
+	Response Value
+	Answered bool
+	Source   Source
+}
+
+// HasReason reports whether a reason was given.
+func (i Interrupt) HasReason() bool { return len(i.Reason) > 0 }
+
+// DecodeReason unmarshals the reason into v. It returns ErrNoReason when the
+// interrupt has none.
+func (i Interrupt) DecodeReason(v any) error {
+	if !i.HasReason() {
+		return fmt.Errorf("interrupt_id=<%s>: %w", i.ID, ErrNoReason)
+	}
+	return json.Unmarshal(i.Reason, v)
+}
+
+// Clone returns a deep copy, so the caller may keep it while the owner goes on.
+func (i Interrupt) Clone() Interrupt {
+	i.Reason = cloneRaw(i.Reason)
+	i.Response = Value{raw: cloneRaw(i.Response.raw)}
+	return i
+}
+
+type wireInterrupt struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Reason   json.RawMessage `json:"reason,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Source   Source          `json:"source"`
+}
+
+// MarshalJSON writes the wire form of SPEC I1.
+func (i Interrupt) MarshalJSON() ([]byte, error) {
+	w := wireInterrupt{ID: i.ID, Name: i.Name, Reason: i.Reason, Source: i.Source}
+	if i.Answered {
+		w.Response = i.Response.Raw()
+	}
+	return marshalNoEscape(w)
+}
+
+// UnmarshalJSON reads the wire form. A present "response" key, JSON null
+// included, marks the interrupt answered. A missing source reads as "hook",
+// the Strands default for records that predate the field.
+func (i *Interrupt) UnmarshalJSON(data []byte) error {
+	var w wireInterrupt
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if w.ID == "" {
+		return fmt.Errorf("interrupt record: %w", ErrEmptyID)
+	}
+	if w.Source == "" {
+		w.Source = SourceHook
+	}
+	if !w.Source.Valid() {
+		return fmt.Errorf("interrupt_id=<%s>: unknown source %q", w.ID, w.Source)
+	}
+	*i = Interrupt{ID: w.ID, Name: w.Name, Reason: cloneRaw(w.Reason), Source: w.Source}
+	if w.Response != nil {
+		i.Response = Value{raw: cloneRaw(w.Response)}
+		i.Answered = true
+	}
+	return nil
+}
+
+func cloneRaw(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+// encodeJSON turns v into compact JSON. json.RawMessage and Value are taken
+// as they are after a validity check; everything else goes through
+// encoding/json with HTML escaping off, so "<" stays "<" as in Strands.
+func encodeJSON(v any) (json.RawMessage, error) {
+	switch t := v.(type) {
+	case json.RawMessage:
+		return compactRaw(t)
+	case Value:
+		if !t.Valid() {
+			return nil, ErrNoAnswer
+		}
+		return compactRaw(t.raw)
+	case *Value:
+		if t == nil || !t.Valid() {
+			return nil, ErrNoAnswer
+		}
+		return compactRaw(t.raw)
+	}
+	return marshalNoEscape(v)
+}
+
+func compactRaw(b []byte) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,252 @@
+package interrupt
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// State is the interrupt state of one owner (an agent or an orchestrator):
+// the interrupts raised, in raise order, and whether the owner is stopped
+// waiting for answers (activated).
+//
+// The zero State is empty and ready to use. All methods are safe for
+// concurrent use; concurrent tools of one cycle raise into one State.
+type State struct {
+	mu        sync.Mutex
+	byID      map[string]int // index into list
+	list      []Interrupt
+	activated bool
+	version   uint64
+}
+
+// NewState returns an empty State.
+func NewState() *State { return &State{} }
+
+// Register records an interrupt unless one with that id exists; an existing
+// record wins and its name and reason never change (SPEC I3). It returns the
+// stored record and whether it was created.
+func (s *State) Register(in Interrupt) (Interrupt, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.byID[in.ID]; ok {
+		return s.list[i].Clone(), false
+	}
+	if s.byID == nil {
+		s.byID = make(map[string]int)
+	}
+	s.byID[in.ID] = len(s.list)
+	s.list = append(s.list, in.Clone())
+	s.version++
+	return in, true
+}
+
+// Get returns a copy of the interrupt with the given id.
+func (s *State) Get(id string) (Interrupt, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.byID[id]
+	if !ok {
+		return Interrupt{}, false
+	}
+	return s.list[i].Clone(), true
+}
+
+// Len returns the number of interrupts recorded.
+func (s *State) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.list)
+}
+
+// All returns copies of every interrupt, in raise order.
+func (s *State) All() []Interrupt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Interrupt, len(s.list))
+	for i, in := range s.list {
+		out[i] = in.Clone()
+	}
+	return out
+}
+
+// Unanswered returns copies of the interrupts without an answer, in raise
+// order (SPEC I8).
+func (s *State) Unanswered() []Interrupt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Interrupt
+	for _, in := range s.list {
+		if !in.Answered {
+			out = append(out, in.Clone())
+		}
+	}
+	return out
+}
+
+// Activate marks the owner as stopped, waiting for answers.
+func (s *State) Activate() {
+	s.mu.Lock()
+	s.activated = true
+	s.version++
+	s.mu.Unlock()
+}
+
+// Activated reports whether the owner waits for answers.
+func (s *State) Activated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activated
+}
+
+// Clear drops every interrupt and deactivates the state. Owners call it when
+// the interrupted work has finished, so a later interrupt with an equal id is
+// a fresh one (SPEC A7).
+func (s *State) Clear() {
+	s.mu.Lock()
+	s.byID = nil
+	s.list = nil
+	s.activated = false
+	s.version++
+	s.mu.Unlock()
+}
+
+// Version counts changes; it lets a saver skip writes when nothing changed.
+func (s *State) Version() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// CheckResume validates a resume without changing anything: the state must
+// be activated, and every response must name a known interrupt once and
+// carry an answer (SPEC I7).
+func (s *State) CheckResume(responses []Response) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkLocked(responses)
+}
+
+func (s *State) checkLocked(responses []Response) error {
+	if len(responses) == 0 {
+		return ErrEmptyResume
+	}
+	if !s.activated {
+		return &IDError{ID: responses[0].ID, Err: ErrNotInterrupted}
+	}
+	seen := make(map[string]struct{}, len(responses))
+	for _, r := range responses {
+		if r.ID == "" {
+			return &IDError{ID: r.ID, Err: ErrEmptyID}
+		}
+		if r.err != nil {
+			return &IDError{ID: r.ID, Err: fmt.Errorf("%w: %v", ErrAnswer, r.err)}
+		}
+		if _, dup := seen[r.ID]; dup {
+			return &IDError{ID: r.ID, Err: ErrDuplicateResponse}
+		}
+		seen[r.ID] = struct{}{}
+		if _, ok := s.byID[r.ID]; !ok {
+			return &IDError{ID: r.ID, Err: ErrUnknownID}
+		}
+		if !r.Value.Valid() {
+			return &IDError{ID: r.ID, Err: ErrMissingResponse}
+		}
+	}
+	return nil
+}
+
+// Resume validates the responses (see CheckResume) and, only if all pass,
+// stores each answer on its interrupt. On error nothing has changed.
+// Answering an already answered interrupt replaces the answer.
+func (s *State) Resume(responses []Response) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkLocked(responses); err != nil {
+		return err
+	}
+	for _, r := range responses {
+		i := s.byID[r.ID]
+		s.list[i].Response = Value{raw: cloneRaw(r.Value.raw)}
+		s.list[i].Answered = true
+	}
+	s.version++
+	return nil
+}
+
+// answer looks up an id and returns its answer, if any.
+func (s *State) answer(id string) (Value, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.byID[id]
+	if !ok || !s.list[i].Answered {
+		return Value{}, false
+	}
+	return s.list[i].Response, true
+}
+
+// Clone returns an independent copy.
+func (s *State) Clone() *State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &State{activated: s.activated, version: s.version}
+	if len(s.list) > 0 {
+		c.byID = make(map[string]int, len(s.list))
+		c.list = make([]Interrupt, len(s.list))
+		for i, in := range s.list {
+			c.list[i] = in.Clone()
+			c.byID[in.ID] = i
+		}
+	}
+	return c
+}
+
+// Restore replaces the contents of s with those of other.
+func (s *State) Restore(other *State) {
+	c := other.Clone()
+	s.mu.Lock()
+	s.byID, s.list, s.activated = c.byID, c.list, c.activated
+	s.version++
+	s.mu.Unlock()
+}
+
+type wireState struct {
+	Activated  bool        `json:"activated"`
+	Interrupts []Interrupt `json:"interrupts"`
+}
+
+// MarshalJSON writes {"activated":..,"interrupts":[..]} with the interrupts
+// in raise order.
+func (s *State) MarshalJSON() ([]byte, error) {
+	s.mu.Lock()
+	w := wireState{Activated: s.activated, Interrupts: s.list}
+	if w.Interrupts == nil {
+		w.Interrupts = []Interrupt{}
+	}
+	b, err := marshalNoEscape(w)
+	s.mu.Unlock()
+	return b, err
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes. Duplicate ids are an error.
+func (s *State) UnmarshalJSON(data []byte) error {
+	var w wireState
+	if err := json.Unmarshal(data, &w); err != nil {
+		return fmt.Errorf("interrupt state: %w", err)
+	}
+	byID := make(map[string]int, len(w.Interrupts))
+	for i, in := range w.Interrupts {
+		if _, dup := byID[in.ID]; dup {
+			return fmt.Errorf("interrupt state: interrupt_id=<%s> appears twice", in.ID)
+		}
+		byID[in.ID] = i
+	}
+	s.mu.Lock()
+	s.byID, s.list, s.activated = byID, w.Interrupts, w.Activated
+	if len(s.list) == 0 {
+		s.byID, s.list = nil, nil
+	}
+	s.version++
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,184 @@
+package interrupt
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func mustValue(t *testing.T, v any) Value {
+	t.Helper()
+	val, err := ValueOf(v)
+	require.NoError(t, err)
+	return val
+}
+
+func TestValue_ZeroIsNotAnAnswer(t *testing.T) {
+	// SPEC I1: "no answer" is never a nil value.
+	var v Value
+	assert.False(t, v.Valid())
+	assert.False(t, v.IsNull())
+	assert.Nil(t, v.Raw())
+	_, ok := v.String()
+	assert.False(t, ok)
+	var dst any
+	assert.ErrorIs(t, v.Decode(&dst), ErrNoAnswer)
+}
+
+func TestValueOf_EncodesEveryJSONKind(t *testing.T) {
+	// SPEC I1
+	type approval struct {
+		OK   bool   `json:"ok"`
+		Note string `json:"note,omitempty"`
+	}
+	tests := []struct {
+		name string
+		in   any
+		want string
+	}{
+		{"nil is JSON null", nil, `null`},
+		{"string", "yes", `"yes"`},
+		{"HTML characters not escaped", "<a> & <b>", `"<a> & <b>"`},
+		{"int", 42, `42`},
+		{"float", 2.5, `2.5`},
+		{"false", false, `false`},
+		{"true", true, `true`},
+		{"map", map[string]any{"b": 1, "a": "x"}, `{"a":"x","b":1}`},
+		{"slice", []any{1, "two", nil}, `[1,"two",null]`},
+		{"struct", approval{OK: true}, `{"ok":true}`},
+		{"raw message is compacted", json.RawMessage(` { "a" : [ 1 , 2 ] } `), `{"a":[1,2]}`},
+		{"raw null", json.RawMessage(`null`), `null`},
+		{"Value passes through", Value{raw: json.RawMessage(`"v"`)}, `"v"`},
+		{"*Value passes through", &Value{raw: json.RawMessage(`[true]`)}, `[true]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := ValueOf(tt.in)
+			require.NoError(t, err)
+			assert.True(t, v.Valid())
+			assert.Equal(t, tt.want, string(v.Raw()))
+		})
+	}
+}
+
+func TestValueOf_RejectsUnencodable(t *testing.T) {
+	// SPEC I3, I7
+	tests := []struct {
+		name string
+		in   any
+	}{
+		{"channel", make(chan int)},
+		{"func", func() {}},
+		{"infinity", math.Inf(1)},
+		{"NaN", math.NaN()},
+		{"map with channel", map[string]any{"c": make(chan int)}},
+		{"invalid raw message", json.RawMessage(`{"a":`)},
+		{"nil raw message", json.RawMessage(nil)},
+		{"zero Value", Value{}},
+		{"nil *Value", (*Value)(nil)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := ValueOf(tt.in)
+			assert.Error(t, err)
+			assert.False(t, v.Valid())
+		})
+	}
+}
+
+func TestJSON_CompactsAndValidates(t *testing.T) {
+	v, err := JSON([]byte("{\n  \"a\": \"x y\",\n  \"b\": [ 1, null ]\n}"))
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"x y","b":[1,null]}`, string(v.Raw()))
+
+	for _, bad := range []string{``, `{`, `nul`, `1 2`, `"unterminated`, `{'a':1}`} {
+		_, err := JSON([]byte(bad))
+		assert.Error(t, err, "JSON(%q)", bad)
+	}
+}
+
+func TestValue_String(t *testing.T) {
+	tests := []struct {
+		raw    string
+		want   string
+		wantOK bool
+	}{
+		{`"yes"`, "yes", true},
+		{`""`, "", true},
+		{`"caf\u00e9 \ud83d\ude00"`, "café 😀", true},
+		{`"line\nbreak"`, "line\nbreak", true},
+		{`null`, "", false},
+		{`42`, "", false},
+		{`true`, "", false},
+		{`["yes"]`, "", false},
+		{`{"s":"yes"}`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			v, err := JSON([]byte(tt.raw))
+			require.NoError(t, err)
+			got, ok := v.String()
+			assert.Equal(t, tt.wantOK, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestValue_IsNull(t *testing.T) {
+	// SPEC I1
+	assert.True(t, mustValue(t, nil).IsNull())
+	assert.True(t, mustValue(t, json.RawMessage(" null ")).IsNull())
+	assert.False(t, mustValue(t, "null").IsNull(), "the string \"null\" is not JSON null")
+	assert.False(t, mustValue(t, false).IsNull())
+	assert.False(t, mustValue(t, 0).IsNull())
+	assert.False(t, Value{}.IsNull(), "the zero Value holds nothing, not null")
+}
+
+func TestValue_Decode(t *testing.T) {
+	var got struct {
+		Approved bool     `json:"approved"`
+		Tags     []string `json:"tags"`
+	}
+	v := mustValue(t, map[string]any{"approved": true, "tags": []string{"a", "b"}})
+	require.NoError(t, v.Decode(&got))
+	assert.True(t, got.Approved)
+	assert.Equal(t, []string{"a", "b"}, got.Tags)
+
+	s := "preset"
+	sp := &s
+	require.NoError(t, mustValue(t, nil).Decode(&sp))
+	assert.Nil(t, sp, "null decodes into a nil pointer")
+
+	var n int
+	assert.Error(t, mustValue(t, "x").Decode(&n), "type mismatch is reported")
+}
+
+func TestValue_JSONMarshalling(t *testing.T) {
+	// SPEC I1
+	type holder struct {
+		V Value `json:"v"`
+	}
+	b, err := json.Marshal(holder{V: mustValue(t, map[string]int{"a": 1})})
+	require.NoError(t, err)
+	assert.Equal(t, `{"v":{"a":1}}`, string(b))
+
+	b, err = json.Marshal(holder{})
+	require.NoError(t, err)
+	assert.Equal(t, `{"v":null}`, string(b), "zero Value writes null")
+
+	var h holder
+	require.NoError(t, json.Unmarshal([]byte(`{"v": [ 1, 2 ]}`), &h))
+	assert.Equal(t, `[1,2]`, string(h.V.Raw()), "kept compacted")
+
+	h = holder{}
+	require.NoError(t, json.Unmarshal([]byte(`{"v":null}`), &h))
+	assert.True(t, h.V.Valid(), "JSON null is a value")
+	assert.True(t, h.V.IsNull())
+
+	h = holder{}
+	require.NoError(t, json.Unmarshal([]byte(`{}`), &h))
+	assert.False(t, h.V.Valid(), "absent stays no answer")
+}

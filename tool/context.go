@@ -1,0 +1,56 @@
+package tool
+
+import (
+	"encoding/json"
+
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+)
+
+// KV is the agent's key/value state as a tool sees it.
+type KV interface {
+	Get(key string) (json.RawMessage, bool)
+	Set(key string, value any) error
+	Delete(key string)
+}
+
+// Context is given to each tool call. It carries the tool use and the
+// interrupt scope of this call: Interrupt records into the agent's interrupt
+// state with the id v1:tool_call:{toolUseId}:{u(name)}.
+type Context struct {
+	// ToolUse is the call being run.
+	ToolUse model.ToolUse
+	// State is the agent's key/value state (nil in direct calls without an agent).
+	State KV
+	// Invocation holds per-invocation values given by the caller; read-only.
+	Invocation map[string]any
+
+	scope *interrupt.Scope
+}
+
+// NewContext returns the context of one call. scope may be nil, in which case
+// Interrupt fails with interrupt.ErrNotInterruptible (direct tool calls).
+func NewContext(tu model.ToolUse, scope *interrupt.Scope, state KV, invocation map[string]any) *Context {
+	return &Context{ToolUse: tu, scope: scope, State: state, Invocation: invocation}
+}
+
+// ScopeFor returns the interrupt scope for a tool call on the owner's state.
+func ScopeFor(state *interrupt.State, toolUseID string) *interrupt.Scope {
+	return interrupt.NewScope(state, interrupt.SourceTool, func(name string) string {
+		return interrupt.ToolCallID(toolUseID, name)
+	})
+}
+
+// Interrupt raises an interrupt from the tool (SPEC I3). If it has an answer,
+// the answer is returned; otherwise return the error from the tool, and the
+// call is run again from the start once the interrupt is answered. Names
+// need only be unique within one tool.
+func (c *Context) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
+	return c.scope.Interrupt(name, reason, opts...)
+}
+
+// Interrupted reports whether this call raised an unanswered interrupt.
+func (c *Context) Interrupted() bool { return c.scope != nil && c.scope.Interrupted() }
+
+// Scope returns the call's interrupt scope (nil in direct calls).
+func (c *Context) Scope() *interrupt.Scope { return c.scope }

@@ -1,0 +1,183 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/braidhq/braid/model"
+)
+
+// Tool is something the model can call.
+//
+// Run gets the raw JSON input of one call and returns the result content. A
+// returned error becomes an error result whose text is the error message
+// (the loop goes on), except an interrupt raised through tc, which stops the
+// call until it is answered; on resume Run is called again from the start.
+// Run may be called concurrently for different calls.
+type Tool interface {
+	Spec() model.ToolSpec
+	Run(ctx context.Context, tc *Context, input json.RawMessage) ([]model.ToolResultContent, error)
+}
+
+// Validator is implemented by tools that can fail to build (a schema that
+// could not be derived, say); the agent checks it when it is created.
+type Validator interface {
+	Validate() error
+}
+
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Errors.
+var (
+	// ErrBadName: a tool name must be 1–64 letters, digits, '_' or '-'.
+	ErrBadName = errors.New("tool name must be 1-64 characters of [a-zA-Z0-9_-]")
+	// ErrBadInput: the model sent input that does not decode into the tool's input type.
+	ErrBadInput = errors.New("invalid tool input")
+)
+
+// ValidateSpec checks a tool spec: its name, and that the schema is a JSON object.
+func ValidateSpec(s model.ToolSpec) error {
+	if !namePattern.MatchString(s.Name) {
+		return fmt.Errorf("tool %q: %w", s.Name, ErrBadName)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(s.InputSchema, &obj); err != nil {
+		return fmt.Errorf("tool %q: input schema is not a JSON object: %w", s.Name, err)
+	}
+	return nil
+}
+
+// Func is the function behind a typed tool.
+type Func[In, Out any] func(ctx context.Context, tc *Context, in In) (Out, error)
+
+// FuncTool is a tool made by New from a typed Go function.
+type FuncTool[In, Out any] struct {
+	spec model.ToolSpec
+	fn   Func[In, Out]
+	err  error
+}
+
+// New makes a tool from fn. The input schema is derived from In, which
+// should be a struct (its exported fields become the parameters); Out is
+// returned to the model as text when it is a string, as a JSON block when it
+// encodes to a JSON object, and as JSON text otherwise. A schema that cannot
+// be derived, or a bad name, is reported by Validate (and so by agent.New).
+func New[In, Out any](name, description string, fn Func[In, Out]) *FuncTool[In, Out] {
+	t := &FuncTool[In, Out]{fn: fn, spec: model.ToolSpec{Name: name, Description: description}}
+	schema, err := jsonschema.For[In](nil)
+	if err == nil {
+		t.spec.InputSchema, err = json.Marshal(schema)
+	}
+	if err != nil {
+		t.err = fmt.Errorf("tool %q: input schema: %w", name, err)
+		t.spec.InputSchema = json.RawMessage(`{"type":"object"}`)
+		return t
+	}
+	if fn == nil {
+		t.err = fmt.Errorf("tool %q: nil function", name)
+	}
+	if t.err == nil {
+		t.err = ValidateSpec(t.spec)
+	}
+	return t
+}
+
+// Spec returns the tool's spec.
+func (t *FuncTool[In, Out]) Spec() model.ToolSpec { return t.spec }
+
+// Validate reports a problem found when the tool was built.
+func (t *FuncTool[In, Out]) Validate() error { return t.err }
+
+// Run decodes the input into In and calls the function.
+func (t *FuncTool[In, Out]) Run(ctx context.Context, tc *Context, input json.RawMessage) ([]model.ToolResultContent, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	var in In
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
+		}
+	}
+	out, err := t.fn(ctx, tc, in)
+	if err != nil {
+		return nil, err
+	}
+	return Content(out)
+}
+
+// Content turns a Go value into tool-result content (see New).
+func Content(v any) ([]model.ToolResultContent, error) {
+	switch x := v.(type) {
+	case string:
+		return []model.ToolResultContent{{Text: &x}}, nil
+	case []model.ToolResultContent:
+		return x, nil
+	case model.ToolResultContent:
+		return []model.ToolResultContent{x}, nil
+	case nil:
+		s := "null"
+		return []model.ToolResultContent{{Text: &s}}, nil
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && rv.IsNil() {
+		s := "null"
+		return []model.ToolResultContent{{Text: &s}}, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("tool result is not JSON-encodable: %w", err)
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		return []model.ToolResultContent{{JSON: raw}}, nil
+	}
+	s := string(raw)
+	return []model.ToolResultContent{{Text: &s}}, nil
+}
+
+// Raw is a tool defined by its spec and a function of the raw JSON input.
+type Raw struct {
+	ToolSpec model.ToolSpec
+	Fn       func(ctx context.Context, tc *Context, input json.RawMessage) ([]model.ToolResultContent, error)
+}
+
+// Spec returns the spec.
+func (r *Raw) Spec() model.ToolSpec { return r.ToolSpec }
+
+// Validate checks the spec and the function.
+func (r *Raw) Validate() error {
+	if r.Fn == nil {
+		return fmt.Errorf("tool %q: nil function", r.ToolSpec.Name)
+	}
+	return ValidateSpec(r.ToolSpec)
+}
+
+// Run calls Fn.
+func (r *Raw) Run(ctx context.Context, tc *Context, input json.RawMessage) ([]model.ToolResultContent, error) {
+	return r.Fn(ctx, tc, input)
+}
+
+// PanicError is the error of a tool that panicked.
+type PanicError struct {
+	Tool  string
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("tool %s panicked: %v", e.Tool, e.Value) }
+
+// Invoke runs t and turns a panic into a *PanicError, so a faulty tool
+// cannot take the agent down.
+func Invoke(ctx context.Context, t Tool, tc *Context, input json.RawMessage) (content []model.ToolResultContent, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			content, err = nil, &PanicError{Tool: t.Spec().Name, Value: r}
+		}
+	}()
+	return t.Run(ctx, tc, input)
+}
