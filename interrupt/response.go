@@ -31,7 +31,7 @@ func Respond(id string, answer any) Response {
 // Err reports whether the answer could be encoded.
 func (r Response) Err() error {
 	if r.err != nil {
-		return &IDError{ID: r.ID, Err: fmt.Errorf("%w: %v", ErrAnswer, r.err)}
+		return &IDError{ID: r.ID, Err: r.err}
 	}
 	return nil
 }

@@ -103,7 +103,7 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 	if o.hasPreemptive {
 		v, err := ValueOf(o.preemptive)
 		if err != nil {
-			return Value{}, fmt.Errorf("interrupt_name=<%s> | %w: %v", name, ErrAnswer, err)
+			return Value{}, fmt.Errorf("interrupt_name=<%s> | %w", name, err)
 		}
 		rec.Response, rec.Answered = v, true
 	}

@@ -140,7 +140,7 @@ func (s *State) checkLocked(responses []Response) error {
 			return &IDError{ID: r.ID, Err: ErrEmptyID}
 		}
 		if r.err != nil {
-			return &IDError{ID: r.ID, Err: fmt.Errorf("%w: %v", ErrAnswer, r.err)}
+			return &IDError{ID: r.ID, Err: r.err}
 		}
 		if _, dup := seen[r.ID]; dup {
 			return &IDError{ID: r.ID, Err: ErrDuplicateResponse}

@@ -28,7 +28,7 @@ func JSON(raw []byte) (Value, error) {
 func ValueOf(v any) (Value, error) {
 	raw, err := encodeJSON(v)
 	if err != nil {
-		return Value{}, fmt.Errorf("answer is not JSON-encodable: %w", err)
+		return Value{}, fmt.Errorf("%w: %v", ErrAnswer, err)
 	}
 	return Value{raw: raw}, nil
 }

@@ -135,6 +135,10 @@ func (s *ScriptedModel) Stream(ctx context.Context, req *Request) iter.Seq2[Stre
 				return
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
 		stop := t.StopReason
 		if stop == "" {
 			stop = StopEndTurn
