@@ -102,7 +102,9 @@ func TestSerial_CloseRejectsQueuedAndLaterTurns(t *testing.T) {
 	}()
 	<-started
 	queued := make(chan error, 1)
-	go func() { queued <- s.Do(context.Background(), func(context.Context) { t.Error("a queued turn ran after Close") }) }()
+	go func() {
+		queued <- s.Do(context.Background(), func(context.Context) { t.Error("a queued turn ran after Close") })
+	}()
 	time.Sleep(10 * time.Millisecond)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(context.Background()) }()
