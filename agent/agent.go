@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -82,7 +83,19 @@ func New(cfg Config) (*Agent, error) {
 		a.tools[s.Name] = t
 		a.specs = append(a.specs, s)
 	}
-	if s := cfg.Restore; s != nil {
+	restore := cfg.Restore
+	if cfg.Session != nil {
+		rec, err := cfg.Session.LoadAgent(context.Background(), cfg.ID)
+		if err != nil {
+			return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+		}
+		if rec != nil {
+			if restore, err = fromRecord(cfg.ID, rec); err != nil {
+				return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+			}
+		}
+	}
+	if s := restore; s != nil {
 		a.messages = model.CloneMessages(s.Messages)
 		a.kv.replace(s.State)
 		if s.Interrupts != nil {
@@ -178,8 +191,8 @@ var ErrInterruptedReset = errors.New("cannot replace the history while the agent
 
 // SetMessages replaces the history (a conversation manager's job: trim,
 // summarise, start over). It runs after the current invocation and is
-// refused while the agent is interrupted. With a Saver, the new history is
-// saved before it returns.
+// refused while the agent is interrupted. With a Session, the new history is
+// saved (durably) before it returns.
 func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message) error {
 	var err error
 	if derr := a.do(ctx, func(ctx context.Context) {
@@ -190,7 +203,7 @@ func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message) error {
 		a.mu.Lock()
 		a.messages = model.CloneMessages(msgs)
 		a.mu.Unlock()
-		err = a.save(ctx, SaveMessage)
+		err = a.save(ctx, persistence.SaveInvocation)
 	}); derr != nil {
 		return derr
 	}

@@ -38,9 +38,12 @@ type Config struct {
 	// Messages is the initial history (copied). Ignored when Restore is set.
 	Messages []model.Message
 	// Restore is a snapshot to carry on from (another runtime or process).
+	// It cannot be combined with Session.
 	Restore *Snapshot
-	// Saver, if set, is called at every save point (SPEC S1, I9).
-	Saver Saver
+	// Session, if set, restores the agent when it is created and saves it at
+	// every save point (SPEC S1, I9): persistence.FileSession(id, dir), or a
+	// persistence.NewSessionManager over any store.
+	Session Session
 	// MaxAutoResumes bounds how often AfterInvocation hooks may call Resume
 	// within one Invoke (default 16).
 	MaxAutoResumes int
@@ -109,6 +112,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: two tools named %q", ErrConfig, name)
 		}
 		seen[name] = true
+	}
+	if c.Restore != nil && c.Session != nil {
+		return fmt.Errorf("%w: Restore and Session exclude each other (the session restores the agent)", ErrConfig)
 	}
 	if c.Restore != nil {
 		if err := c.Restore.Validate(c.ID); err != nil {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -65,7 +67,7 @@ func (a *Agent) invoke(ctx context.Context, in Input, optFns []InvokeOption, emi
 		if herr := hook.Run(ctx, a.hooks, after); herr != nil && err == nil {
 			res, err = nil, fmt.Errorf("AfterInvocation hook: %w", herr)
 		}
-		if serr := a.save(ctx, SaveInvocation); serr != nil && err == nil {
+		if serr := a.save(ctx, persistence.SaveInvocation); serr != nil && err == nil {
 			res, err = nil, serr
 		}
 		if err != nil {
@@ -120,6 +122,10 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	resuming := in.IsResume()
 	if resuming {
 		if err := a.interrupts.Resume(in.responses); err != nil {
+			return nil, err
+		}
+		// Claim the resume before anything runs (SPEC S4).
+		if err := a.save(ctx, persistence.SaveResume); err != nil {
 			return nil, err
 		}
 	}
@@ -389,7 +395,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 func (inv *invocation) stopForInterrupts(ctx context.Context, msg model.Message) (*Result, error) {
 	a := inv.a
 	a.interrupts.Activate()
-	if err := a.save(ctx, SaveInterrupt); err != nil {
+	if err := a.save(ctx, persistence.SaveInterrupt); err != nil {
 		return nil, err
 	}
 	res := inv.result(StopInterrupt, msg.Clone())
@@ -409,7 +415,7 @@ func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message
 	a.mu.Lock()
 	a.messages = append(a.messages, msgs...)
 	a.mu.Unlock()
-	if err := a.save(ctx, SaveMessage); err != nil {
+	if err := a.save(ctx, persistence.SaveMessage); err != nil {
 		return err
 	}
 	for _, m := range msgs {
@@ -423,12 +429,24 @@ func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message
 	return nil
 }
 
-func (a *Agent) save(ctx context.Context, why SaveReason) error {
-	if a.cfg.Saver == nil {
+// save hands the session to the Session at a save point.
+func (a *Agent) save(ctx context.Context, point persistence.SavePoint) error {
+	if a.cfg.Session == nil {
 		return nil
 	}
-	if err := a.cfg.Saver.Save(context.WithoutCancel(ctx), a.snapshot(), why); err != nil {
-		return fmt.Errorf("save session (%s): %w", why, err)
+	rec := &persistence.AgentRecord{State: a.kv.All(), Interrupts: a.interrupts}
+	a.mu.Lock()
+	rec.Messages = a.messages[:len(a.messages):len(a.messages)]
+	a.mu.Unlock()
+	if a.pending != nil {
+		p, err := json.Marshal(a.pending)
+		if err != nil {
+			return fmt.Errorf("save session (%s): %w", point, err)
+		}
+		rec.Pending = p
+	}
+	if err := a.cfg.Session.SaveAgent(context.WithoutCancel(ctx), a.cfg.ID, rec, point); err != nil {
+		return fmt.Errorf("save session (%s): %w", point, err)
 	}
 	return nil
 }

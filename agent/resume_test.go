@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -31,18 +32,24 @@ func rsSnapshotJSON(t *testing.T, a *agent.Agent) []byte {
 
 // rsSave is one call of rsSaver.
 type rsSave struct {
-	why  agent.SaveReason
+	why  persistence.SavePoint
 	snap []byte
 }
 
-// rsSaver is an agent.Saver that records every save as (reason, snapshot JSON).
+// rsSaver is an agent.Session that records every save as (point, record JSON).
 type rsSaver struct {
 	mu    sync.Mutex
 	saves []rsSave
 }
 
-func (s *rsSaver) Save(_ context.Context, snap *agent.Snapshot, why agent.SaveReason) error {
-	b, err := json.Marshal(snap)
+func (s *rsSaver) LoadAgent(context.Context, string) (*persistence.AgentRecord, error) { return nil, nil }
+
+func (s *rsSaver) SaveAgent(_ context.Context, _ string, rec *persistence.AgentRecord, why persistence.SavePoint) error {
+	doc := map[string]any{"messages": rec.Messages, "state": rec.State, "interrupts": rec.Interrupts}
+	if rec.Pending != nil {
+		doc["pending"] = rec.Pending
+	}
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
@@ -75,7 +82,7 @@ func rsInterruptedApproveAgent(t *testing.T) rsApproveAgent {
 	saver := &rsSaver{}
 	del, runs := countingTool("delete_files")
 	m := toolThenText("deleted", model.Call("t1", "delete_files", map[string]any{"paths": []string{"a/b/c.txt"}}))
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Saver: saver,
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver,
 		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval"), rec}})
 	res, err := a.Invoke(context.Background(), agent.Text("delete old files"))
 	require.NoError(t, err)
@@ -332,7 +339,7 @@ func TestStream_InterruptEventSentAfterSave(t *testing.T) {
 	saver := &rsSaver{}
 	del, _ := countingTool("delete_files")
 	m := toolThenText("deleted", model.Call("t1", "delete_files", map[string]any{"paths": []string{"x"}}))
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Saver: saver,
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver,
 		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval")}})
 
 	var atEvent []rsSave
@@ -349,7 +356,7 @@ func TestStream_InterruptEventSentAfterSave(t *testing.T) {
 
 	var snap *rsSave
 	for i := range atEvent {
-		if atEvent[i].why == agent.SaveInterrupt {
+		if atEvent[i].why == persistence.SaveInterrupt {
 			snap = &atEvent[i]
 		}
 	}

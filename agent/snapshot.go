@@ -8,6 +8,7 @@ import (
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 )
 
 // SnapshotVersion is the schema version of Snapshot records.
@@ -91,20 +92,29 @@ func (s *Snapshot) Validate(agentID string) error {
 	return nil
 }
 
-// SaveReason says why a snapshot is being saved.
-type SaveReason string
+// Session keeps an agent's session across processes (SPEC S1);
+// *persistence.SessionManager implements it. The agent loads its record when
+// it is created and saves at every save point, from its invocation, one call
+// at a time, and does not go on (nor tell anyone about an interrupt) until the
+// save returns. A failed save fails the invocation; after a
+// persistence.ErrConflict the agent is stale: build a new one.
+type Session interface {
+	LoadAgent(ctx context.Context, agentID string) (*persistence.AgentRecord, error)
+	SaveAgent(ctx context.Context, agentID string, rec *persistence.AgentRecord, point persistence.SavePoint) error
+}
 
-// Save points (SPEC S1, I9).
-const (
-	SaveMessage    SaveReason = "message"
-	SaveInterrupt  SaveReason = "interrupt"
-	SaveInvocation SaveReason = "invocation"
-)
-
-// Saver persists snapshots. The agent calls Save at every save point, from
-// its invocation goroutine, one call at a time, and does not go on (nor tell
-// anyone about an interrupt) until Save returns. An error fails the
-// invocation. The snapshot is the saver's to keep.
-type Saver interface {
-	Save(ctx context.Context, s *Snapshot, why SaveReason) error
+// fromRecord turns a stored record into a snapshot.
+func fromRecord(agentID string, rec *persistence.AgentRecord) (*Snapshot, error) {
+	s := &Snapshot{Version: SnapshotVersion, AgentID: agentID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts}
+	if len(rec.Pending) > 0 {
+		var p Pending
+		if err := json.Unmarshal(rec.Pending, &p); err != nil {
+			return nil, fmt.Errorf("%w: pending work: %v", ErrSnapshot, err)
+		}
+		s.Pending = &p
+	}
+	if err := s.Validate(agentID); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
