@@ -42,7 +42,9 @@ type rsSaver struct {
 	saves []rsSave
 }
 
-func (s *rsSaver) LoadAgent(context.Context, string) (*persistence.AgentRecord, error) { return nil, nil }
+func (s *rsSaver) LoadAgent(context.Context, string) (*persistence.AgentRecord, error) {
+	return nil, nil
+}
 
 func (s *rsSaver) SaveAgent(_ context.Context, _ string, rec *persistence.AgentRecord, why persistence.SavePoint) error {
 	doc := map[string]any{"messages": rec.Messages, "state": rec.State, "interrupts": rec.Interrupts}

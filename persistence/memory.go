@@ -2,8 +2,8 @@ package persistence
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 )

@@ -265,9 +265,9 @@ func testBadRecords(t *testing.T, s persistence.Store) {
 		rec  *persistence.Record
 		opts persistence.SaveOptions
 	}{
-		"data not an object":    {record(k, `[1]`, nil), persistence.SaveOptions{}},
-		"data not JSON":         {record(k, `{"a":`, nil), persistence.SaveOptions{}},
-		"message not an object": {record(k, `{}`, []json.RawMessage{json.RawMessage(`"x"`)}), persistence.SaveOptions{}},
+		"data not an object":     {record(k, `[1]`, nil), persistence.SaveOptions{}},
+		"data not JSON":          {record(k, `{"a":`, nil), persistence.SaveOptions{}},
+		"message not an object":  {record(k, `{}`, []json.RawMessage{json.RawMessage(`"x"`)}), persistence.SaveOptions{}},
 		"unchanged past the end": {record(k, `{}`, msgs(0, 1)), persistence.SaveOptions{Unchanged: 2}},
 		"negative base":          {record(k, `{}`, nil), persistence.SaveOptions{Base: -1}},
 		"other schema version": {&persistence.Record{Key: k, SchemaVersion: persistence.SchemaVersion + 1, Data: json.RawMessage(`{}`)},
