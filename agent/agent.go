@@ -30,6 +30,8 @@ var (
 	ErrUnknownTool = errors.New("unknown tool")
 	// ErrEmptyInput: an empty input with an empty history; there is nothing to answer.
 	ErrEmptyInput = errors.New("empty input and empty history: give a prompt")
+	// ErrIncompleteRun: a prompt while the agent holds a cut-off run.
+	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new prompt")
 	// ErrTooManyResumes: AfterInvocation hooks resumed more than MaxAutoResumes times.
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
 )
@@ -151,7 +153,7 @@ func (a *Agent) Messages() []model.Message {
 }
 
 // Interrupted reports whether the agent waits for interrupt responses.
-func (a *Agent) Interrupted() bool { return a.interrupts.Activated() }
+func (a *Agent) Interrupted() bool { return len(a.Interrupts()) > 0 }
 
 // Interrupts returns the unanswered interrupts the agent waits for.
 func (a *Agent) Interrupts() []interrupt.Interrupt {
@@ -161,12 +163,37 @@ func (a *Agent) Interrupts() []interrupt.Interrupt {
 	return a.interrupts.Unanswered()
 }
 
+// Incomplete reports whether the agent holds work that was cut off (its
+// process was killed in a tool cycle, or during a resume whose answers were
+// all saved) and waits for nothing: Invoke it with the empty Input to carry
+// on. A prompt is refused until then (ErrIncompleteRun).
+func (a *Agent) Incomplete() bool {
+	a.mu.Lock()
+	p := a.pending
+	a.mu.Unlock()
+	return p != nil && !a.Interrupted()
+}
+
+// setPending replaces the pending work; readers outside the invocation
+// take a.mu.
+func (a *Agent) setPending(p *Pending) {
+	a.mu.Lock()
+	a.pending = p
+	a.mu.Unlock()
+}
+
 // Snapshot returns the agent's session as of the end of the last
 // invocation. It waits for the running invocation, if any, to finish.
 func (a *Agent) Snapshot(ctx context.Context) (*Snapshot, error) {
 	var s *Snapshot
 	err := a.do(ctx, func(context.Context) { s = a.snapshot() })
 	return s, err
+}
+
+func (a *Agent) pendingCopy() *Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending.clone()
 }
 
 func (a *Agent) snapshot() *Snapshot {
@@ -182,7 +209,7 @@ func (a *Agent) snapshot() *Snapshot {
 		Messages:   msgs,
 		State:      a.kv.All(),
 		Interrupts: a.interrupts.Clone(),
-		Pending:    a.pending.clone(),
+		Pending:    a.pendingCopy(),
 	}
 }
 

@@ -87,6 +87,9 @@ func (a *Agent) invoke(ctx context.Context, in Input, optFns []InvokeOption, emi
 // changes (SPEC I7).
 func (a *Agent) validate(in Input) error {
 	if a.interrupts.Activated() {
+		if in.IsEmpty() && len(a.interrupts.Unanswered()) == 0 {
+			return nil // a resume whose answers were all saved, cut off: carry on
+		}
 		if len(in.responses) == 0 {
 			return &interrupt.ContentError{Types: in.contentKinds()}
 		}
@@ -100,6 +103,9 @@ func (a *Agent) validate(in Input) error {
 			return &interrupt.ContentError{Types: in.contentKinds(), Mixed: true}
 		}
 		return a.interrupts.CheckResume(in.responses)
+	}
+	if a.pending != nil && len(in.messages) > 0 {
+		return ErrIncompleteRun
 	}
 	if len(in.messages) == 0 {
 		a.mu.Lock()
@@ -139,8 +145,10 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	}
 	res, err := inv.loop(ctx)
 	if err != nil && !a.interrupts.Activated() {
-		// Interrupts recorded by a pass that failed before stopping are void.
+		// A pass that failed before stopping: its interrupts are void, and
+		// its cycle is dropped with the model turn that asked for it.
 		a.interrupts.Clear()
+		a.setPending(nil)
 	}
 	return res, err
 }
@@ -224,13 +232,13 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 		return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("BeforeModelCall hook: %w", err)
 	}
 	if scope.Interrupted() {
-		a.pending = &Pending{Kind: PendingModel}
+		a.setPending(&Pending{Kind: PendingModel})
 		res, err := inv.stopForInterrupts(ctx, inv.lastMessage())
 		return model.Message{}, model.MessageStop{}, res, err
 	}
 	if a.pending != nil {
 		// The gate of an interrupted model call has passed.
-		a.pending = nil
+		a.setPending(nil)
 		a.interrupts.Clear()
 	}
 	if bm.cancel != nil {
@@ -308,7 +316,11 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 			}
 		}
 	}
-	cycle := &toolCycle{inv: inv, uses: uses, results: results}
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results}
+	if a.pending == nil {
+		// The cycle is in flight: saved with each finished tool from now on.
+		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: []model.ToolResult{}})
+	}
 
 	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeToolsID)
 	bt := &BeforeToolsEvent{Agent: a, Message: assistant, scope: scope}
@@ -316,7 +328,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		return nil, fmt.Errorf("BeforeTools hook: %w", err)
 	}
 	if scope.Interrupted() {
-		a.pending = &Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()}
+		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()})
 		return inv.stopForInterrupts(ctx, assistant)
 	}
 
@@ -349,9 +361,6 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	failErr, interrupted := inv.failErr, inv.interrupt
 	inv.mu.Unlock()
 	if failErr != nil {
-		if a.pending != nil {
-			a.pending.Completed = cycle.completed()
-		}
 		return nil, failErr
 	}
 
@@ -359,7 +368,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	at := &AfterToolsEvent{Agent: a, Message: gathered}
 	herr := hook.Run(ctx, a.hooks, at)
 	if interrupted {
-		a.pending = &Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()}
+		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()})
 		res, err := inv.stopForInterrupts(ctx, assistant)
 		if herr != nil {
 			return nil, fmt.Errorf("AfterTools hook: %w", herr)
@@ -373,7 +382,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	// Every tool has a result: append the pair and end the interrupted work
 	// in one step, saved once (SPEC A3, A7).
 	a.interrupts.Clear()
-	a.pending = nil
+	a.setPending(nil)
 	if err := inv.appendMessages(ctx, assistant, gathered); err != nil {
 		return nil, err
 	}
@@ -438,8 +447,8 @@ func (a *Agent) save(ctx context.Context, point persistence.SavePoint) error {
 	a.mu.Lock()
 	rec.Messages = a.messages[:len(a.messages):len(a.messages)]
 	a.mu.Unlock()
-	if a.pending != nil {
-		p, err := json.Marshal(a.pending)
+	if p := a.pendingCopy(); p != nil {
+		p, err := json.Marshal(p)
 		if err != nil {
 			return fmt.Errorf("save session (%s): %w", point, err)
 		}
@@ -460,15 +469,32 @@ func orDefault(s, def string) string {
 
 // toolCycle collects the results of one cycle's tools.
 type toolCycle struct {
-	inv     *invocation
-	uses    []model.ToolUse
-	mu      sync.Mutex
-	results []*model.ToolResult
+	ctx       context.Context
+	inv       *invocation
+	assistant model.Message
+	uses      []model.ToolUse
+	mu        sync.Mutex
+	results   []*model.ToolResult
 }
 
+// record keeps a finished tool's result and saves it with the pending cycle
+// before anyone hears of it, so the tool is not run again after a crash.
 func (c *toolCycle) record(i int, r model.ToolResult) {
+	a := c.inv.a
 	c.mu.Lock()
 	c.results[i] = &r
+	if a.cfg.Session != nil {
+		done := make([]model.ToolResult, 0, len(c.results))
+		for _, x := range c.results {
+			if x != nil {
+				done = append(done, x.Clone())
+			}
+		}
+		a.setPending(&Pending{Kind: PendingTools, Message: &c.assistant, Completed: done})
+		if err := a.save(c.ctx, persistence.SaveToolResult); err != nil {
+			c.inv.fail(err)
+		}
+	}
 	c.mu.Unlock()
 	if c.inv.emit != nil {
 		c.inv.emit(&ToolResultEvent{Result: r.Clone()})

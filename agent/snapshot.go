@@ -37,9 +37,11 @@ const (
 	PendingModel PendingKind = "model"
 )
 
-// Pending is the interrupted work of an agent: the assistant tool-use message
-// being resumed and the results already finished (SPEC A3). It lives in the
-// interrupt state, never in the history.
+// Pending is the unfinished work of an agent: the assistant tool-use message
+// being resumed and the results already finished (SPEC A3). It lives beside
+// the interrupt state, never in the history. It is saved while a tool cycle
+// runs, too (after each tool), so a run cut off by a crash carries on without
+// running finished tools again.
 type Pending struct {
 	Kind      PendingKind        `json:"kind"`
 	Message   *model.Message     `json:"assistantMessage,omitempty"`
@@ -75,8 +77,8 @@ func (s *Snapshot) Validate(agentID string) error {
 		return fmt.Errorf("%w: snapshot of agent %q, not %q", ErrSnapshot, s.AgentID, agentID)
 	}
 	activated := s.Interrupts != nil && s.Interrupts.Activated()
-	if activated != (s.Pending != nil) {
-		return fmt.Errorf("%w: interrupt state activated=%v but pending work present=%v", ErrSnapshot, activated, s.Pending != nil)
+	if activated && s.Pending == nil {
+		return fmt.Errorf("%w: interrupt state activated without pending work", ErrSnapshot)
 	}
 	if s.Pending != nil {
 		switch s.Pending.Kind {

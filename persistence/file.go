@@ -35,6 +35,7 @@ import (
 // FileStore works on Unix systems. It is safe for concurrent use.
 type FileStore struct {
 	root string
+	opts fileOptions
 
 	mu    sync.Mutex
 	dirty map[Key][]string // written by non-durable saves, not yet fsynced
@@ -42,8 +43,22 @@ type FileStore struct {
 	closed bool
 }
 
+// FileOption tweaks a FileStore.
+type FileOption func(*fileOptions)
+
+type fileOptions struct {
+	beforeCommit func(key Key, version int64)
+}
+
+// BeforeCommit calls fn in every save after the new message files are
+// written and before the head is replaced: crash tests kill the process
+// there to show that a half-done save leaves the old record.
+func BeforeCommit(fn func(key Key, version int64)) FileOption {
+	return func(o *fileOptions) { o.beforeCommit = fn }
+}
+
 // NewFileStore returns a store rooted at dir, creating it if needed.
-func NewFileStore(dir string) (*FileStore, error) {
+func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("file store: empty folder name")
 	}
@@ -54,7 +69,11 @@ func NewFileStore(dir string) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file store: %w", err)
 	}
-	return &FileStore{root: abs, dirty: map[Key][]string{}}, nil
+	st := &FileStore{root: abs, dirty: map[Key][]string{}}
+	for _, o := range opts {
+		o(&st.opts)
+	}
+	return st, nil
 }
 
 // Root returns the store's folder.
@@ -309,6 +328,9 @@ func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (in
 			_ = os.Remove(tmp)
 			return 0, fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
 		}
+	}
+	if s.opts.beforeCommit != nil {
+		s.opts.beforeCommit(key, head.Version)
 	}
 	if err := os.Rename(tmp, headPath); err != nil {
 		_ = os.Remove(tmp)

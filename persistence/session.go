@@ -25,6 +25,9 @@ const (
 	// the resume, so of two processes resuming one run, one fails with
 	// ErrConflict before it runs anything (SPEC S4).
 	SaveResume SavePoint = "resume"
+	// SaveToolResult: a tool of the running cycle finished; saving its
+	// result means it is not run again after a crash.
+	SaveToolResult SavePoint = "tool_result"
 	// SaveInterrupt: the owner stopped for interrupts.
 	SaveInterrupt SavePoint = "interrupt"
 	// SaveInvocation: an invocation ended.

@@ -1,0 +1,482 @@
+package persistence_test
+
+// Tests that cross OS processes (SPEC S1, S4, S5): the test binary re-executes
+// itself as a helper (TestMain runs the helper when BRAID_HELPER is set), so
+// an interrupt raised in one process is answered in another, processes are
+// killed with SIGKILL at every save point, and two processes race to resume
+// one run.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/postgres"
+	"github.com/braidhq/braid/tool"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("BRAID_HELPER"); mode != "" {
+		os.Exit(helperMain(mode))
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	exitOK       = 0
+	exitFailed   = 2
+	exitConflict = 3
+)
+
+// The scenario: the model asks for delete_files (a hook asks approval) and
+// inspect_files (no approval) at once, then answers with the results. Each
+// tool run appends a line to the runs file, so the parent counts runs
+// across processes.
+type pathsIn struct {
+	Paths []string `json:"paths"`
+}
+
+func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
+	record := func(name string) error {
+		f, err := os.OpenFile(runsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := f.WriteString(name + "\n"); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (bool, error) {
+		return true, record("delete_files")
+	})
+	insp := tool.New("inspect_files", "inspect", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		return "inspected", record("inspect_files")
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			var parts []string
+			for _, r := range rs {
+				parts = append(parts, r.Text())
+			}
+			return model.TextTurn("done: " + strings.Join(parts, ", ")), nil
+		}
+		return model.ToolTurn(
+			model.Call("t1", "delete_files", pathsIn{Paths: []string{"a/b/c.txt"}}),
+			model.Call("t2", "inspect_files", pathsIn{Paths: []string{"a/b/c.txt"}}),
+		), nil
+	})
+	approve := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name != "delete_files" {
+			return nil
+		}
+		ans, err := ev.Interrupt("myapp-approval", map[string]any{"paths": []string{"a/b/c.txt"}})
+		if err != nil {
+			return err
+		}
+		if s, _ := ans.String(); s != "y" {
+			ev.CancelTool("denied")
+		}
+		return nil
+	})
+	return agent.New(agent.Config{Model: m, Tools: []tool.Tool{del, insp}, Hooks: []hook.Provider{approve}, Session: sess})
+}
+
+// helperStore opens the store named by the environment.
+func helperStore(opts ...persistence.FileOption) (persistence.Store, error) {
+	switch os.Getenv("BRAID_HELPER_STORE") {
+	case "postgres":
+		return postgres.New(context.Background(), postgres.Config{DSN: os.Getenv("BRAID_TEST_POSTGRES_DSN")})
+	default:
+		return persistence.NewFileStore(os.Getenv("BRAID_HELPER_DIR"), opts...)
+	}
+}
+
+func helperMain(mode string) int {
+	ctx := context.Background()
+	session := os.Getenv("BRAID_HELPER_SESSION")
+	runs := os.Getenv("BRAID_HELPER_RUNS")
+	crashAt, _ := strconv.Atoi(os.Getenv("BRAID_CRASH_AT"))
+	crashStage := os.Getenv("BRAID_CRASH_STAGE") // "after-save" or "before-commit"
+	saves, commits := 0, 0
+	kill := func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL); select {} }
+	var fileOpts []persistence.FileOption
+	if crashStage == "before-commit" {
+		fileOpts = append(fileOpts, persistence.BeforeCommit(func(persistence.Key, int64) {
+			if commits++; commits == crashAt {
+				kill()
+			}
+		}))
+	}
+	st, err := helperStore(fileOpts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper: store:", err)
+		return exitFailed
+	}
+	var mopts []persistence.ManagerOption
+	if crashStage == "after-save" {
+		mopts = append(mopts, persistence.AfterSave(func(persistence.Key, persistence.SavePoint, int64) {
+			if saves++; saves == crashAt {
+				kill()
+			}
+		}))
+	}
+	sess, err := persistence.NewSessionManager(st, session, mopts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return exitFailed
+	}
+	a, err := scenarioAgent(sess, runs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper: agent:", err)
+		return exitFailed
+	}
+	out := json.NewEncoder(os.Stdout)
+	switch mode {
+	case "interrupt":
+		// Raise the interrupt, report it, then wait to be killed.
+		res, err := a.Invoke(ctx, agent.Text("delete old files"))
+		if err != nil || res.StopReason != agent.StopInterrupt {
+			fmt.Fprintln(os.Stderr, "helper: want an interrupt:", res, err)
+			return exitFailed
+		}
+		_ = out.Encode(map[string]any{"interrupts": res.Interrupts})
+		select {}
+	case "resume", "race-resume":
+		if mode == "race-resume" {
+			fmt.Println("ready")
+			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+				return exitFailed
+			}
+		}
+		res, err := a.Invoke(ctx, agent.Resume(interrupt.Respond(os.Getenv("BRAID_HELPER_ID"), "y")))
+		if errors.Is(err, persistence.ErrConflict) {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return exitConflict
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper: resume:", err)
+			return exitFailed
+		}
+		_ = out.Encode(map[string]any{"stop": res.StopReason, "text": res.Message.Text()})
+		return exitOK
+	case "run":
+		// The client loop of the seed, from wherever the session is: answer
+		// pending interrupts, continue a cut-off run, or start one.
+		for range 10 {
+			var in agent.Input // empty: carry on from the history
+			switch msgs := a.Messages(); {
+			case a.Interrupted():
+				var rs []interrupt.Response
+				for _, i := range a.Interrupts() {
+					rs = append(rs, interrupt.Respond(i.ID, "y"))
+				}
+				in = agent.Resume(rs...)
+			case a.Incomplete():
+			case len(msgs) == 0:
+				in = agent.Text("delete old files")
+			case msgs[len(msgs)-1].Role == model.RoleAssistant && len(msgs[len(msgs)-1].ToolUses()) == 0:
+				_ = out.Encode(map[string]any{"messages": msgs})
+				return exitOK
+			}
+			if _, err := a.Invoke(ctx, in); err != nil {
+				fmt.Fprintln(os.Stderr, "helper: run:", err)
+				return exitFailed
+			}
+		}
+		fmt.Fprintln(os.Stderr, "helper: run did not finish")
+		return exitFailed
+	}
+	fmt.Fprintln(os.Stderr, "helper: unknown mode", mode)
+	return exitFailed
+}
+
+// helper is a started helper process.
+type helper struct {
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *bufio.Reader
+	stderr *lockedBuffer
+}
+
+// lockedBuffer collects a helper's stderr; exec writes it from a goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type env struct {
+	store, dir, session, runs string
+}
+
+func newEnv(t *testing.T, store string) env {
+	dir := t.TempDir()
+	e := env{store: store, dir: dir, session: fmt.Sprintf("sess-%d", time.Now().UnixNano()), runs: filepath.Join(dir, "runs.txt")}
+	if store == "postgres" {
+		pgDSN(t)
+	}
+	return e
+}
+
+func pgDSN(t *testing.T) string {
+	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true: .ci/run must start PostgreSQL")
+		}
+		t.Skip("BRAID_TEST_POSTGRES_DSN not set")
+	}
+	return dsn
+}
+
+func startHelper(t *testing.T, e env, mode string, extra ...string) *helper {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "BRAID_HELPER="+mode, "BRAID_HELPER_STORE="+e.store, "BRAID_HELPER_DIR="+e.dir,
+		"BRAID_HELPER_SESSION="+e.session, "BRAID_HELPER_RUNS="+e.runs)
+	cmd.Env = append(cmd.Env, extra...)
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stdin = inR
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	inR.Close()
+	h := &helper{cmd: cmd, stdin: inW, stdout: bufio.NewReader(outR), stderr: stderr}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); inW.Close() })
+	return h
+}
+
+// wait returns the exit code (-1 when killed by a signal).
+func (h *helper) wait(t *testing.T) int {
+	t.Helper()
+	err := h.cmd.Wait()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "helper: %v", err)
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1
+	}
+	return ee.ExitCode()
+}
+
+func (h *helper) readJSON(t *testing.T, v any) {
+	t.Helper()
+	line, err := h.stdout.ReadString('\n')
+	require.NoError(t, err, "helper stderr: %s", h.stderr.String())
+	require.NoError(t, json.Unmarshal([]byte(line), v), line)
+}
+
+func runCounts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]int{}
+	}
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		out[l]++
+	}
+	return out
+}
+
+// interruptInProcess runs the interrupt in a helper, kills it with SIGKILL
+// once it has reported the interrupt, and returns the interrupt id.
+func interruptInProcess(t *testing.T, e env) string {
+	h := startHelper(t, e, "interrupt")
+	var got struct{ Interrupts []interrupt.Interrupt }
+	h.readJSON(t, &got)
+	require.Len(t, got.Interrupts, 1)
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	assert.Equal(t, -1, h.wait(t))
+	return got.Interrupts[0].ID
+}
+
+// SPEC S1, I9: the interrupt is raised in one OS process, which is killed;
+// a brand-new process resumes it from the store and finishes; every tool
+// runs exactly once.
+func TestProcess_InterruptKillResume(t *testing.T) {
+	for _, store := range []string{"file", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, store)
+			id := interruptInProcess(t, e)
+			assert.Equal(t, "v1:before_tool_call:t1:"+interrupt.NameUUID("myapp-approval"), id)
+			assert.Equal(t, map[string]int{"inspect_files": 1}, runCounts(t, e.runs), "the sibling ran before the kill")
+
+			h := startHelper(t, e, "resume", "BRAID_HELPER_ID="+id)
+			var res struct{ Stop, Text string }
+			h.readJSON(t, &res)
+			require.Equal(t, exitOK, h.wait(t), h.stderr.String())
+			assert.Equal(t, "end_turn", res.Stop)
+			assert.Equal(t, "done: true, inspected", res.Text)
+			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runCounts(t, e.runs))
+		})
+	}
+}
+
+// SPEC S4: two processes resume one interrupted run at once: exactly one
+// proceeds, the other gets the conflict error; the tool runs once and the
+// stored session is the winner's.
+func TestProcess_TwoResumesOneWins(t *testing.T) {
+	for _, store := range []string{"file", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, store)
+			id := interruptInProcess(t, e)
+			var hs []*helper
+			for range 2 {
+				h := startHelper(t, e, "race-resume", "BRAID_HELPER_ID="+id)
+				line, err := h.stdout.ReadString('\n')
+				require.NoError(t, err, h.stderr.String())
+				require.Equal(t, "ready\n", line)
+				hs = append(hs, h)
+			}
+			for _, h := range hs { // both have loaded the interrupted session
+				_, err := h.stdin.WriteString("go\n")
+				require.NoError(t, err)
+			}
+			codes := map[int]int{}
+			for _, h := range hs {
+				codes[h.wait(t)]++
+			}
+			assert.Equal(t, map[int]int{exitOK: 1, exitConflict: 1}, codes, "%s / %s", hs[0].stderr, hs[1].stderr)
+			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runCounts(t, e.runs))
+
+			// Nothing lost: a new process finds the finished run.
+			h := startHelper(t, e, "run")
+			var fin struct{ Messages []model.Message }
+			h.readJSON(t, &fin)
+			require.Equal(t, exitOK, h.wait(t), h.stderr.String())
+			require.Len(t, fin.Messages, 4)
+			assert.Equal(t, "done: true, inspected", fin.Messages[3].Text())
+		})
+	}
+}
+
+// SPEC S5: the process is killed at every save point (after the save, and
+// in the middle of the file store's save, before its head is replaced);
+// every restart finds the old or the new record, never a mix, carries on,
+// and ends with a valid history. A tool whose result was saved never runs
+// again; only a kill inside the save that records a tool's result lets that
+// one tool run a second time (its completion was not recorded).
+func TestProcess_KilledAtEverySavePoint(t *testing.T) {
+	type point struct {
+		stage string
+		n     int
+	}
+	var points []point
+	for n := 1; n <= 8; n++ {
+		points = append(points, point{"after-save", n}, point{"before-commit", n})
+	}
+	var mu sync.Mutex
+	finishedWithoutCrash := 0
+	for _, p := range points {
+		t.Run(fmt.Sprintf("%s-%d", p.stage, p.n), func(t *testing.T) {
+			e := newEnv(t, "file")
+			h := startHelper(t, e, "run", "BRAID_CRASH_AT="+strconv.Itoa(p.n), "BRAID_CRASH_STAGE="+p.stage)
+			code := h.wait(t)
+			if code == exitOK {
+				mu.Lock()
+				finishedWithoutCrash++
+				mu.Unlock()
+			} else {
+				require.Equal(t, -1, code, "the helper must die by SIGKILL, not fail: %s", h.stderr.String())
+				// The store holds exactly the record of the last finished save.
+				st, err := persistence.NewFileStore(e.dir)
+				require.NoError(t, err)
+				rec, err := st.Load(context.Background(), persistence.Key{SessionID: e.session, Kind: persistence.KindAgent, ID: agent.DefaultID})
+				want := int64(p.n)
+				if p.stage == "before-commit" {
+					want = int64(p.n - 1)
+				}
+				if want == 0 {
+					require.ErrorIs(t, err, persistence.ErrNotFound)
+				} else {
+					require.NoError(t, err)
+					assert.Equal(t, want, rec.Version)
+				}
+			}
+			// Restart: must load cleanly and finish.
+			r := startHelper(t, e, "run")
+			var fin struct{ Messages []model.Message }
+			r.readJSON(t, &fin)
+			require.Equal(t, exitOK, r.wait(t), r.stderr.String())
+			requireValidHistory(t, fin.Messages)
+			last := fin.Messages[len(fin.Messages)-1]
+			assert.Equal(t, "done: true, inspected", last.Text())
+			runs := runCounts(t, e.runs)
+			if p.stage == "after-save" || code == exitOK {
+				assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runs)
+			} else {
+				twice := 0
+				for name, n := range runs {
+					assert.LessOrEqual(t, n, 2, name)
+					assert.GreaterOrEqual(t, n, 1, name)
+					if n == 2 {
+						twice++
+					}
+				}
+				assert.LessOrEqual(t, twice, 1, "only the tool whose result save was cut may run again: %v", runs)
+			}
+		})
+	}
+	// The run has fewer than 8 saves: the last points let it finish, which
+	// shows every save point before them was covered.
+	assert.Greater(t, finishedWithoutCrash, 0)
+}
+
+func requireValidHistory(t *testing.T, msgs []model.Message) {
+	t.Helper()
+	require.NotEmpty(t, msgs)
+	assert.Equal(t, model.RoleUser, msgs[0].Role)
+	for i, m := range msgs {
+		if uses := m.ToolUses(); len(uses) > 0 {
+			require.Less(t, i+1, len(msgs))
+			rs := msgs[i+1].ToolResults()
+			require.Len(t, rs, len(uses))
+			for k := range uses {
+				assert.Equal(t, uses[k].ToolUseID, rs[k].ToolUseID)
+			}
+		}
+		if i > 0 {
+			assert.NotEqual(t, msgs[i-1].Role, m.Role, "roles alternate at %d", i)
+		}
+	}
+}
