@@ -1,0 +1,152 @@
+// Command session is the seed's session example: a "server" builds a fresh
+// agent with a file session manager on every request, and a client loop
+// answers the interrupts. Answering "t" (trust) is stored in the agent's
+// state, so the second delete is not asked again, across requests.
+//
+//	go run ./examples/session -answer t -dir /tmp/braid-sessions
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/examples/internal/seed"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "session:", err)
+		os.Exit(1)
+	}
+}
+
+// approvalHook asks before delete_files unless the user trusted it ("t").
+type approvalHook struct{ appName string }
+
+func (h approvalHook) RegisterHooks(r *hook.Registry) { hook.Add(r, h.approve) }
+
+func (h approvalHook) approve(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+	if ev.ToolUse.Name != "delete_files" {
+		return nil
+	}
+	key := h.appName + "-approval"
+	if v, _ := ev.Agent.State().GetString(key); v == "t" { // (t)rust
+		return nil
+	}
+	var in seed.Paths
+	if err := ev.ToolUse.DecodeInput(&in); err != nil {
+		return err
+	}
+	approval, err := ev.Interrupt(key, map[string]any{"paths": in.Paths})
+	if err != nil {
+		return err
+	}
+	s, _ := approval.String()
+	s = strings.ToLower(s)
+	if s != "y" && s != "t" {
+		ev.CancelTool("User denied permission to delete files")
+	}
+	return ev.Agent.State().Set(key, s)
+}
+
+// server builds a fresh agent per request, as the seed does.
+type server struct {
+	dir     string
+	deleted *[]string
+}
+
+func (s server) handle(ctx context.Context, input agent.Input) (*agent.Result, error) {
+	sess, err := persistence.FileSession("myapp", s.dir)
+	if err != nil {
+		return nil, err
+	}
+	deleteFiles := tool.New("delete_files", "Delete files at the given paths",
+		func(ctx context.Context, tc *tool.Context, in seed.Paths) (bool, error) {
+			*s.deleted = append(*s.deleted, in.Paths...)
+			return true, nil
+		})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			return model.TextTurn("delete_files: " + rs[0].Text()), nil
+		}
+		// The prompt is "paths=<[a b]>", as the seed's client sends it.
+		list := strings.TrimSuffix(strings.TrimPrefix(last.Text(), "paths=<"), ">")
+		paths := strings.Fields(strings.Trim(list, "[]"))
+		return model.ToolTurn(model.Call(fmt.Sprintf("tooluse_%d", len(req.Messages)), "delete_files", seed.Paths{Paths: paths})), nil
+	})
+	a, err := agent.New(agent.Config{
+		Model:        m,
+		SystemPrompt: "You delete files older than 5 days",
+		Tools:        []tool.Tool{deleteFiles},
+		Hooks:        []hook.Provider{approvalHook{appName: "myapp"}},
+		Session:      sess,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close(ctx)
+	return a.Invoke(ctx, input)
+}
+
+// client is the seed's client loop.
+func client(ctx context.Context, srv server, ask *seed.Asker, paths []string, out io.Writer) error {
+	result, err := srv.handle(ctx, agent.Text(fmt.Sprintf("paths=<%v>", paths)))
+	for err == nil && result.StopReason == agent.StopInterrupt {
+		var responses []interrupt.Response
+		for _, in := range result.Interrupts {
+			if in.Name != "myapp-approval" {
+				continue
+			}
+			var reason seed.Paths
+			if err := in.DecodeReason(&reason); err != nil {
+				return err
+			}
+			responses = append(responses, interrupt.Respond(in.ID, ask.Ask(fmt.Sprintf("Do you want to delete %v (t/y/N): ", reason.Paths))))
+		}
+		result, err = srv.handle(ctx, agent.Resume(responses...))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "MESSAGE: %s\n", result.Message.Text())
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("session", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (t/y/n); empty asks at the terminal")
+	dir := fs.String("dir", "", "session storage folder (default: a new temporary folder)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		tmp, err := os.MkdirTemp("", "braid-session-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		*dir = tmp
+	}
+	var deleted []string
+	srv := server{dir: *dir, deleted: &deleted}
+	ask := seed.NewAsker(*answer, stdin, stdout)
+	for _, paths := range [][]string{{"a/b/c.txt"}, {"d/e/f.txt"}} {
+		if err := client(ctx, srv, ask, paths, stdout); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "deleted: %v\n", deleted)
+	return nil
+}
