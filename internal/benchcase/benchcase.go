@@ -22,6 +22,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -151,4 +152,38 @@ func Reused(ctx context.Context, a *agent.Agent, op func(context.Context, *agent
 // Serial actor (ask, grant, done).
 func Hop(ctx context.Context, s *actors.Serial) error {
 	return s.Do(ctx, func(context.Context) {})
+}
+
+// SessionCycle is peer scenario b4, the seed's server pattern: request 1
+// builds an agent on a session manager over store and is interrupted;
+// request 2 builds a new agent on a new manager with the same session id
+// and resumes. sessionID should be new for every cycle, as in the peer.
+func (e *Env) SessionCycle(ctx context.Context, store persistence.Store, sessionID string, opts ...persistence.ManagerOption) error {
+	serve := func(in agent.Input) (*agent.Result, error) {
+		sess, err := persistence.NewSessionManager(store, sessionID, opts...)
+		if err != nil {
+			return nil, err
+		}
+		a, err := agent.New(agent.Config{Model: Model(), Tools: e.Tools, Hooks: []hook.Provider{Approval()}, System: e.Sys, Session: sess})
+		if err != nil {
+			return nil, err
+		}
+		defer a.Close(ctx)
+		return a.Invoke(ctx, in)
+	}
+	res, err := serve(agent.Text("delete old files"))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopInterrupt || len(res.Interrupts) != 1 {
+		return fmt.Errorf("b4: want one interrupt, got %s", res.StopReason)
+	}
+	res, err = serve(agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopEndTurn {
+		return fmt.Errorf("b4 resume: stop reason %s", res.StopReason)
+	}
+	return nil
 }

@@ -1,0 +1,59 @@
+package persistence_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/braidhq/braid/internal/benchcase"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/postgres"
+)
+
+// BenchmarkSessionCycle is peer scenario b4: a persisted interrupt + resume
+// cycle where each request builds a fresh agent on the session (the seed's
+// server pattern), with a new session per cycle.
+func BenchmarkSessionCycle(b *testing.B) {
+	env, err := benchcase.NewEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	ctx := context.Background()
+	run := func(b *testing.B, store persistence.Store, opts ...persistence.ManagerOption) {
+		n := 0
+		for b.Loop() {
+			n++
+			if err := env.SessionCycle(ctx, store, fmt.Sprintf("bench-%d-%d", b.N, n), opts...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("file-fsync", func(b *testing.B) {
+		st, err := persistence.NewFileStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, st)
+	})
+	b.Run("file-nofsync", func(b *testing.B) {
+		st, err := persistence.NewFileStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, st, persistence.NoFsync())
+	})
+	b.Run("postgres", func(b *testing.B) {
+		dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
+		if dsn == "" {
+			b.Skip("BRAID_TEST_POSTGRES_DSN not set")
+		}
+		st, err := postgres.New(ctx, postgres.Config{DSN: dsn})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		run(b, st)
+	})
+}
