@@ -70,7 +70,6 @@ type ownerState struct {
 	version  int64
 	data     []byte
 	messages [][]byte
-	saves    int
 }
 
 // ManagerOption tweaks a SessionManager.
@@ -243,7 +242,6 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 	}
 	m.mu.Lock()
 	st.version, st.data, st.messages = v, data, msgs
-	st.saves++
 	m.mu.Unlock()
 	if m.opts.afterSave != nil {
 		m.opts.afterSave(key, point, v)
