@@ -38,7 +38,9 @@ type FileStore struct {
 	opts fileOptions
 
 	mu    sync.Mutex
-	dirty map[Key][]string // written by non-durable saves, not yet fsynced
+	dirty    map[Key]*dirtySet // written by non-durable saves, not yet fsynced
+	ready    map[Key]bool      // owners whose folders and session.json exist
+	sessions map[string]bool   // sessions whose session.json was checked
 	// closed refuses further use.
 	closed bool
 }
@@ -69,7 +71,7 @@ func NewFileStore(dir string, opts ...FileOption) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file store: %w", err)
 	}
-	st := &FileStore{root: abs, dirty: map[Key][]string{}}
+	st := &FileStore{root: abs, dirty: map[Key]*dirtySet{}, ready: map[Key]bool{}, sessions: map[string]bool{}}
 	for _, o := range opts {
 		o(&st.opts)
 	}
@@ -136,7 +138,9 @@ func (s *FileStore) check() error {
 	return nil
 }
 
-// Load implements Store.
+// Load implements Store. It reads the head, the message files the record
+// still starts with, and the journal. A save that replaces the head between
+// those reads (and removes message files) makes it read again.
 func (s *FileStore) Load(ctx context.Context, key Key) (*Record, error) {
 	if err := key.Validate(); err != nil {
 		return nil, err
@@ -144,27 +148,67 @@ func (s *FileStore) Load(ctx context.Context, key Key) (*Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, headVersion, err := s.load(key)
+		if err == nil || attempt == 2 || !errors.Is(err, ErrDamaged) {
+			return rec, err
+		}
+		if h, herr := s.readHead(key); herr != nil || h == nil || h.Version == headVersion {
+			return nil, err // the damage is real
+		}
+	}
+}
+
+func (s *FileStore) load(key Key) (*Record, int64, error) {
+	if _, err := s.checkSession(key); err != nil {
+		return nil, 0, err
 	}
 	head, err := s.readHead(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if head == nil {
-		return nil, ErrNotFound
+	var hv int64
+	var files []int64
+	if head != nil {
+		hv, files = head.Version, head.Messages
 	}
-	rec := &Record{Key: key, SchemaVersion: head.SchemaVersion, Version: head.Version, UpdatedAt: head.UpdatedAt,
-		Data: head.Data, Messages: make([]json.RawMessage, 0, len(head.Messages))}
+	j, err := s.readJournal(key, hv)
+	if err != nil {
+		return nil, hv, err
+	}
+	if head == nil && len(j.lines) == 0 {
+		return nil, 0, ErrNotFound
+	}
+	msgs, err := s.readMessages(key, files[:j.keptFiles(len(files))])
+	if err != nil {
+		return nil, hv, err
+	}
+	if msgs, err = s.applyJournal(key, j, msgs); err != nil {
+		return nil, hv, err
+	}
+	rec := &Record{Key: key, SchemaVersion: SchemaVersion, Version: j.version(hv), Messages: msgs}
+	if n := len(j.lines); n > 0 {
+		rec.Data, rec.UpdatedAt = j.lines[n-1].Data, j.lines[n-1].UpdatedAt
+	} else {
+		rec.Data, rec.UpdatedAt = head.Data, head.UpdatedAt
+	}
+	return rec, hv, nil
+}
+
+func (s *FileStore) readMessages(key Key, files []int64) ([]json.RawMessage, error) {
 	dir := filepath.Join(s.ownerDir(key), "messages")
-	for _, n := range head.Messages {
+	out := make([]json.RawMessage, 0, len(files))
+	for _, n := range files {
 		m, err := s.readMessage(key, filepath.Join(dir, messageName(n)))
 		if err != nil {
 			return nil, err
 		}
-		rec.Messages = append(rec.Messages, m)
+		out = append(out, m)
 	}
-	return rec, nil
+	return out, nil
 }
 
 func (s *FileStore) rel(p string) string {
@@ -240,6 +284,12 @@ func (s *FileStore) readMessage(key Key, p string) (json.RawMessage, error) {
 }
 
 // Save implements Store.
+//
+// A save takes the owner's lock file and checks the stored version (the
+// head's, carried on by the journal) against opts.Base. A save that is not
+// Durable appends one line to the journal. A Durable save, or one that finds
+// the journal past its limits, is a checkpoint: it writes the new message
+// files and the head (see checkpoint), and empties the journal.
 func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (int64, error) {
 	if err := CheckSave(rec, opts); err != nil {
 		return 0, err
@@ -251,142 +301,343 @@ func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (in
 		return 0, err
 	}
 	key := rec.Key
-	dir := s.ownerDir(key)
-	msgDir := filepath.Join(dir, "messages")
-	var created []string // folders made by this save, to fsync their parents
-	if err := s.ensureSession(key.SessionID, &created); err != nil {
-		return 0, err
-	}
-	if err := mkdirs(msgDir, &created); err != nil {
-		return 0, fmt.Errorf("session %q: %w", key.SessionID, err)
-	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := s.lockOwner(key)
 	if err != nil {
-		return 0, fmt.Errorf("session %q: lock: %w", key.SessionID, err)
+		return 0, err
 	}
 	defer unlock()
 
-	old, err := s.readHead(key)
+	head, j, err := s.readOwner(key)
 	if err != nil {
 		return 0, err // damaged: nothing is overwritten
 	}
-	var cur int64
-	head := fileHead{SchemaVersion: SchemaVersion, SessionID: key.SessionID, Kind: key.Kind, ID: key.ID}
-	if old != nil {
-		cur = old.Version
-		head.NextMessage = old.NextMessage
+	var hv int64
+	var files int
+	if head != nil {
+		hv, files = head.Version, len(head.Messages)
 	}
+	cur := j.version(hv)
 	if cur != opts.Base {
 		return 0, &ConflictError{Key: key, Expected: opts.Base, Actual: cur}
 	}
-	keep := opts.Unchanged
-	if old == nil || keep > len(old.Messages) {
-		keep = 0
+	keep := max(0, min(opts.Unchanged, j.messageCount(files), len(rec.Messages)))
+	if !opts.Durable && len(j.lines) < journalMaxLines && j.end < journalMaxBytes {
+		line, err := encodeJournalLine(&journalLine{SchemaVersion: SchemaVersion, SessionID: key.SessionID, Kind: key.Kind, ID: key.ID,
+			Base: cur, Version: cur + 1, UpdatedAt: time.Now().UTC(), Keep: keep, Messages: nonNil(rec.Messages[keep:]), Data: rec.Data})
+		if err != nil {
+			return 0, err
+		}
+		if s.opts.beforeCommit != nil {
+			s.opts.beforeCommit(key, cur+1)
+		}
+		if err := appendJournal(j, line); err != nil {
+			return 0, fmt.Errorf("session %q: %w", key.SessionID, err)
+		}
+		return cur + 1, nil
 	}
+	kept := min(keep, j.keptFiles(files))
+	if err := s.checkpoint(key, head, j, cur+1, kept, rec.Messages, rec.Data, !opts.NoSync); err != nil {
+		return 0, err
+	}
+	return cur + 1, nil
+}
+
+func nonNil(ms []json.RawMessage) []json.RawMessage {
+	if ms == nil {
+		return []json.RawMessage{}
+	}
+	return ms
+}
+
+func (s *FileStore) readOwner(key Key) (*fileHead, *journal, error) {
+	head, err := s.readHead(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	var hv int64
+	if head != nil {
+		hv = head.Version
+	}
+	j, err := s.readJournal(key, hv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return head, j, nil
+}
+
+// checkpoint writes the record at version as head and message files: the
+// first kept message files of the old head stay, msgs[kept:] get new files.
+// The owner's lock is held.
+//
+// With sync it fsyncs in two ordered rounds: first, concurrently, every file
+// and folder entry the new head depends on (the new message files, the temp
+// head, and whatever earlier saves of this store made without fsync:
+// folders, session.json); then, after the swap, the owner's folder, which
+// holds the head's name. Then it empties the journal, whose lines the new
+// head has made stale.
+func (s *FileStore) checkpoint(key Key, old *fileHead, j *journal, version int64, kept int, msgs []json.RawMessage, data json.RawMessage, sync bool) error {
+	dir := s.ownerDir(key)
+	msgDir := filepath.Join(dir, "messages")
+	head := fileHead{SchemaVersion: SchemaVersion, SessionID: key.SessionID, Kind: key.Kind, ID: key.ID,
+		Version: version, UpdatedAt: time.Now().UTC(), Data: data, Messages: make([]int64, 0, len(msgs))}
 	if old != nil {
-		head.Messages = append(head.Messages, old.Messages[:keep]...)
+		head.NextMessage = old.NextMessage
+		head.Messages = append(head.Messages, old.Messages[:kept]...)
 	}
-	var toSync []string
-	for _, m := range rec.Messages[keep:] {
+	var written []string
+	for _, m := range msgs[kept:] {
 		n := head.NextMessage
 		head.NextMessage++
 		p := filepath.Join(msgDir, messageName(n))
 		b, err := marshal(fileMessage{SchemaVersion: SchemaVersion, SessionID: key.SessionID, OwnerID: key.ID, Message: m})
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return 0, fmt.Errorf("session %q: %w", key.SessionID, err)
+			removeAll(written)
+			return fmt.Errorf("session %q: %w", key.SessionID, err)
 		}
 		head.Messages = append(head.Messages, n)
-		toSync = append(toSync, p)
+		written = append(written, p)
 	}
-	if len(toSync) > 0 {
-		toSync = append(toSync, msgDir)
-	}
-	if head.Messages == nil {
-		head.Messages = []int64{}
-	}
-	head.Version = cur + 1
-	head.UpdatedAt = time.Now().UTC()
-	head.Data = rec.Data
 	b, err := marshal(head)
 	if err != nil {
-		return 0, err
+		removeAll(written)
+		return err
 	}
 	headPath := filepath.Join(dir, headName(key))
-	tmp := headPath + ".tmp-" + strconv.Itoa(os.Getpid())
+	// The owner's lock is held, so one temp name per owner is enough, and a
+	// temp file left by a killed writer is reused rather than piling up.
+	tmp := headPath + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		removeAll(written)
+		return fmt.Errorf("session %q: %w", key.SessionID, err)
+	}
 
 	s.mu.Lock()
-	pending := append([]string(nil), s.dirty[key]...)
-	s.mu.Unlock()
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return 0, fmt.Errorf("session %q: %w", key.SessionID, err)
+	d := s.dirtyOf(key)
+	if len(written) > 0 {
+		d.add(written, []string{msgDir})
 	}
-	if opts.Durable {
-		if err := syncAll(append(append(pending, toSync...), tmp)); err != nil {
-			_ = os.Remove(tmp)
-			return 0, fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
+	var files, dirs []string
+	if sync {
+		files, dirs = d.take()
+		// Round 2 covers the owner's folder, and the head is replaced.
+		files, dirs = without(files, headPath), without(dirs, dir)
+	}
+	s.mu.Unlock()
+
+	fail := func(err error) error {
+		_ = os.Remove(tmp)
+		removeAll(written)
+		s.redirty(key, files, dirs)
+		return fmt.Errorf("session %q: %w", key.SessionID, err)
+	}
+	if sync {
+		// Round 1: the data and the folder entries the new head will point
+		// at, before the head can point at them.
+		if err := syncAll(append(append(files, tmp), dirs...)); err != nil {
+			return fail(fmt.Errorf("fsync: %w", err))
 		}
 	}
 	if s.opts.beforeCommit != nil {
-		s.opts.beforeCommit(key, head.Version)
+		s.opts.beforeCommit(key, version)
 	}
-	if err := os.Rename(tmp, headPath); err != nil {
-		_ = os.Remove(tmp)
-		return 0, fmt.Errorf("session %q: %w", key.SessionID, err)
+	if err := replaceFile(tmp, headPath); err != nil {
+		return fail(err)
 	}
-	if opts.Durable {
-		dirs := append([]string{dir}, parentsOf(created)...)
-		if err := syncAll(dirs); err != nil {
-			return 0, fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
+	if sync {
+		// Round 2: the head's new name.
+		if err := syncPath(dir); err != nil {
+			s.redirty(key, []string{headPath}, []string{dir})
+			return fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
 		}
-	}
-	s.mu.Lock()
-	if opts.Durable {
-		delete(s.dirty, key)
 	} else {
-		s.dirty[key] = append(s.dirty[key], append(toSync, headPath)...)
-		for _, c := range created {
-			s.dirty[key] = append(s.dirty[key], filepath.Dir(c))
-		}
+		s.mu.Lock()
+		s.dirtyOf(key).add([]string{headPath}, []string{dir})
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	resetJournal(j)
 
 	// Message files no longer listed are garbage once the head is replaced.
 	if old != nil {
-		listed := make(map[int64]bool, len(head.Messages))
-		for _, n := range head.Messages {
-			listed[n] = true
-		}
-		for _, n := range old.Messages {
-			if !listed[n] {
-				_ = os.Remove(filepath.Join(msgDir, messageName(n)))
-			}
+		for _, n := range old.Messages[kept:] {
+			_ = os.Remove(filepath.Join(msgDir, messageName(n)))
 		}
 	}
-	return head.Version, nil
+	return nil
 }
 
-// Sync makes every non-durable save of key made through this store durable.
-func (s *FileStore) Sync(ctx context.Context, key Key) error {
+// Checkpoint brings key's record to its full form (head and message files)
+// if its journal holds saves, without changing its version, and with sync
+// makes it and every earlier save of this store durable. The session manager
+// calls it at a durable point with nothing new to save.
+func (s *FileStore) Checkpoint(ctx context.Context, key Key, sync bool) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	files := s.dirty[key]
-	delete(s.dirty, key)
-	s.mu.Unlock()
-	if len(files) == 0 {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	unlock, err := s.lockOwner(key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	head, j, err := s.readOwner(key)
+	if err != nil {
+		return err
+	}
+	if len(j.lines) == 0 {
+		if sync {
+			return s.flush(key)
+		}
 		return nil
 	}
-	if err := syncAll(files); err != nil {
-		s.mu.Lock()
-		s.dirty[key] = append(s.dirty[key], files...)
-		s.mu.Unlock()
+	var hv int64
+	var files []int64
+	if head != nil {
+		hv, files = head.Version, head.Messages
+	}
+	kept := j.keptFiles(len(files))
+	msgs, err := s.readMessages(key, files[:kept])
+	if err != nil {
+		return err
+	}
+	if msgs, err = s.applyJournal(key, j, msgs); err != nil {
+		return err
+	}
+	return s.checkpoint(key, head, j, j.version(hv), kept, msgs, j.lines[len(j.lines)-1].Data, sync)
+}
+
+// flush fsyncs what earlier saves of key through this store wrote without
+// fsync: the files first, then the folders that name them.
+func (s *FileStore) flush(key Key) error {
+	s.mu.Lock()
+	files, dirs := s.dirtyOf(key).take()
+	s.mu.Unlock()
+	if len(files)+len(dirs) == 0 {
+		return nil
+	}
+	err := syncAll(files)
+	if err == nil {
+		err = syncAll(dirs)
+	}
+	if err != nil {
+		s.redirty(key, files, dirs)
 		return fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
 	}
 	return nil
+}
+
+// dirtySet is what non-durable saves of one owner wrote and no fsync has
+// covered yet: files, and folders whose entries changed.
+type dirtySet struct {
+	files, dirs []string
+}
+
+func (d *dirtySet) add(files, dirs []string) {
+	d.files = append(d.files, files...)
+	d.dirs = append(d.dirs, dirs...)
+}
+
+func (d *dirtySet) take() (files, dirs []string) {
+	files, dirs = dedupe(d.files), dedupe(d.dirs)
+	d.files, d.dirs = nil, nil
+	return files, dirs
+}
+
+func (s *FileStore) redirty(key Key, files, dirs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dirtyOf(key).add(files, dirs)
+}
+
+// dirtyOf returns key's dirty set; s.mu is held.
+func (s *FileStore) dirtyOf(key Key) *dirtySet {
+	d := s.dirty[key]
+	if d == nil {
+		d = &dirtySet{}
+		s.dirty[key] = d
+	}
+	return d
+}
+
+// lockOwner makes the owner's folders (and the session's session.json) on
+// its first save, and takes the owner's lock file. Folders this store made
+// or saw are remembered, so later saves skip the checks; a folder removed
+// meanwhile (by Delete in another process) is made again.
+func (s *FileStore) lockOwner(key Key) (func(), error) {
+	dir := s.ownerDir(key)
+	for attempt := 0; ; attempt++ {
+		s.mu.Lock()
+		ready := s.ready[key]
+		s.mu.Unlock()
+		if !ready {
+			created, err := s.makeOwner(key)
+			if err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			s.ready[key] = true
+			s.dirtyOf(key).add(created.files, created.dirs)
+			s.mu.Unlock()
+		}
+		unlock, err := lockFile(filepath.Join(dir, ".lock"))
+		if errors.Is(err, fs.ErrNotExist) && attempt == 0 {
+			s.forget(key)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("session %q: lock: %w", key.SessionID, err)
+		}
+		return unlock, nil
+	}
+}
+
+func (s *FileStore) forget(key Key) {
+	s.mu.Lock()
+	delete(s.ready, key)
+	s.mu.Unlock()
+}
+
+// makeOwner makes session.json and the owner's folders where missing, and
+// returns what it made, to be fsynced at the next durable save: the new
+// files, and the folders whose entries changed.
+func (s *FileStore) makeOwner(key Key) (dirtySet, error) {
+	var made dirtySet
+	sdir := s.SessionDir(key.SessionID)
+	var created []string
+	if err := mkdirs(filepath.Join(s.ownerDir(key), "messages"), &created); err != nil {
+		return made, fmt.Errorf("session %q: %w", key.SessionID, err)
+	}
+	for _, c := range created {
+		made.dirs = append(made.dirs, filepath.Dir(c))
+	}
+	p := filepath.Join(sdir, "session.json")
+	if exists, err := s.checkSession(key); err != nil || exists {
+		return made, err
+	}
+	b, err := marshal(fileSession{SchemaVersion: SchemaVersion, SessionID: key.SessionID, CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return made, err
+	}
+	tmp := p + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return made, fmt.Errorf("session %q: %w", key.SessionID, err)
+	}
+	// Link, not rename: a session.json written by a concurrent creator wins.
+	err = os.Link(tmp, p)
+	_ = os.Remove(tmp)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return made, fmt.Errorf("session %q: %w", key.SessionID, err)
+	}
+	made.files = append(made.files, p)
+	made.dirs = append(made.dirs, sdir)
+	return made, nil
 }
 
 // Delete implements Store.
@@ -405,14 +656,19 @@ func (s *FileStore) Delete(ctx context.Context, key Key) error {
 	if err != nil {
 		return err
 	}
-	// Remove the head first: without it the record does not exist.
-	err = os.Remove(filepath.Join(dir, headName(key)))
+	// Remove the journal, then the head: without them the record does not
+	// exist, and a reader in between sees the head's older version.
+	err = os.Remove(filepath.Join(dir, journalName))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		err = os.Remove(filepath.Join(dir, headName(key)))
+	}
 	unlock()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	s.mu.Lock()
 	delete(s.dirty, key)
+	delete(s.ready, key)
 	s.mu.Unlock()
 	return os.RemoveAll(dir)
 }
@@ -425,33 +681,38 @@ func (s *FileStore) Close() error {
 	return nil
 }
 
-func (s *FileStore) ensureSession(sessionID string, created *[]string) error {
-	dir := s.SessionDir(sessionID)
-	p := filepath.Join(dir, "session.json")
-	if _, err := os.Stat(p); err == nil {
-		return nil
+// checkSession reads the session's session.json, once per store, and
+// reports whether it exists: one of another session or schema version is
+// damage (SPEC S5).
+func (s *FileStore) checkSession(key Key) (bool, error) {
+	s.mu.Lock()
+	ok := s.sessions[key.SessionID]
+	s.mu.Unlock()
+	if ok {
+		return true, nil
 	}
-	if err := mkdirs(dir, created); err != nil {
-		return fmt.Errorf("session %q: %w", sessionID, err)
+	p := filepath.Join(s.SessionDir(key.SessionID), "session.json")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	b, err := marshal(fileSession{SchemaVersion: SchemaVersion, SessionID: sessionID, CreatedAt: time.Now().UTC()})
 	if err != nil {
-		return err
+		return false, &DamageError{SessionID: key.SessionID, File: s.rel(p), Err: err}
 	}
-	tmp := p + ".tmp-" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("session %q: %w", sessionID, err)
+	var f fileSession
+	if err := json.Unmarshal(b, &f); err != nil {
+		return false, s.damaged(key, p, "not valid JSON (truncated or corrupt): %v", err)
 	}
-	if err := syncAll([]string{tmp}); err != nil {
-		return err
+	if f.SchemaVersion != SchemaVersion {
+		return false, &DamageError{SessionID: key.SessionID, File: s.rel(p), Err: errSchema(f.SchemaVersion)}
 	}
-	// Link, not rename: a session.json written by a concurrent creator wins.
-	if err := os.Link(tmp, p); err != nil && !errors.Is(err, fs.ErrExist) {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("session %q: %w", sessionID, err)
+	if f.SessionID != key.SessionID {
+		return false, s.damaged(key, p, "belongs to session %q", f.SessionID)
 	}
-	_ = os.Remove(tmp)
-	return syncAll([]string{dir})
+	s.mu.Lock()
+	s.sessions[key.SessionID] = true
+	s.mu.Unlock()
+	return true, nil
 }
 
 // mkdirs creates dir and its missing parents, recording those it created.
@@ -474,14 +735,6 @@ func mkdirs(dir string, created *[]string) error {
 	}
 	*created = append(*created, missing...)
 	return nil
-}
-
-func parentsOf(dirs []string) []string {
-	out := make([]string, 0, len(dirs))
-	for _, d := range dirs {
-		out = append(out, filepath.Dir(d))
-	}
-	return out
 }
 
 func lockFile(p string) (func(), error) {
@@ -525,13 +778,34 @@ func syncAll(paths []string) error {
 	return first
 }
 
+// syncPath fsyncs a file or folder. A file removed since it was written (a
+// message file dropped by a later save) needs no fsync.
 func syncPath(p string) error {
 	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	return f.Sync()
+}
+
+func without(ps []string, p string) []string {
+	out := ps[:0]
+	for _, q := range ps {
+		if q != p {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func removeAll(paths []string) {
+	for _, p := range paths {
+		_ = os.Remove(p)
+	}
 }
 
 func dedupe(ps []string) []string {

@@ -42,7 +42,9 @@ func TestFileStore_Layout(t *testing.T) {
 	_, err := s.Save(ctx, rec(k, `{"state":{}}`, m0, m1), persistence.SaveOptions{Durable: true})
 	require.NoError(t, err)
 	mk := persistence.Key{SessionID: "myapp", Kind: persistence.KindMultiAgent, ID: "graph"}
-	_, err = s.Save(ctx, rec(mk, `{"nodes":{}}`), persistence.SaveOptions{})
+	v, err := s.Save(ctx, rec(mk, `{"nodes":{}}`), persistence.SaveOptions{})
+	require.NoError(t, err)
+	_, err = s.Save(ctx, rec(mk, `{"nodes":{"a":1}}`), persistence.SaveOptions{Base: v, Durable: true})
 	require.NoError(t, err)
 
 	var files []string
@@ -61,6 +63,7 @@ func TestFileStore_Layout(t *testing.T) {
 		"session_myapp/agents/agent_default/messages/message_1.json",
 		"session_myapp/multi_agents/multi_agent_graph/.lock",
 		"session_myapp/multi_agents/multi_agent_graph/multi_agent.json",
+		"session_myapp/multi_agents/multi_agent_graph/journal.jsonl",
 	}, files)
 
 	head, err := os.ReadFile(filepath.Join(dir, "session_myapp/agents/agent_default/agent.json"))
@@ -79,9 +82,9 @@ func TestFileStore_RewriteRemovesOldMessageFiles(t *testing.T) {
 	s, dir := fileStore(t)
 	ctx := context.Background()
 	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
-	v, err := s.Save(ctx, rec(k, `{}`, m0, m1), persistence.SaveOptions{})
+	v, err := s.Save(ctx, rec(k, `{}`, m0, m1), persistence.SaveOptions{Durable: true})
 	require.NoError(t, err)
-	_, err = s.Save(ctx, rec(k, `{}`, m1), persistence.SaveOptions{Base: v})
+	_, err = s.Save(ctx, rec(k, `{}`, m1), persistence.SaveOptions{Base: v, Durable: true})
 	require.NoError(t, err)
 	entries, err := os.ReadDir(filepath.Join(dir, "session_s/agents/agent_a/messages"))
 	require.NoError(t, err)
@@ -99,7 +102,7 @@ func TestFileStore_LeftoversOfAKilledWriter(t *testing.T) {
 	s, dir := fileStore(t)
 	ctx := context.Background()
 	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
-	v, err := s.Save(ctx, rec(k, `{"n":1}`, m0), persistence.SaveOptions{})
+	v, err := s.Save(ctx, rec(k, `{"n":1}`, m0), persistence.SaveOptions{Durable: true})
 	require.NoError(t, err)
 	adir := filepath.Join(dir, "session_s/agents/agent_a")
 	require.NoError(t, os.WriteFile(filepath.Join(adir, "agent.json.tmp-999"), []byte(`{"trunc`), 0o644))
@@ -107,7 +110,7 @@ func TestFileStore_LeftoversOfAKilledWriter(t *testing.T) {
 	r, err := s.Load(ctx, k)
 	require.NoError(t, err)
 	assert.Len(t, r.Messages, 1)
-	_, err = s.Save(ctx, rec(k, `{"n":2}`, m0, m1), persistence.SaveOptions{Base: v, Unchanged: 1})
+	_, err = s.Save(ctx, rec(k, `{"n":2}`, m0, m1), persistence.SaveOptions{Base: v, Unchanged: 1, Durable: true})
 	require.NoError(t, err)
 	r, err = s.Load(ctx, k)
 	require.NoError(t, err)
@@ -121,6 +124,7 @@ func TestFileStore_Damage(t *testing.T) {
 	k := persistence.Key{SessionID: "s1", Kind: persistence.KindAgent, ID: "a"}
 	head := "session_s1/agents/agent_a/agent.json"
 	msg0 := "session_s1/agents/agent_a/messages/message_0.json"
+	sess := "session_s1/session.json"
 	cases := []struct {
 		name   string
 		file   string
@@ -145,6 +149,13 @@ func TestFileStore_Damage(t *testing.T) {
 		{"message of a newer schema", msg0, func(t *testing.T, dir string) {
 			edit(t, filepath.Join(dir, msg0), `"schemaVersion": 1`, `"schemaVersion": 7`)
 		}, true},
+		{"corrupt session.json", sess, func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, sess)) }, false},
+		{"session.json of another session", sess, func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, sess), `"sessionId": "s1"`, `"sessionId": "s9"`)
+		}, false},
+		{"session.json of a newer schema", sess, func(t *testing.T, dir string) {
+			edit(t, filepath.Join(dir, sess), `"schemaVersion": 1`, `"schemaVersion": 3`)
+		}, true},
 		{"head data not an object", head, func(t *testing.T, dir string) {
 			edit(t, filepath.Join(dir, head), `"data": {`, `"data": [{`)
 			edit(t, filepath.Join(dir, head), "}\n}", "}]\n}")
@@ -154,7 +165,7 @@ func TestFileStore_Damage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, dir := fileStore(t)
 			ctx := context.Background()
-			v, err := s.Save(ctx, rec(k, `{"x":1}`, m0, m1), persistence.SaveOptions{})
+			v, err := s.Save(ctx, rec(k, `{"x":1}`, m0, m1), persistence.SaveOptions{Durable: true})
 			require.NoError(t, err)
 			tc.damage(t, dir)
 			before := snapshotDir(t, dir)

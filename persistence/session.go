@@ -86,9 +86,9 @@ func AfterSave(fn func(key Key, point SavePoint, version int64)) ManagerOption {
 	return func(o *managerOptions) { o.afterSave = fn }
 }
 
-// NoFsync makes every save non-durable: atomic, and safe when the process is
-// killed, but not when the machine crashes. For tests and benchmarks that
-// want to measure without the disk.
+// NoFsync makes every save skip what makes it survive a machine crash
+// (SaveOptions.NoSync): saves stay atomic, and safe when the process is
+// killed. For tests and benchmarks that want to measure without the disk.
 func NoFsync() ManagerOption { return func(o *managerOptions) { o.noDurable = true } }
 
 // NewSessionManager returns a manager for session sessionID in store.
@@ -206,7 +206,7 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 	if err != nil {
 		return err
 	}
-	durable := point.Durable() && !m.opts.noDurable
+	durable := point.Durable()
 
 	m.mu.Lock()
 	st, ok := m.owners[key]
@@ -222,12 +222,8 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 		unchanged++
 	}
 	if base.version > 0 && unchanged == len(msgs) && len(msgs) == len(base.messages) && bytes.Equal(data, base.data) {
-		if durable {
-			if s, ok := m.store.(interface {
-				Sync(context.Context, Key) error
-			}); ok {
-				return s.Sync(ctx, key)
-			}
+		if c, ok := m.store.(Checkpointer); ok && durable {
+			return c.Checkpoint(ctx, key, !m.opts.noDurable)
 		}
 		return nil
 	}
@@ -236,7 +232,7 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 		raw[i] = b
 	}
 	v, err := m.store.Save(ctx, &Record{Key: key, SchemaVersion: SchemaVersion, Data: data, Messages: raw},
-		SaveOptions{Base: base.version, Unchanged: unchanged, Durable: durable})
+		SaveOptions{Base: base.version, Unchanged: unchanged, Durable: durable, NoSync: m.opts.noDurable})
 	if err != nil {
 		return err
 	}

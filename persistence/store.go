@@ -86,10 +86,25 @@ type SaveOptions struct {
 	// Unchanged says the first Unchanged messages are the same as those of
 	// the Base version, so only the rest need writing. 0 rewrites them all.
 	Unchanged int
-	// Durable asks for the save (and every save before it) to survive a
-	// machine crash before Save returns (fsync, synchronous commit). Without
-	// it a save is still atomic, and survives the process being killed.
+	// Durable marks a durable point (SPEC I9): the save, and every save
+	// before it, must survive a machine crash before Save returns (fsync,
+	// synchronous commit). Without it a save is still atomic, and survives
+	// the process being killed. The file store writes its full layout only
+	// at durable saves and keeps the others in its journal.
 	Durable bool
+	// NoSync, with Durable, leaves out the waits that make the save survive a
+	// machine crash (fsync, synchronous commit), and keeps the rest of what a
+	// durable save does. For tests and benchmarks.
+	NoSync bool
+}
+
+// Checkpointer is implemented by stores whose durable saves do more than the
+// others (the file store writes out its journal). At a durable point with
+// nothing new to save, the session manager calls Checkpoint instead of Save:
+// the record keeps its version and reaches its durable form (with sync, on
+// disk, like a durable save; without, like one with NoSync).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, key Key, sync bool) error
 }
 
 // Store keeps records. Implementations must be safe for concurrent use, by

@@ -211,7 +211,7 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 		return 0, fmt.Errorf("postgres store: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	if !opts.Durable {
+	if !opts.Durable || opts.NoSync {
 		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
 			return 0, fmt.Errorf("postgres store: %w", err)
 		}

@@ -1,0 +1,357 @@
+package persistence_test
+
+// SPEC I3 ("a reason that cannot be encoded as JSON is an error at the call,
+// not later at save"), I7 and S5 at the persistence level: the bad reason
+// fails the invocation before anything about it reaches the session on disk,
+// and the session stays usable by a fresh agent.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+const reasonSession = "reason"
+
+// badReasons cannot be encoded as JSON.
+var badReasons = []struct {
+	name   string
+	reason func() any
+}{
+	{"channel", func() any { return map[string]any{"ch": make(chan int)} }},
+	{"func", func() any { return func() {} }},
+	{"NaN", func() any { return math.NaN() }},
+}
+
+// reasonRig is a file session and the pieces of an agent on it: the model
+// asks for delete_files (t1) and inspect_files (t2), then answers "done".
+type reasonRig struct {
+	root string
+	runs *goldenRuns
+}
+
+func newReasonRig(t *testing.T) *reasonRig {
+	return &reasonRig{root: t.TempDir(), runs: &goldenRuns{}}
+}
+
+func (r *reasonRig) dir() string { return filepath.Join(r.root, "session_"+reasonSession) }
+
+// agent builds a fresh agent over a fresh store and manager on the session;
+// approve is its BeforeToolCallEvent hook for delete_files.
+func (r *reasonRig) agent(t *testing.T, approve func(ev *agent.BeforeToolCallEvent) error) *agent.Agent {
+	t.Helper()
+	counting := func(name string) tool.Tool {
+		return tool.New(name, name, func(ctx context.Context, tc *tool.Context, in goldenPaths) (string, error) {
+			r.runs.inc(tc.ToolUse.ToolUseID)
+			return name + " ok", nil
+		})
+	}
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn("done"), nil
+		}
+		a := goldenPaths{Paths: []string{"a.txt"}}
+		return model.ToolTurn(model.Call("t1", "delete_files", a), model.Call("t2", "inspect_files", a)), nil
+	})
+	h := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name != "delete_files" {
+			return nil
+		}
+		return approve(ev)
+	})
+	a, err := agent.New(agent.Config{
+		Model:   m,
+		Tools:   []tool.Tool{counting("delete_files"), counting("inspect_files")},
+		Hooks:   []hook.Provider{h},
+		Session: goldenManager(t, r.root, reasonSession),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a
+}
+
+// load reads the stored record through a fresh manager.
+func (r *reasonRig) load(t *testing.T) *persistence.AgentRecord {
+	t.Helper()
+	rec, err := goldenManager(t, r.root, reasonSession).LoadAgent(context.Background(), agent.DefaultID)
+	require.NoError(t, err)
+	return rec
+}
+
+// askApproval is a good hook: it asks "approval" with a JSON reason.
+func askApproval(ev *agent.BeforeToolCallEvent) error {
+	_, err := ev.Interrupt("approval", map[string]any{"paths": []string{"a.txt"}})
+	return err
+}
+
+// storedForm is a record as the store gives it back, less its timestamp,
+// with its JSON compacted.
+type storedForm struct {
+	Version       int64
+	SchemaVersion int
+	Data          string
+	Messages      []string
+}
+
+// storedRecord writes tree (a readTree of the session folder) into a fresh
+// root and loads the agent's record from it with a new FileStore: the
+// session as any reader would find it (nil when there is none).
+//
+// Tests compare this rather than the raw files: a store may rewrite its
+// files at a durable point without changing the record (the file store
+// folds its journal into the head), and the failed invocation still ends
+// at one (SaveInvocation, skipped because nothing changed).
+func storedRecord(t *testing.T, tree map[string]string) *storedForm {
+	t.Helper()
+	root := t.TempDir()
+	for rel, b := range tree {
+		p := filepath.Join(root, "session_"+reasonSession, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(b), 0o644))
+	}
+	st, err := persistence.NewFileStore(root)
+	require.NoError(t, err)
+	rec, err := st.Load(context.Background(), persistence.Key{SessionID: reasonSession, Kind: persistence.KindAgent, ID: agent.DefaultID})
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil
+	}
+	require.NoError(t, err)
+	out := &storedForm{Version: rec.Version, SchemaVersion: rec.SchemaVersion, Data: compactJSON(t, rec.Data)}
+	for _, m := range rec.Messages {
+		out.Messages = append(out.Messages, compactJSON(t, m))
+	}
+	return out
+}
+
+// compactJSON drops insignificant space: a store may keep a record indented
+// in one file and compact in another.
+func compactJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, json.Compact(&buf, b))
+	return buf.String()
+}
+
+// requireSessionAsBefore checks that the session on disk holds exactly the
+// record it held at the snapshot, and that no file mentions the interrupt
+// the bad reason was given to.
+func requireSessionAsBefore(t *testing.T, before, after map[string]string, badID string) {
+	t.Helper()
+	assert.Equal(t, storedRecord(t, before), storedRecord(t, after), "the stored record is as it was before the call")
+	for rel, b := range after {
+		assert.NotContains(t, b, badID, "%s mentions the failed interrupt", rel)
+	}
+}
+
+// requireReasonError checks the error of an invocation failed by a bad reason.
+func requireReasonError(t *testing.T, err error, name string) {
+	t.Helper()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, interrupt.ErrReason)
+	assert.NotErrorIs(t, err, interrupt.ErrInterrupted)
+	assert.NotErrorIs(t, err, persistence.ErrDamaged)
+	assert.Contains(t, err.Error(), "not JSON-encodable")
+	assert.Contains(t, err.Error(), name, "the message names the interrupt")
+	assert.Contains(t, err.Error(), "BeforeToolCall", "the message says where")
+}
+
+// SPEC I3, S5: in a first invocation, a hook's Interrupt with a reason that
+// cannot be encoded fails the invocation at the call: the session on disk is
+// byte for byte what it was just before the call (the prompt, saved at its
+// message save point, and nothing of the interrupt), no tool gated by it
+// runs, and a fresh agent on the session carries on and finishes.
+// "As before" is the record any reader loads from the files (version, data,
+// every message, byte for byte); see storedRecord.
+func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
+	for _, bad := range badReasons {
+		t.Run(bad.name, func(t *testing.T) {
+			r := newReasonRig(t)
+			var before map[string]string
+			var callErr error
+			a := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
+				var err error
+				if before, err = readTreeErr(r.dir()); err != nil {
+					return err
+				}
+				_, callErr = ev.Interrupt("approval", bad.reason())
+				return callErr
+			})
+			_, err := a.Invoke(context.Background(), agent.Text("delete a.txt"))
+			requireReasonError(t, err, "approval")
+			assert.ErrorIs(t, callErr, interrupt.ErrReason, "the error comes from the Interrupt call itself")
+			assert.False(t, a.Interrupted())
+			require.NoError(t, a.Close(context.Background()))
+
+			require.NotNil(t, before, "the hook ran")
+			requireSessionAsBefore(t, before, readTree(t, r.dir()), interrupt.BeforeToolCallID("t1", "approval"))
+			rec := r.load(t)
+			require.NotNil(t, rec, "the prompt was saved at its message save point")
+			assert.Equal(t, []string{"user:delete a.txt"}, texts(rec.Messages))
+			assert.Equal(t, 0, rec.Interrupts.Len(), "nothing recorded for the bad reason")
+			assert.False(t, rec.Interrupts.Activated())
+			assert.Empty(t, rec.Pending)
+			assert.Empty(t, r.runs.all(), "no tool ran: the gated one was stopped, the other never started")
+
+			// A fresh agent on the same session carries on from the history
+			// (the empty input), asks with a good reason, and finishes.
+			b := r.agent(t, askApproval)
+			assert.False(t, b.Interrupted())
+			assert.False(t, b.Incomplete())
+			res := invokeOK(t, b, agent.Input{}, agent.StopInterrupt)
+			require.Len(t, res.Interrupts, 1)
+			assert.Equal(t, interrupt.BeforeToolCallID("t1", "approval"), res.Interrupts[0].ID)
+			res = invokeOK(t, b, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")), agent.StopEndTurn)
+			assert.Equal(t, "done", res.Message.Text())
+			assert.Equal(t, 1, r.runs.all()["t1"])
+			msgs := b.Messages()
+			requireGoodHistory(t, msgs)
+			assert.Equal(t, []string{"user:delete a.txt", "assistant:", "user:", "assistant:done"}, texts(msgs))
+			assert.Equal(t, texts(msgs), texts(r.load(t).Messages))
+		})
+	}
+}
+
+// SPEC I3, I7, S4, S5: while resuming an interrupted session in a fresh
+// agent, a hook that gets its answer and then interrupts again with a reason
+// that cannot be encoded fails the invocation: the session on disk is byte
+// for byte what it was just before the call (the accepted answer, saved when
+// the resume was claimed, and the finished sibling; no new interrupt), and
+// a third agent carries on without running the finished tool again.
+func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
+	for _, bad := range badReasons {
+		t.Run(bad.name, func(t *testing.T) {
+			r := newReasonRig(t)
+			ctx := context.Background()
+
+			// 1: interrupted at delete_files (t1); inspect_files (t2) finished.
+			a := r.agent(t, askApproval)
+			res := invokeOK(t, a, agent.Text("delete a.txt"), agent.StopInterrupt)
+			require.Len(t, res.Interrupts, 1)
+			approvalID := res.Interrupts[0].ID
+			require.NoError(t, a.Close(ctx))
+			require.Equal(t, map[string]int{"t2": 1}, r.runs.all())
+
+			// 2: a fresh agent resumes; the hook gets "y", then raises
+			// "confirm" with a bad reason.
+			var before map[string]string
+			var mu sync.Mutex
+			b := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
+				ans, err := ev.Interrupt("approval", map[string]any{"paths": []string{"a.txt"}})
+				if err != nil {
+					return err
+				}
+				if s, _ := ans.String(); s != "y" {
+					ev.CancelTool("denied")
+					return nil
+				}
+				snap, err := readTreeErr(r.dir())
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				before = snap
+				mu.Unlock()
+				_, err = ev.Interrupt("confirm", bad.reason())
+				return err
+			})
+			_, err := b.Invoke(ctx, agent.Resume(interrupt.Respond(approvalID, "y")))
+			requireReasonError(t, err, "confirm")
+			require.NoError(t, b.Close(ctx))
+
+			mu.Lock()
+			require.NotNil(t, before, "the hook got its answer")
+			requireSessionAsBefore(t, before, readTree(t, r.dir()), interrupt.BeforeToolCallID("t1", "confirm"))
+			mu.Unlock()
+			rec := r.load(t)
+			require.NotNil(t, rec)
+			require.Equal(t, 1, rec.Interrupts.Len(), "no interrupt recorded for the bad reason")
+			stored, ok := rec.Interrupts.Get(approvalID)
+			require.True(t, ok)
+			assert.True(t, stored.Answered, "the accepted answer was kept")
+			assert.NotEmpty(t, rec.Pending, "the cycle with the finished sibling was kept")
+			assert.Equal(t, map[string]int{"t2": 1}, r.runs.all(), "nothing ran in the failed resume")
+
+			// 3: a fresh agent carries on (all answers are in); its hook asks
+			// "confirm" properly, is answered, and the run finishes.
+			confirmID := interrupt.BeforeToolCallID("t1", "confirm")
+			c := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
+				if _, err := ev.Interrupt("approval", nil); err != nil {
+					return err
+				}
+				_, err := ev.Interrupt("confirm", map[string]any{"really": true})
+				return err
+			})
+			assert.False(t, c.Interrupted())
+			assert.True(t, c.Incomplete())
+			res = invokeOK(t, c, agent.Input{}, agent.StopInterrupt)
+			require.Len(t, res.Interrupts, 1)
+			assert.Equal(t, confirmID, res.Interrupts[0].ID)
+			assert.JSONEq(t, `{"really":true}`, string(res.Interrupts[0].Reason))
+			res = invokeOK(t, c, agent.Resume(interrupt.Respond(confirmID, "ok")), agent.StopEndTurn)
+			assert.Equal(t, "done", res.Message.Text())
+			assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, r.runs.all(), "t2 was not run again")
+			msgs := c.Messages()
+			requireGoodHistory(t, msgs)
+			assert.Equal(t, []string{"user:delete a.txt", "assistant:", "user:", "assistant:done"}, texts(msgs))
+			assert.Equal(t, []string{"t1=delete_files ok", "t2=inspect_files ok"}, toolResultTexts(msgs[2]))
+		})
+	}
+}
+
+// SPEC I3, A13: inside a tool, tc.Interrupt with a reason that cannot be
+// encoded returns the error at the call; a tool that returns it gets an
+// error result (as for any tool error) and the loop goes on. Nothing of
+// the interrupt reaches the session.
+func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
+	root := t.TempDir()
+	var callErr error
+	bad := tool.New("bad", "bad", func(ctx context.Context, tc *tool.Context, in goldenPaths) (string, error) {
+		_, callErr = tc.Interrupt("confirm", math.NaN())
+		return "", callErr
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			return model.TextTurn("done"), nil
+		}
+		return model.ToolTurn(model.Call("t1", "bad", goldenPaths{})), nil
+	})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{bad}, Session: goldenManager(t, root, reasonSession)})
+	require.NoError(t, err)
+	defer a.Close(context.Background())
+
+	res := invokeOK(t, a, agent.Text("go"), agent.StopEndTurn)
+	assert.Empty(t, res.Interrupts)
+	require.ErrorIs(t, callErr, interrupt.ErrReason)
+	assert.NotErrorIs(t, callErr, interrupt.ErrInterrupted)
+	msgs := a.Messages()
+	requireGoodHistory(t, msgs)
+	require.Len(t, msgs, 4)
+	rs := msgs[2].ToolResults()
+	require.Len(t, rs, 1)
+	assert.Equal(t, model.ToolError, rs[0].Status)
+	assert.Contains(t, rs[0].Text(), "not JSON-encodable")
+
+	rec, err := goldenManager(t, root, reasonSession).LoadAgent(context.Background(), agent.DefaultID)
+	require.NoError(t, err)
+	assert.Equal(t, texts(msgs), texts(rec.Messages))
+	assert.Equal(t, 0, rec.Interrupts.Len())
+	assert.Empty(t, rec.Pending)
+}
