@@ -37,7 +37,7 @@ type FileStore struct {
 	root string
 	opts fileOptions
 
-	mu    sync.Mutex
+	mu       sync.Mutex
 	dirty    map[Key]*dirtySet // written by non-durable saves, not yet fsynced
 	ready    map[Key]bool      // owners whose folders and session.json exist
 	sessions map[string]bool   // sessions whose session.json was checked
