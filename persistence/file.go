@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -156,7 +155,7 @@ func (s *FileStore) Load(ctx context.Context, key Key) (*Record, error) {
 		if err == nil || attempt == 2 || !errors.Is(err, ErrDamaged) {
 			return rec, err
 		}
-		if h, herr := s.readHead(key); herr != nil || h == nil || h.Version == headVersion {
+		if h, herr := s.readHead(key); herr != nil || (h != nil && h.Version == headVersion) {
 			return nil, err // the damage is real
 		}
 	}
@@ -301,13 +300,13 @@ func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (in
 		return 0, err
 	}
 	key := rec.Key
-	unlock, err := s.lockOwner(key)
+	lock, err := s.lockOwner(key)
 	if err != nil {
 		return 0, err
 	}
-	defer unlock()
+	defer lock.unlock()
 
-	head, j, err := s.readOwner(key)
+	head, j, err := s.readOwner(key, lock)
 	if err != nil {
 		return 0, err // damaged: nothing is overwritten
 	}
@@ -349,7 +348,7 @@ func nonNil(ms []json.RawMessage) []json.RawMessage {
 	return ms
 }
 
-func (s *FileStore) readOwner(key Key) (*fileHead, *journal, error) {
+func (s *FileStore) readOwner(key Key, lock *ownerLock) (*fileHead, *journal, error) {
 	head, err := s.readHead(key)
 	if err != nil {
 		return nil, nil, err
@@ -358,7 +357,7 @@ func (s *FileStore) readOwner(key Key) (*fileHead, *journal, error) {
 	if head != nil {
 		hv = head.Version
 	}
-	j, err := s.readJournal(key, hv)
+	j, err := s.readLockedJournal(key, lock, hv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -482,12 +481,12 @@ func (s *FileStore) Checkpoint(ctx context.Context, key Key, sync bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	unlock, err := s.lockOwner(key)
+	lock, err := s.lockOwner(key)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	head, j, err := s.readOwner(key)
+	defer lock.unlock()
+	head, j, err := s.readOwner(key, lock)
 	if err != nil {
 		return err
 	}
@@ -567,11 +566,11 @@ func (s *FileStore) dirtyOf(key Key) *dirtySet {
 }
 
 // lockOwner makes the owner's folders (and the session's session.json) on
-// its first save, and takes the owner's lock file. Folders this store made
-// or saw are remembered, so later saves skip the checks; a folder removed
+// its first save, and locks the owner's journal. Folders this store made or
+// saw are remembered, so later saves skip the checks; a folder removed
 // meanwhile (by Delete in another process) is made again.
-func (s *FileStore) lockOwner(key Key) (func(), error) {
-	dir := s.ownerDir(key)
+func (s *FileStore) lockOwner(key Key) (*ownerLock, error) {
+	p := filepath.Join(s.ownerDir(key), journalName)
 	for attempt := 0; ; attempt++ {
 		s.mu.Lock()
 		ready := s.ready[key]
@@ -586,15 +585,15 @@ func (s *FileStore) lockOwner(key Key) (func(), error) {
 			s.dirtyOf(key).add(created.files, created.dirs)
 			s.mu.Unlock()
 		}
-		unlock, err := lockFile(filepath.Join(dir, ".lock"))
-		if errors.Is(err, fs.ErrNotExist) && attempt == 0 {
+		lock, err := lockJournal(p)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			s.forget(key)
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("session %q: lock: %w", key.SessionID, err)
 		}
-		return unlock, nil
+		return lock, nil
 	}
 }
 
@@ -649,21 +648,22 @@ func (s *FileStore) Delete(ctx context.Context, key Key) error {
 		return err
 	}
 	dir := s.ownerDir(key)
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	lock, err := lockJournal(filepath.Join(dir, journalName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	// Remove the journal, then the head: without them the record does not
-	// exist, and a reader in between sees the head's older version.
-	err = os.Remove(filepath.Join(dir, journalName))
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		err = os.Remove(filepath.Join(dir, headName(key)))
-	}
-	unlock()
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	defer lock.unlock()
+	// The head first: without it, and with the journal's lines based on it,
+	// the record does not exist. Then the rest, with the lock still held, so
+	// no save in another process writes into a folder being removed; one
+	// waiting for the lock finds its journal gone and makes the folders anew.
+	if err := os.Remove(filepath.Join(dir, headName(key))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	s.mu.Lock()
@@ -735,27 +735,6 @@ func mkdirs(dir string, created *[]string) error {
 	}
 	*created = append(*created, missing...)
 	return nil
-}
-
-func lockFile(p string) (func(), error) {
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 // syncAll fsyncs files and folders, concurrently: the file system commits

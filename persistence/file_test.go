@@ -57,11 +57,10 @@ func TestFileStore_Layout(t *testing.T) {
 	}))
 	assert.ElementsMatch(t, []string{
 		"session_myapp/session.json",
-		"session_myapp/agents/agent_default/.lock",
+		"session_myapp/agents/agent_default/journal.jsonl",
 		"session_myapp/agents/agent_default/agent.json",
 		"session_myapp/agents/agent_default/messages/message_0.json",
 		"session_myapp/agents/agent_default/messages/message_1.json",
-		"session_myapp/multi_agents/multi_agent_graph/.lock",
 		"session_myapp/multi_agents/multi_agent_graph/multi_agent.json",
 		"session_myapp/multi_agents/multi_agent_graph/journal.jsonl",
 	}, files)
@@ -221,11 +220,11 @@ func edit(t *testing.T, p, old, new string) {
 	write(t, p, strings.Replace(string(b), old, new, 1))
 }
 
-// snapshotDir maps every file (but the lock) to its contents.
+// snapshotDir maps every file to its contents.
 func snapshotDir(t *testing.T, dir string) map[string]string {
 	out := map[string]string{}
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == ".lock" {
+		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(p)

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -96,6 +98,7 @@ func decodeJournalLine(line []byte) (*journalLine, bool) {
 
 // journal is what an owner's journal holds on top of its head.
 type journal struct {
+	f     *os.File // open and locked, when read under the owner's lock
 	path  string
 	lines []*journalLine // the chain from the head's version
 	end   int64          // where the chain ends: the next line goes there
@@ -128,20 +131,39 @@ func (j *journal) messageCount(n int) int {
 	return n
 }
 
-// readJournal reads key's journal and returns the chain of lines starting at
-// headVersion. A missing journal is an empty one. A line whose CRC matches
-// but which belongs to another owner or schema is damage.
+// readJournal reads key's journal without taking the owner's lock (see
+// parseJournal). A missing journal is an empty one.
 func (s *FileStore) readJournal(key Key, headVersion int64) (*journal, error) {
 	p := filepath.Join(s.ownerDir(key), journalName)
-	j := &journal{path: p}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return j, nil
+		return &journal{path: p}, nil
 	}
 	if err != nil {
 		return nil, &DamageError{SessionID: key.SessionID, File: s.rel(p), Err: err}
 	}
-	j.size = int64(len(b))
+	return s.parseJournal(key, p, b, headVersion)
+}
+
+// readLockedJournal reads the journal through the lock's open file.
+func (s *FileStore) readLockedJournal(key Key, l *ownerLock, headVersion int64) (*journal, error) {
+	b, err := io.ReadAll(io.NewSectionReader(l.f, 0, 1<<62))
+	if err != nil {
+		return nil, &DamageError{SessionID: key.SessionID, File: s.rel(l.f.Name()), Err: err}
+	}
+	j, err := s.parseJournal(key, l.f.Name(), b, headVersion)
+	if err != nil {
+		return nil, err
+	}
+	j.f = l.f
+	return j, nil
+}
+
+// parseJournal returns the chain of lines of b that starts at headVersion.
+// A line whose CRC matches but which belongs to another owner or schema is
+// damage.
+func (s *FileStore) parseJournal(key Key, p string, b []byte, headVersion int64) (*journal, error) {
+	j := &journal{path: p, size: int64(len(b))}
 	want := headVersion
 	for off := 0; off < len(b); {
 		nl := bytes.IndexByte(b[off:], '\n')
@@ -190,33 +212,68 @@ func (s *FileStore) applyJournal(key Key, j *journal, msgs []json.RawMessage) ([
 }
 
 // appendJournal writes line at the journal's end, cutting off what lay past
-// it (leftovers from before a checkpoint, or a torn line).
+// it (leftovers from before a checkpoint, or a torn line). The owner's lock
+// is held.
 func appendJournal(j *journal, line []byte) error {
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
+	if _, err := j.f.WriteAt(line, j.end); err != nil {
 		return err
 	}
-	_, err = f.WriteAt(line, j.end)
-	if err == nil && j.size > j.end+int64(len(line)) {
-		err = f.Truncate(j.end + int64(len(line)))
+	if j.size > j.end+int64(len(line)) {
+		return j.f.Truncate(j.end + int64(len(line)))
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }
 
 // resetJournal empties the journal after a checkpoint. Its lines no longer
 // continue the head's chain, so this only reclaims space: a failure or a
 // crash before it leaves lines that loads skip.
 func resetJournal(j *journal) {
-	if j.size == 0 {
-		return
+	if j.size > 0 {
+		_ = j.f.Truncate(0)
 	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY, 0)
-	if err != nil {
-		return
+}
+
+// ownerLock is a held lock on one owner: an exclusive flock on its journal
+// file, which a save then reads and appends to through the same file.
+type ownerLock struct{ f *os.File }
+
+func (l *ownerLock) unlock() {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+}
+
+// lockJournal opens (creating it if needed) and locks the journal at p. A
+// journal removed while this waited for the lock (Delete in another
+// process) is not the owner's any more: it opens the one the path names
+// now. It returns an error matching fs.ErrNotExist when p's folder is gone.
+func lockJournal(p string) (*ownerLock, error) {
+	for {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		if err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+		held, herr := f.Stat()
+		named, nerr := os.Stat(p)
+		if herr == nil && nerr == nil && os.SameFile(held, named) {
+			return &ownerLock{f: f}, nil
+		}
+		l := &ownerLock{f: f}
+		l.unlock()
+		if herr != nil {
+			return nil, herr
+		}
+		if nerr != nil && !errors.Is(nerr, fs.ErrNotExist) {
+			return nil, nerr
+		}
 	}
-	_ = f.Truncate(0)
-	_ = f.Close()
 }

@@ -278,3 +278,51 @@ func TestFileStore_CheckpointKeepsTheVersion(t *testing.T) {
 	_, err = s.Save(ctx, rec(k, `{"n":3}`, m0, m1), persistence.SaveOptions{Base: v, Unchanged: 2})
 	require.NoError(t, err)
 }
+
+// goldenJournalKey is the record of the golden session with a journal: a
+// durable save (version 1, one message), then two saves in the journal.
+var goldenJournalKey = persistence.Key{SessionID: "golden-journal", Kind: persistence.KindAgent, ID: "default"}
+
+// SPEC S5 (golden files): a schema-1 session whose newest saves are in the
+// journal still loads, so a later change to the journal's format cannot
+// silently break sessions cut off between durable saves. With -update the
+// folder is written anew.
+func TestGolden_JournalSession(t *testing.T) {
+	src := filepath.Join("testdata", "golden", "v1", "session_"+goldenJournalKey.SessionID)
+	ctx := context.Background()
+	if *updateGolden {
+		tmp := t.TempDir()
+		s, err := persistence.NewFileStore(tmp)
+		require.NoError(t, err)
+		v, err := s.Save(ctx, rec(goldenJournalKey, `{"state":{"trust":"t"}}`, m0), persistence.SaveOptions{Durable: true})
+		require.NoError(t, err)
+		v, err = s.Save(ctx, rec(goldenJournalKey, `{"state":{"trust":"t"},"n":2}`, m0, m1), persistence.SaveOptions{Base: v, Unchanged: 1})
+		require.NoError(t, err)
+		_, err = s.Save(ctx, rec(goldenJournalKey, `{"state":{"trust":"t"},"n":3}`, m0, m1, m2), persistence.SaveOptions{Base: v, Unchanged: 2})
+		require.NoError(t, err)
+		require.NoError(t, os.RemoveAll(src))
+		copyTree(t, filepath.Join(tmp, "session_"+goldenJournalKey.SessionID), src)
+	}
+	root := t.TempDir()
+	copyTree(t, src, filepath.Join(root, "session_"+goldenJournalKey.SessionID))
+	lines := journalLines(t, root, goldenJournalKey)
+	require.Len(t, lines, 2, "the golden journal holds two saves")
+	for _, l := range lines {
+		assert.Contains(t, l, `"schemaVersion":1`)
+	}
+	s, err := persistence.NewFileStore(root)
+	require.NoError(t, err)
+	r, err := s.Load(ctx, goldenJournalKey)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), r.Version)
+	assert.JSONEq(t, `{"state":{"trust":"t"},"n":3}`, string(r.Data))
+	requireMessages(t, r, m0, m1, m2)
+
+	// The next durable save folds the journal into the head.
+	_, err = s.Save(ctx, rec(goldenJournalKey, `{"state":{"trust":"t"},"n":4}`, m0, m1, m2), persistence.SaveOptions{Base: 3, Unchanged: 3, Durable: true})
+	require.NoError(t, err)
+	r, err = s.Load(ctx, goldenJournalKey)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), r.Version)
+	requireMessages(t, r, m0, m1, m2)
+}

@@ -8,7 +8,8 @@
 // makes the version check and the write one step; a stale save changes
 // nothing. JSON is stored in json columns, so it comes back byte for byte.
 // Non-durable saves commit with synchronous_commit off; a durable save (and
-// so every save before it) waits for the WAL flush.
+// so every save before it) waits for the WAL flush, and so does Checkpoint,
+// which the session manager calls at a durable point with nothing to save.
 package postgres
 
 import (
@@ -211,10 +212,8 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 		return 0, fmt.Errorf("postgres store: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	if !opts.Durable || opts.NoSync {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return 0, fmt.Errorf("postgres store: %w", err)
-		}
+	if err := setSync(ctx, tx, opts.Durable && !opts.NoSync); err != nil {
+		return 0, err
 	}
 	now := time.Now().UTC()
 	var tag int64
@@ -269,6 +268,49 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 		return 0, fmt.Errorf("postgres store: %w", err)
 	}
 	return opts.Base + 1, nil
+}
+
+// setSync sets the transaction's synchronous_commit: on for a durable save,
+// whatever the server's default, and off otherwise.
+func setSync(ctx context.Context, tx pgx.Tx, durable bool) error {
+	q := `SET LOCAL synchronous_commit = off`
+	if durable {
+		q = `SET LOCAL synchronous_commit = on`
+	}
+	if _, err := tx.Exec(ctx, q); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint implements persistence.Checkpointer. At a durable point with
+// nothing new to save, the saves before it may have committed without
+// waiting for the WAL flush; with sync, Checkpoint commits a transaction
+// that waits for it, which makes them durable too. The record is unchanged.
+func (s *Store) Checkpoint(ctx context.Context, key persistence.Key, sync bool) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if err := setSync(ctx, tx, true); err != nil {
+		return err
+	}
+	// A transaction id makes the commit write a WAL record, and so wait
+	// for the flush of everything before it.
+	if _, err := tx.Exec(ctx, `SELECT pg_catalog.txid_current()`); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	return nil
 }
 
 // Delete implements persistence.Store.

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -67,4 +68,24 @@ func TestPostgresStore_ConcurrentStart(t *testing.T) {
 	for range 4 {
 		assert.NoError(t, <-errs)
 	}
+}
+
+// SPEC S1, I9: at a durable point with nothing new to save the session
+// manager calls Checkpoint; it leaves the record as it was.
+func TestPostgresStore_CheckpointKeepsTheRecord(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	k := persistence.Key{SessionID: "checkpoint", Kind: persistence.KindAgent, ID: "a"}
+	_ = s.Delete(ctx, k)
+	v, err := s.Save(ctx, &persistence.Record{Key: k, SchemaVersion: persistence.SchemaVersion, Data: []byte(`{"n":1}`),
+		Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[]}`)}}, persistence.SaveOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Checkpoint(ctx, k, true))
+	require.NoError(t, s.Checkpoint(ctx, k, false))
+	r, err := s.Load(ctx, k)
+	require.NoError(t, err)
+	assert.Equal(t, v, r.Version)
+	assert.JSONEq(t, `{"n":1}`, string(r.Data))
+	assert.Len(t, r.Messages, 1)
+	var _ persistence.Checkpointer = s
 }
