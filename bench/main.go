@@ -17,7 +17,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +28,8 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/internal/benchcase"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/postgres"
 )
 
 func main() {
@@ -44,6 +49,7 @@ type row struct {
 func run(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	peerFile := fs.String("peer", "", "JSON lines written by the peer's run-bench.sh (optional)")
+	pgDSN := fs.String("postgres", os.Getenv("BRAID_TEST_POSTGRES_DSN"), "PostgreSQL DSN for the b4 postgres row (default $BRAID_TEST_POSTGRES_DSN; none: no row)")
 	rounds := fs.Int("rounds", 3, "run each benchmark this many times and keep the best")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +75,11 @@ func run(args []string, w io.Writer) error {
 		{scenario: "b2 interrupt + resume", mode: "reused", peerBench: "b2_interrupt_resume", peerMode: "reused-reset",
 			res: best(*rounds, scenario(ctx, env, false, benchcase.InterruptResume, benchcase.Approval()))},
 	}
+	b4, fsyncs, err := sessionRows(ctx, env, *rounds, *pgDSN)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, b4...)
 	hop := best(*rounds, func(b *testing.B) {
 		s, err := actors.NewSerial(env.Sys)
 		if err != nil {
@@ -106,10 +117,14 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, "| %s | %s | %.0f | %.1f | %d | %s | %s |\n", r.scenario, r.mode, ops,
 			float64(r.res.NsPerOp())/1e3, r.res.AllocsPerOp(), peerCol, ratio)
 	}
+	fmt.Fprintf(w, "\nb4 with fsync: %d fsyncs per cycle, in %d ordered rounds (two per durable point)\n", fsyncs.calls, fsyncs.rounds)
 	hopNs, lifeNs := float64(hop.NsPerOp()), float64(life.NsPerOp())
 	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: ask, grant, done): %.2f µs\n", hopNs/1e3)
 	fmt.Fprintf(w, "actor life (spawn and stop an agent's actor, fresh mode only): %.2f µs\n", lifeNs/1e3)
 	for _, r := range rows {
+		if r.peerBench == "b4_session_interrupt_resume" {
+			continue // the disk, not the actors
+		}
 		hops := 1.0
 		if r.peerBench == "b2_interrupt_resume" {
 			hops = 2 // an interrupt and a resume: two invocations
@@ -125,6 +140,65 @@ func run(args []string, w io.Writer) error {
 			r.scenario, r.mode, 100*actorNs/float64(r.res.NsPerOp()), hops, map[bool]string{true: " + spawn/stop", false: ""}[r.mode == "fresh"])
 	}
 	return nil
+}
+
+type fsyncCount struct{ calls, rounds int }
+
+// sessionRows measures b4, the seed's session pattern, on a file store in a
+// new folder under $TMPDIR (run the peer with the same TMPDIR) with and
+// without fsync, and on PostgreSQL when dsn is set. It also counts the fsyncs
+// of one cycle.
+func sessionRows(ctx context.Context, env *benchcase.Env, rounds int, dsn string) ([]row, fsyncCount, error) {
+	var count fsyncCount
+	dir, err := os.MkdirTemp("", "braid-b4-")
+	if err != nil {
+		return nil, count, err
+	}
+	defer os.RemoveAll(dir)
+	var mu sync.Mutex
+	counting, err := persistence.NewFileStore(filepath.Join(dir, "count"), persistence.OnSync(func(_ persistence.Key, paths []string) {
+		mu.Lock()
+		count.calls += len(paths)
+		count.rounds++
+		mu.Unlock()
+	}))
+	if err != nil {
+		return nil, count, err
+	}
+	if err := env.SessionCycle(ctx, counting, "count"); err != nil {
+		return nil, count, err
+	}
+	var seq atomic.Int64
+	cycles := func(store persistence.Store, opts ...persistence.ManagerOption) func(*testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := env.SessionCycle(ctx, store, fmt.Sprintf("b4-%d", seq.Add(1)), opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	file, err := persistence.NewFileStore(filepath.Join(dir, "sessions"))
+	if err != nil {
+		return nil, count, err
+	}
+	const peer, peerMode = "b4_session_interrupt_resume", "new-instance-per-request"
+	rows := []row{
+		{scenario: "b4 session interrupt + resume", mode: "file, fsync", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(file))},
+		{scenario: "b4 session interrupt + resume", mode: "file, no fsync", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(file, persistence.NoFsync()))},
+	}
+	if dsn != "" {
+		cfg := postgres.DefaultConfig()
+		cfg.DSN, cfg.TablePrefix = dsn, "braid_bench_"
+		pg, err := postgres.New(ctx, cfg)
+		if err != nil {
+			return nil, count, err
+		}
+		defer pg.Close()
+		rows = append(rows, row{scenario: "b4 session interrupt + resume", mode: "postgres", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(pg))})
+	}
+	return rows, count, nil
 }
 
 func scenario(ctx context.Context, env *benchcase.Env, fresh bool, op func(context.Context, *agent.Agent) error, hooks ...hook.Provider) func(*testing.B) {

@@ -8,7 +8,8 @@
 //
 //   - NewMemoryStore, for tests;
 //   - NewFileStore, the embedded default: a folder per session of
-//     person-readable JSON, every file written atomically;
+//     person-readable JSON, written at durable saves (atomically, and
+//     fsynced), with a journal file per owner for the saves in between;
 //   - package persistence/postgres, for several processes and machines.
 //
 // Every store passes the conformance suite in package persistencetest.

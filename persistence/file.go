@@ -20,16 +20,27 @@ import (
 //	session_<sid>/session.json
 //	session_<sid>/agents/agent_<id>/agent.json
 //	session_<sid>/agents/agent_<id>/messages/message_<n>.json
-//	session_<sid>/multi_agents/multi_agent_<id>/multi_agent.json
+//	session_<sid>/agents/agent_<id>/journal.jsonl
+//	session_<sid>/multi_agents/multi_agent_<id>/multi_agent.json (and the same)
 //
 // agent.json (multi_agent.json) is the record's head: its version, its data
-// and the list of message files that make its history, in order. Every save
-// writes new message files first and then replaces the head atomically
-// (temp file, rename), so a reader sees the old record or the new one, never
-// a mix, even if the writer is killed half way. A save is serialised with
-// other processes by a lock file (flock) next to the head, so the version
-// check and the write are one step across processes. Durable saves fsync the
-// files, the rename and the folders before they return.
+// and the list of message files that make its history, in order. The head
+// and message files are written at checkpoints: every durable save, and a
+// save that finds the journal past 64 lines or 1 MiB. A checkpoint writes
+// new message files and a temp head, fsyncs them, swaps the temp head in,
+// and fsyncs the folder, so a reader sees the old record or the new one,
+// never a mix, even if the writer is killed or the machine crashes half way.
+//
+// Every other save appends one line to journal.jsonl: the version it was
+// based on and the one it makes, the messages it keeps and adds, and the
+// data, closed by a CRC-32C. A load applies the chain of lines that starts
+// at the head's version; a torn line (a writer killed mid-append) or a line
+// from before the last checkpoint ends the chain. Appends are not fsynced:
+// they survive the process being killed, and a machine crash loses at most
+// the journal's tail, back to the last durable save.
+//
+// A save locks the journal file (flock), so the version check and the write
+// are one step across processes.
 //
 // FileStore works on Unix systems. It is safe for concurrent use.
 type FileStore struct {
@@ -49,6 +60,26 @@ type FileOption func(*fileOptions)
 
 type fileOptions struct {
 	beforeCommit func(key Key, version int64)
+	onSync       func(key Key, paths []string)
+}
+
+// OnSync calls fn before every round of fsyncs with the files and folders
+// of the round (one round fsyncs them concurrently). Tests and the bench
+// command count fsyncs with it.
+func OnSync(fn func(key Key, paths []string)) FileOption {
+	return func(o *fileOptions) { o.onSync = fn }
+}
+
+// syncRound fsyncs paths concurrently, as one round.
+func (s *FileStore) syncRound(key Key, paths []string) error {
+	paths = dedupe(paths)
+	if len(paths) == 0 {
+		return nil
+	}
+	if s.opts.onSync != nil {
+		s.opts.onSync(key, paths)
+	}
+	return syncAll(paths)
 }
 
 // BeforeCommit calls fn in every save after the new message files are
@@ -435,7 +466,7 @@ func (s *FileStore) checkpoint(key Key, old *fileHead, j *journal, version int64
 	if sync {
 		// Round 1: the data and the folder entries the new head will point
 		// at, before the head can point at them.
-		if err := syncAll(append(append(files, tmp), dirs...)); err != nil {
+		if err := s.syncRound(key, append(append(files, tmp), dirs...)); err != nil {
 			return fail(fmt.Errorf("fsync: %w", err))
 		}
 	}
@@ -447,7 +478,7 @@ func (s *FileStore) checkpoint(key Key, old *fileHead, j *journal, version int64
 	}
 	if sync {
 		// Round 2: the head's new name.
-		if err := syncPath(dir); err != nil {
+		if err := s.syncRound(key, []string{dir}); err != nil {
 			s.redirty(key, []string{headPath}, []string{dir})
 			return fmt.Errorf("session %q: fsync: %w", key.SessionID, err)
 		}
@@ -521,9 +552,9 @@ func (s *FileStore) flush(key Key) error {
 	if len(files)+len(dirs) == 0 {
 		return nil
 	}
-	err := syncAll(files)
+	err := s.syncRound(key, files)
 	if err == nil {
-		err = syncAll(dirs)
+		err = s.syncRound(key, dirs)
 	}
 	if err != nil {
 		s.redirty(key, files, dirs)
@@ -737,10 +768,9 @@ func mkdirs(dir string, created *[]string) error {
 	return nil
 }
 
-// syncAll fsyncs files and folders, concurrently: the file system commits
-// concurrent fsyncs together, so n of them cost about one.
+// syncAll fsyncs files and folders, concurrently, so a round costs about
+// its slowest fsync rather than their sum.
 func syncAll(paths []string) error {
-	paths = dedupe(paths)
 	if len(paths) == 1 {
 		return syncPath(paths[0])
 	}
