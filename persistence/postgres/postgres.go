@@ -207,50 +207,29 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 		return 0, err
 	}
 	key := rec.Key
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("postgres store: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	if err := setSync(ctx, tx, opts.Durable && !opts.NoSync); err != nil {
-		return 0, err
-	}
-	now := time.Now().UTC()
-	var tag int64
-	if opts.Base == 0 {
-		ct, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, schema_version, version, updated_at, message_count, data)
-			VALUES ($1, $2, $3, $4, 1, $5, $6, $7::json) ON CONFLICT DO NOTHING`, s.records),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data))
-		if err != nil {
-			return 0, fmt.Errorf("postgres store: %w", err)
-		}
-		tag = ct.RowsAffected()
-	} else {
-		ct, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s SET version = version + 1, schema_version = $4, updated_at = $5,
-			message_count = $6, data = $7::json WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $8`, s.records),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data), opts.Base)
-		if err != nil {
-			return 0, fmt.Errorf("postgres store: %w", err)
-		}
-		tag = ct.RowsAffected()
-	}
-	if tag != 1 {
-		var cur int64
-		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3`, s.records),
-			key.SessionID, string(key.Kind), key.ID).Scan(&cur)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return 0, fmt.Errorf("postgres store: %w", err)
-		}
-		return 0, &persistence.ConflictError{Key: key, Expected: opts.Base, Actual: cur}
-	}
 	keep := opts.Unchanged
 	if opts.Base == 0 {
 		keep = 0
 	}
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`DELETE FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3 AND idx >= $4`, s.messages),
-		key.SessionID, string(key.Kind), key.ID, keep); err != nil {
-		return 0, fmt.Errorf("postgres store: %w", err)
+	keep = min(keep, len(rec.Messages))
+	now := time.Now().UTC()
+
+	// One round trip for the statements of the save: the version check and
+	// write of the record row, then the messages. When the check fails the
+	// transaction is rolled back, so what the later statements did is undone.
+	batch := &pgx.Batch{}
+	batch.Queue(syncSQL(opts.Durable && !opts.NoSync))
+	if opts.Base == 0 {
+		batch.Queue(fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, schema_version, version, updated_at, message_count, data)
+			VALUES ($1, $2, $3, $4, 1, $5, $6, $7::json) ON CONFLICT DO NOTHING`, s.records),
+			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data))
+	} else {
+		batch.Queue(fmt.Sprintf(`UPDATE %s SET version = version + 1, schema_version = $4, updated_at = $5,
+			message_count = $6, data = $7::json WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $8`, s.records),
+			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data), opts.Base)
 	}
+	batch.Queue(fmt.Sprintf(`DELETE FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3 AND idx >= $4`, s.messages),
+		key.SessionID, string(key.Kind), key.ID, keep)
 	if n := len(rec.Messages) - keep; n > 0 {
 		idx := make([]int32, n)
 		msgs := make([]string, n)
@@ -258,11 +237,30 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 			idx[i] = int32(keep + i)
 			msgs[i] = string(rec.Messages[keep+i])
 		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, idx, schema_version, message)
+		batch.Queue(fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, idx, schema_version, message)
 			SELECT $1, $2, $3, t.i, $4, t.m::json FROM unnest($5::integer[], $6::text[]) AS t(i, m)`, s.messages),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, idx, msgs); err != nil {
+			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, idx, msgs)
+	}
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	res := tx.SendBatch(ctx, batch)
+	written, err := execBatch(res, batch.Len())
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: %w", err)
+	}
+	if !written {
+		_ = tx.Rollback(ctx)
+		var cur int64
+		err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3`, s.records),
+			key.SessionID, string(key.Kind), key.ID).Scan(&cur)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("postgres store: %w", err)
 		}
+		return 0, &persistence.ConflictError{Key: key, Expected: opts.Base, Actual: cur}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("postgres store: %w", err)
@@ -270,17 +268,34 @@ func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persiste
 	return opts.Base + 1, nil
 }
 
-// setSync sets the transaction's synchronous_commit: on for a durable save,
+// execBatch reads a save's batch results: statement 1 is the record row's
+// write, which tells whether the version check passed. After a failed check
+// the rest is not looked at (the transaction is rolled back).
+func execBatch(res pgx.BatchResults, n int) (written bool, err error) {
+	defer func() {
+		if cerr := res.Close(); cerr != nil && err == nil && written {
+			err = cerr
+		}
+	}()
+	for i := range n {
+		ct, err := res.Exec()
+		if err != nil {
+			return false, err
+		}
+		if i == 1 && ct.RowsAffected() != 1 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// syncSQL sets the transaction's synchronous_commit: on for a durable save,
 // whatever the server's default, and off otherwise.
-func setSync(ctx context.Context, tx pgx.Tx, durable bool) error {
-	q := `SET LOCAL synchronous_commit = off`
+func syncSQL(durable bool) string {
 	if durable {
-		q = `SET LOCAL synchronous_commit = on`
+		return `SET LOCAL synchronous_commit = on`
 	}
-	if _, err := tx.Exec(ctx, q); err != nil {
-		return fmt.Errorf("postgres store: %w", err)
-	}
-	return nil
+	return `SET LOCAL synchronous_commit = off`
 }
 
 // Checkpoint implements persistence.Checkpointer. At a durable point with
@@ -299,8 +314,8 @@ func (s *Store) Checkpoint(ctx context.Context, key persistence.Key, sync bool) 
 		return fmt.Errorf("postgres store: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	if err := setSync(ctx, tx, true); err != nil {
-		return err
+	if _, err := tx.Exec(ctx, syncSQL(true)); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
 	}
 	// A transaction id makes the commit write a WAL record, and so wait
 	// for the flush of everything before it.
