@@ -315,7 +315,7 @@ func (s *FileStore) readMessage(key Key, p string) (json.RawMessage, error) {
 
 // Save implements Store.
 //
-// A save takes the owner's lock file and checks the stored version (the
+// A save locks the owner's journal and checks the stored version (the
 // head's, carried on by the journal) against opts.Base. A save that is not
 // Durable appends one line to the journal. A Durable save, or one that finds
 // the journal past its limits, is a checkpoint: it writes the new message
