@@ -1,0 +1,152 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/braidhq/braid/model"
+)
+
+// ProviderName is the Provider of the *model.ProviderError values this
+// package returns.
+const ProviderName = "anthropic"
+
+// Model is a model.Model over the Anthropic Messages API (streaming). It is
+// safe for concurrent use; it holds no state between calls besides its
+// configuration and the SDK client.
+type Model struct {
+	cfg    Config // resolved: environment read, defaults applied
+	client sdk.Client
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model for cfg. It reads ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL for the fields cfg leaves empty (and nothing else from
+// the environment: no profiles, no auth tokens), applies the defaults and
+// validates the result.
+func New(cfg Config) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.resolved()
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithAPIKey(cfg.APIKey),
+		// Retries are this package's: the SDK's backoff cannot be tuned,
+		// and a stream must not be retried once the caller has seen events.
+		option.WithMaxRetries(0),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Model{cfg: cfg, client: sdk.NewClient(opts...)}, nil
+}
+
+// ModelID returns the model id the Model sends.
+func (m *Model) ModelID() string { return m.cfg.Model }
+
+// errStopped: the caller stopped ranging over the sequence.
+var errStopped = errors.New("anthropic: stream stopped by the caller")
+
+// Stream sends req to the Messages API with stream: true and yields the
+// answer as it arrives: *model.TextDelta for text, *model.ToolUseStart,
+// *model.ToolInputDelta and *model.BlockStop for each tool use, and a final
+// *model.MessageStop with the mapped stop reason and the usage.
+//
+// A request that fails with HTTP 429, 529 or 5xx, or whose stream reports an
+// overloaded or rate-limit error before any event was yielded, is sent again
+// up to Config.MaxRetries times, after the wait the response asks for
+// (retry-after-ms, retry-after; at most a minute, else it is not retried) or
+// an exponential backoff. Nothing is retried once an event was yielded.
+//
+// Errors are *model.ProviderError (see the package doc for their Kind),
+// except that a cancelled ctx ends the sequence with ctx.Err(). A stream that
+// ends before message_stop ends with an error wrapping
+// model.ErrIncompleteStream. The caller may stop ranging at any time; the
+// connection is then closed.
+func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.StreamEvent, error] {
+	return func(yield func(model.StreamEvent, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for attempt := 0; ; attempt++ {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			yielded, err := m.attempt(ctx, params, yield)
+			if err == nil || errors.Is(err, errStopped) {
+				return
+			}
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				yield(nil, ctxErr)
+				return
+			}
+			wait, retry := m.retryWait(err, attempt)
+			if yielded || !retry {
+				yield(nil, err)
+				return
+			}
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				yield(nil, ctx.Err())
+				return
+			case <-timer.C:
+			}
+		}
+	}
+}
+
+// attempt sends one request and yields its events. It returns whether any
+// event was yielded, and nil once MessageStop was yielded, errStopped if the
+// caller stopped, or the attempt's error.
+func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, yield func(model.StreamEvent, error) bool) (yielded bool, err error) {
+	actx := ctx
+	if m.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
+		defer cancel()
+	}
+	stream := m.client.Messages.NewStreaming(actx, params)
+	defer stream.Close()
+
+	var tr translator
+	for stream.Next() {
+		events, err := tr.translate(stream.Current())
+		if err != nil {
+			return yielded, m.streamError(err)
+		}
+		for _, ev := range events {
+			yielded = true
+			if !yield(ev, nil) {
+				return true, errStopped
+			}
+		}
+		if tr.done {
+			return yielded, nil
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if ctx.Err() != nil {
+			return yielded, ctx.Err()
+		}
+		if actx.Err() != nil {
+			return yielded, m.timeoutError(actx.Err())
+		}
+		return yielded, m.apiError(err, tr.started)
+	}
+	return yielded, m.incompleteError(nil)
+}

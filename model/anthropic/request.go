@@ -1,0 +1,182 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/braidhq/braid/model"
+)
+
+// params maps a Braid request to the Messages API's:
+//
+//   - SystemPrompt → system (one text block), when not empty;
+//   - each message → a message of the same role, its blocks in order: text →
+//     text (empty ones dropped), toolUse → tool_use {id, name, input},
+//     toolResult → tool_result {tool_use_id, content, is_error};
+//   - a tool result's content → text blocks: a text item as it is, a JSON
+//     item as its compact JSON text; is_error is true for status "error";
+//   - each ToolSpec → a tool {name, description, input_schema}, the schema
+//     sent as given (its "type" must be "object" or absent);
+//   - the model id, max_tokens and temperature (when set) from the Config.
+//
+// Blocks of other kinds (Other: images, documents, reasoning) cannot be
+// sent: they fail the request with model.ErrBadRequest rather than being
+// dropped silently.
+func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{
+		Model:     sdk.Model(m.cfg.Model),
+		MaxTokens: int64(m.cfg.MaxTokens),
+	}
+	if req == nil {
+		return p, m.requestError("the request is nil")
+	}
+	if m.cfg.Temperature != nil {
+		// MessageNewParams of SDK v2 has no temperature field; the API
+		// still takes it.
+		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
+	}
+	if req.SystemPrompt != "" {
+		p.System = []sdk.TextBlockParam{{Text: req.SystemPrompt}}
+	}
+	p.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
+	for i, msg := range req.Messages {
+		mp, err := m.message(i, msg)
+		if err != nil {
+			return p, err
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for _, spec := range req.Tools {
+		tp, err := m.tool(spec)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	return p, nil
+}
+
+func (m *Model) message(i int, msg model.Message) (sdk.MessageParam, error) {
+	if msg.Role != model.RoleUser && msg.Role != model.RoleAssistant {
+		return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d: unknown role %q (want user or assistant)", i, msg.Role))
+	}
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(msg.Content))
+	for j, b := range msg.Content {
+		switch {
+		case b.Text != nil:
+			if *b.Text != "" {
+				blocks = append(blocks, sdk.NewTextBlock(*b.Text))
+			}
+		case b.ToolUse != nil:
+			input, err := toolInput(b.ToolUse.Input)
+			if err != nil {
+				return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: tool use %s (%s): %v", i, j, b.ToolUse.ToolUseID, b.ToolUse.Name, err))
+			}
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{
+				ID:    b.ToolUse.ToolUseID,
+				Name:  b.ToolUse.Name,
+				Input: input,
+			}})
+		case b.ToolResult != nil:
+			tr, err := toolResult(*b.ToolResult)
+			if err != nil {
+				return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: tool result %s: %v", i, j, b.ToolResult.ToolUseID, err))
+			}
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &tr})
+		default:
+			return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: %q blocks cannot be sent to the Anthropic Messages API", i, j, b.Kind()))
+		}
+	}
+	if msg.Role == model.RoleAssistant {
+		return sdk.NewAssistantMessage(blocks...), nil
+	}
+	return sdk.NewUserMessage(blocks...), nil
+}
+
+// toolInput returns a tool use's input as raw JSON, {} when empty; it must
+// be a JSON object.
+func toolInput(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("input is not a JSON object")
+	}
+	return raw, nil
+}
+
+func toolResult(r model.ToolResult) (sdk.ToolResultBlockParam, error) {
+	tr := sdk.ToolResultBlockParam{ToolUseID: r.ToolUseID}
+	if r.Status == model.ToolError {
+		tr.IsError = sdk.Bool(true)
+	}
+	for k, c := range r.Content {
+		var text string
+		switch {
+		case c.Text != nil:
+			text = *c.Text
+		case c.JSON != nil:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, c.JSON); err != nil {
+				return tr, fmt.Errorf("content %d: invalid JSON: %v", k, err)
+			}
+			text = buf.String()
+		}
+		if text == "" {
+			continue
+		}
+		tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: text}})
+	}
+	return tr, nil
+}
+
+// tool maps a ToolSpec; the schema's properties, required and any other
+// keywords are sent unchanged.
+func (m *Model) tool(spec model.ToolSpec) (sdk.ToolParam, error) {
+	tp := sdk.ToolParam{Name: spec.Name}
+	if spec.Description != "" {
+		tp.Description = sdk.String(spec.Description)
+	}
+	var schema map[string]json.RawMessage
+	if len(bytes.TrimSpace(spec.InputSchema)) > 0 {
+		if err := json.Unmarshal(spec.InputSchema, &schema); err != nil {
+			return tp, m.requestError(fmt.Sprintf("tool %q: input schema is not a JSON object: %v", spec.Name, err))
+		}
+	}
+	extra := make(map[string]any, len(schema))
+	for k, v := range schema {
+		switch k {
+		case "type":
+			var typ string
+			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
+				return tp, m.requestError(fmt.Sprintf("tool %q: input schema type is %s; the Messages API needs \"object\"", spec.Name, v))
+			}
+		case "properties":
+			tp.InputSchema.Properties = v
+		case "required":
+			if err := json.Unmarshal(v, &tp.InputSchema.Required); err != nil {
+				return tp, m.requestError(fmt.Sprintf("tool %q: input schema required is not a list of names: %v", spec.Name, err))
+			}
+		default:
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 {
+		tp.InputSchema.ExtraFields = extra
+	}
+	return tp, nil
+}
+
+func (m *Model) requestError(msg string) error {
+	return &model.ProviderError{
+		Provider: ProviderName,
+		Model:    m.cfg.Model,
+		Kind:     model.ErrBadRequest,
+		Message:  msg,
+	}
+}

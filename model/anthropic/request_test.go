@@ -1,0 +1,181 @@
+package anthropic_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/anthropic"
+	"github.com/braidhq/braid/model/modeltest"
+)
+
+func TestRequest_TextSendsSystemMessagesToolsAndSettings(t *testing.T) {
+	m, r := newModel(t, "text", nil)
+	complete(t, m, weatherRequest())
+
+	require.Equal(t, 1, r.Count())
+	// The whole body, exactly: model id, max_tokens, temperature, stream,
+	// system, the user message and the tools with their JSON schemas.
+	assert.JSONEq(t, readFixture(t, "text/1.request.json"), string(r.Requests()[0]))
+	var body struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(r.Requests()[0], &body))
+	specs := modeltest.Tools().Specs()
+	require.Len(t, body.Tools, len(specs))
+	for i, spec := range specs {
+		assert.Equal(t, spec.Name, body.Tools[i].Name)
+		assert.JSONEq(t, string(spec.InputSchema), string(body.Tools[i].InputSchema), "input_schema is the tool's JSON schema")
+	}
+}
+
+func TestRequest_SendsTheAPIKeyAndVersion(t *testing.T) {
+	m, r := newModel(t, "text", nil)
+	complete(t, m, weatherRequest())
+
+	h := r.Header(0)
+	assert.Equal(t, "Bearer "+testAPIKey, h.Get("Authorization"), "the SDK sends the key as a bearer token")
+	assert.NotEmpty(t, h.Get("Anthropic-Version"))
+	assert.Equal(t, "application/json", h.Get("Content-Type"))
+}
+
+func TestRequest_DefaultsOmitTemperatureAndSendMaxTokens4096(t *testing.T) {
+	m, r := newModel(t, "text", func(c *anthropic.Config) {
+		c.Temperature = nil
+		c.MaxTokens = 0
+	})
+	// The replay server checks bodies against the fixture, which has the
+	// test settings; this request is checked here instead.
+	r.Expect(0, expectedWithout(t, readFixture(t, "text/1.request.json"), "temperature", anthropic.DefaultMaxTokens))
+	complete(t, m, weatherRequest())
+
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(r.Requests()[0], &body))
+	assert.NotContains(t, body, "temperature")
+	assert.EqualValues(t, anthropic.DefaultMaxTokens, body["max_tokens"])
+}
+
+// expectedWithout returns the fixture body without key and with max_tokens.
+func expectedWithout(t *testing.T, fixture, key string, maxTokens int) []byte {
+	t.Helper()
+	var body map[string]any
+	require.NoError(t, json.Unmarshal([]byte(fixture), &body))
+	delete(body, key)
+	body["max_tokens"] = maxTokens
+	raw, err := json.Marshal(body)
+	require.NoError(t, err)
+	return raw
+}
+
+func TestRequest_RoundTripSendsToolUsesThenToolResultsInOrder(t *testing.T) {
+	m, r := newModel(t, "round_trip", nil)
+	req := weatherRequest()
+	first, _ := complete(t, m, req)
+	require.Len(t, first.ToolUses(), 2)
+
+	req.Messages = append(req.Messages, first, model.Message{Role: model.RoleUser, Content: []model.ContentBlock{
+		model.ToolResultBlock(model.TextResult("call_1", "sunny")),
+		model.ToolResultBlock(model.TextResult("call_2", "noon")),
+	}})
+	final, stop := complete(t, m, req)
+	assert.Equal(t, modeltest.FinalAnswer, final.Text())
+	assert.Equal(t, modeltest.FinalUsage, stop.Usage)
+
+	require.Equal(t, 2, r.Count())
+	assert.JSONEq(t, readFixture(t, "round_trip/2.request.json"), string(r.Requests()[1]))
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type      string `json:"type"`
+				ID        string `json:"id"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(r.Requests()[1], &body))
+	require.Len(t, body.Messages, 3)
+	asst, user := body.Messages[1], body.Messages[2]
+	assert.Equal(t, "assistant", asst.Role)
+	require.Len(t, asst.Content, 3)
+	assert.Equal(t, []string{"text", "tool_use", "tool_use"}, []string{asst.Content[0].Type, asst.Content[1].Type, asst.Content[2].Type})
+	assert.Equal(t, "call_1", asst.Content[1].ID)
+	assert.Equal(t, "call_2", asst.Content[2].ID)
+	assert.Equal(t, "user", user.Role, "both results in one user message")
+	require.Len(t, user.Content, 2)
+	assert.Equal(t, "tool_result", user.Content[0].Type)
+	assert.Equal(t, "call_1", user.Content[0].ToolUseID)
+	assert.Equal(t, "call_2", user.Content[1].ToolUseID)
+}
+
+// A JSON result is sent as its compact JSON text; an error result has
+// is_error true. No system prompt, no tools, no temperature: none are sent.
+func TestRequest_ToolResultsMapErrorStatusAndJSONContent(t *testing.T) {
+	m, r := newModel(t, "tool_results", func(c *anthropic.Config) {
+		c.Temperature = nil
+		c.MaxTokens = 0
+	})
+	orderJSON := json.RawMessage(`{"id": 42, "items": ["tea", "cups"], "paid": true}`)
+	req := &model.Request{Messages: []model.Message{
+		model.UserText("Look up order 42 and its invoice."),
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "toolu_01A", Name: "get_order", Input: json.RawMessage(`{"id":42}`)}),
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "toolu_01B", Name: "get_invoice", Input: json.RawMessage(`{"order":42}`)}),
+		}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.ToolResultBlock(model.ToolResult{ToolUseID: "toolu_01A", Status: model.ToolSuccess, Content: []model.ToolResultContent{
+				{JSON: orderJSON},
+				{Text: ptr("from the orders service")},
+			}}),
+			model.ToolResultBlock(model.ErrorResult("toolu_01B", "invoice service unavailable")),
+		}},
+	}}
+	msg, _ := complete(t, m, req)
+	assert.Equal(t, "Order 42 is paid; its invoice is unavailable.", msg.Text())
+
+	require.Equal(t, 1, r.Count())
+	assert.JSONEq(t, readFixture(t, "tool_results/1.request.json"), string(r.Requests()[0]))
+}
+
+func ptr(s string) *string { return &s }
+
+func TestRequest_UnsupportedInputFailsBeforeSending(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		req  *model.Request
+		want string
+	}{
+		{"nil request", nil, "nil"},
+		{"other block", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"png","source":{"bytes":"AAAA"}}}`)},
+		}}}}, `"image" blocks cannot be sent`},
+		{"unknown role", &model.Request{Messages: []model.Message{{Role: "system", Content: []model.ContentBlock{model.Text("x")}}}}, "unknown role"},
+		{"tool input not an object", &model.Request{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "f", Input: json.RawMessage(`[1]`)}),
+		}}}}, "not a JSON object"},
+		{"schema not an object type", &model.Request{
+			Messages: []model.Message{model.UserText("hi")},
+			Tools:    []model.ToolSpec{{Name: "f", InputSchema: json.RawMessage(`{"type":"string"}`)}},
+		}, `needs "object"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, r := newModel(t, "text", nil)
+			_, err := collect(t, m, tc.req)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, model.ErrBadRequest)
+			var pe *model.ProviderError
+			require.True(t, errors.As(err, &pe))
+			assert.Equal(t, "anthropic", pe.Provider)
+			assert.Zero(t, pe.StatusCode)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Zero(t, r.Count(), "nothing was sent")
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package anthropic_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/anthropic"
+	"github.com/braidhq/braid/model/modeltest"
+)
+
+func TestRetry_AttemptsPerScenario(t *testing.T) {
+	for _, tc := range []struct {
+		scenario   string
+		maxRetries int
+		attempts   int
+		kind       error // nil: the call succeeds
+	}{
+		{"retry_then_text", 0, 2, nil},                 // 529, then the answer
+		{"overloaded_before_content", 0, 2, nil},       // an error event before any content
+		{"err_rate_limit", 3, 4, model.ErrRateLimited}, // MaxRetries+1
+		{"err_rate_limit", 0, 3, model.ErrRateLimited}, // the default, 2 retries
+		{"err_server", 1, 2, model.ErrServer},          // 500 on every attempt
+		{"err_rate_limit", anthropic.NoRetries, 1, model.ErrRateLimited},
+		{"err_spend_limit", 3, 1, model.ErrRateLimited}, // a 429 for a spend limit: never retried
+		{"err_auth", 3, 1, model.ErrAuth},               // never retried
+		{"err_context_window", 3, 1, model.ErrContextWindow},
+		{"err_unknown_model", 3, 1, model.ErrUnknownModel},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			m, r := newModel(t, tc.scenario, func(c *anthropic.Config) { c.MaxRetries = tc.maxRetries })
+			events, err := collect(t, m, weatherRequest())
+			assert.Equal(t, tc.attempts, r.Count(), "requests sent")
+			if tc.kind == nil {
+				require.NoError(t, err)
+				var acc model.Accumulator
+				for _, ev := range events {
+					require.NoError(t, acc.Add(ev))
+				}
+				msg, stop, err := acc.Result()
+				require.NoError(t, err)
+				assert.Equal(t, modeltest.TextAnswer, msg.Text())
+				assert.Equal(t, modeltest.TextUsage, stop.Usage)
+				return
+			}
+			assert.ErrorIs(t, err, tc.kind)
+		})
+	}
+}
+
+func TestRetry_BacksOffExponentially(t *testing.T) {
+	m, r := newModel(t, "err_server", func(c *anthropic.Config) {
+		c.MaxRetries = 2
+		c.RetryBaseDelay = 40 * time.Millisecond
+	})
+	_, err := collect(t, m, weatherRequest())
+	require.ErrorIs(t, err, model.ErrServer)
+
+	at := r.Received()
+	require.Len(t, at, 3)
+	// 40ms then 80ms, each less up to a quarter of jitter.
+	assert.GreaterOrEqual(t, at[1].Sub(at[0]), 30*time.Millisecond)
+	assert.GreaterOrEqual(t, at[2].Sub(at[1]), 60*time.Millisecond)
+}
+
+func TestRetry_HonoursRetryAfter(t *testing.T) {
+	m, r := newModel(t, "retry_after", nil) // Retry-After: 1, RetryBaseDelay a few ms
+	msg, _ := complete(t, m, weatherRequest())
+	assert.Equal(t, modeltest.TextAnswer, msg.Text())
+
+	at := r.Received()
+	require.Len(t, at, 2)
+	assert.GreaterOrEqual(t, at[1].Sub(at[0]), 950*time.Millisecond, "waited the second the 429 asked for")
+}
+
+func TestRetry_RetryAfterOverAMinuteIsReturnedNotWaited(t *testing.T) {
+	m, r := newModel(t, "retry_after_too_long", nil) // Retry-After: 120
+	start := time.Now()
+	_, err := collect(t, m, weatherRequest())
+
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, 1, r.Count())
+	require.ErrorIs(t, err, model.ErrRateLimited)
+	var pe *model.ProviderError
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, 120*time.Second, pe.RetryAfter, "the caller learns how long to wait")
+}

@@ -1,0 +1,242 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/braidhq/braid/model"
+)
+
+const (
+	// maxRetryAfter is the longest retry-after wait honoured; a longer one
+	// ends the call with the error (its RetryAfter says how long to wait).
+	maxRetryAfter = time.Minute
+	// maxBackoff caps the exponential backoff.
+	maxBackoff = 30 * time.Second
+	// maxErrorBody is how much of a non-JSON error body goes into a message.
+	maxErrorBody = 512
+)
+
+// apiFailure is an error answer of the API: an HTTP error status, or an
+// error event inside the stream (status 0).
+type apiFailure struct {
+	status     int
+	code       string // the error's code, else its type
+	typ        string
+	message    string
+	retryAfter time.Duration
+	err        error
+}
+
+// httpFailure reads an HTTP error response. err is the SDK's error for it.
+func httpFailure(res *http.Response, err error) apiFailure {
+	f := apiFailure{status: res.StatusCode, retryAfter: retryAfter(res.Header), err: err}
+	var body []byte
+	if res.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	}
+	f.fill(body)
+	if f.message == "" {
+		var aerr *sdk.Error
+		if errors.As(err, &aerr) {
+			f.code, f.typ, f.message = aerr.Code, aerr.Type, aerr.Message
+		}
+	}
+	if f.message == "" {
+		f.message = http.StatusText(res.StatusCode)
+	}
+	return f
+}
+
+// streamFailure reads an error event of the stream.
+func streamFailure(serr *ssestream.StreamError) apiFailure {
+	f := apiFailure{err: serr}
+	f.fill(serr.Event.Data)
+	if f.message == "" {
+		f.message = serr.Message
+	}
+	return f
+}
+
+// errorBody is the usual error body: {"error":{"message","type","code"}}.
+// Servers vary: code may be a number (llama.cpp), error may be a plain
+// string, or the message may be at the top level.
+type errorBody struct {
+	Error   json.RawMessage `json:"error"`
+	Message string          `json:"message"`
+	Detail  json.RawMessage `json:"detail"`
+}
+
+type errorObject struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// fill reads code, type and message from an error body.
+func (f *apiFailure) fill(body []byte) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return
+	}
+	var b errorBody
+	if json.Unmarshal(body, &b) != nil {
+		f.message = truncate(string(body))
+		return
+	}
+	var obj errorObject
+	var s string
+	switch {
+	case json.Unmarshal(b.Error, &obj) == nil && (obj.Message != "" || obj.Type != "" || len(obj.Code) > 0):
+		f.message, f.typ = obj.Message, obj.Type
+		var code string
+		if json.Unmarshal(obj.Code, &code) != nil {
+			code = "" // null, or a number (the HTTP status again)
+		}
+		f.code = code
+	case json.Unmarshal(b.Error, &s) == nil:
+		f.message = s
+	case b.Message != "":
+		f.message = b.Message
+	case json.Unmarshal(b.Detail, &s) == nil:
+		f.message = s
+	default:
+		f.message = truncate(string(body))
+	}
+	if f.code == "" {
+		f.code = f.typ
+	}
+}
+
+func truncate(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > maxErrorBody {
+		return s[:maxErrorBody] + "..."
+	}
+	return s
+}
+
+// kind classifies a failure (see the package doc).
+func (f apiFailure) kind() error {
+	code := strings.ToLower(f.code)
+	typ := strings.ToLower(f.typ)
+	has := func(vs ...string) bool {
+		for _, v := range vs {
+			if code == v || typ == v {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("model_not_found"):
+		// Before the status: OpenAI answers 403 model_not_found when the
+		// project may not use the model.
+		return model.ErrUnknownModel
+	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden,
+		has("invalid_api_key"),
+		f.status == 0 && has("authentication_error", "permission_error"):
+		return model.ErrAuth
+	case has("context_length_exceeded", "exceed_context_size_error"),
+		(f.status == 0 || f.status == http.StatusBadRequest || f.status == http.StatusRequestEntityTooLarge) && contextWindowMessage(f.message):
+		return model.ErrContextWindow
+	case f.status == http.StatusNotFound:
+		return model.ErrUnknownModel
+	case f.status == http.StatusTooManyRequests,
+		f.status == 0 && has("rate_limit_exceeded", "rate_limit_error", "insufficient_quota"):
+		return model.ErrRateLimited
+	case f.status >= 500,
+		f.status == 0 && has("server_error", "api_error", "overloaded_error"):
+		return model.ErrServer
+	case f.status >= 400, f.status == 0 && (f.code != "" || f.typ != ""):
+		return model.ErrBadRequest
+	}
+	return nil
+}
+
+// retryable says whether the failure may go away on a retry: rate limits
+// (but not an exhausted quota) and server errors.
+func (f apiFailure) retryable() bool {
+	switch f.kind() {
+	case model.ErrServer:
+		return true
+	case model.ErrRateLimited:
+		return !strings.EqualFold(f.code, "insufficient_quota") && !strings.EqualFold(f.typ, "insufficient_quota")
+	}
+	return false
+}
+
+// contextWindowMessage reports whether an error message says the input does
+// not fit the context window ("This model's maximum context length is 8192
+// tokens...", "the request exceeds the available context size").
+func contextWindowMessage(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, s := range []string{"context length", "context window", "context size", "maximum context"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter reads the wait a response asks for: retry-after-ms
+// (milliseconds), else Retry-After (seconds, or an HTTP date). 0 if none.
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil {
+			if s > 0 {
+				return time.Duration(s * float64(time.Second))
+			}
+			return 0
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			if d := time.Until(t); d > 0 {
+				return d
+			}
+		}
+	}
+	return 0
+}
+
+// backoff returns base·2^attempt, at most maxBackoff, less up to a quarter
+// of jitter.
+func backoff(base time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 0; i < attempt && d < maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, maxBackoff)
+	if j := int64(d / 4); j > 0 {
+		d -= time.Duration(rand.Int64N(j))
+	}
+	return d
+}
+
+// providerError turns a failure into the error the stream ends with.
+func (m *Model) providerError(f apiFailure) *model.ProviderError {
+	return &model.ProviderError{
+		Provider:   ProviderName,
+		Model:      m.cfg.Model,
+		StatusCode: f.status,
+		Code:       f.code,
+		Message:    f.message,
+		Kind:       f.kind(),
+		RetryAfter: f.retryAfter,
+		Err:        f.err,
+	}
+}

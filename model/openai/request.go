@@ -1,0 +1,181 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/braidhq/braid/model"
+)
+
+// ErrorPrefix starts the content of a tool message whose tool result has
+// status error, so the model sees that the call failed (the Chat Completions
+// API has no status field on tool messages).
+const ErrorPrefix = "Error: "
+
+// params turns a Braid request into the body of a streaming Chat Completions
+// request:
+//
+//   - the system prompt becomes a leading "system" message;
+//   - a user message's toolResult blocks become "tool" messages (one per
+//     result, in order, with tool_call_id), followed by a "user" message
+//     with its text blocks, if any;
+//   - an assistant message becomes one "assistant" message with its text
+//     blocks as content and its toolUse blocks as tool_calls (id, function
+//     name, arguments as a JSON string);
+//   - one text block is sent as a string, several as an array of text parts;
+//   - blocks Braid does not model (Other: images, documents, reasoning...)
+//     are not sent;
+//   - each model.ToolSpec becomes a function tool whose parameters are its
+//     JSON schema.
+func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{
+		Model:         shared.ChatModel(m.cfg.Model),
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	}
+	if m.cfg.Temperature != nil {
+		p.Temperature = param.NewOpt(*m.cfg.Temperature)
+	}
+	if m.cfg.MaxTokens > 0 {
+		p.MaxTokens = param.NewOpt(int64(m.cfg.MaxTokens))
+	}
+	if req.SystemPrompt != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(req.SystemPrompt))
+	}
+	for i, msg := range req.Messages {
+		out, err := chatMessages(msg)
+		if err != nil {
+			return p, fmt.Errorf("openai: message %d (%s): %w", i, msg.Role, err)
+		}
+		p.Messages = append(p.Messages, out...)
+	}
+	for _, spec := range req.Tools {
+		t, err := functionTool(spec)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, t)
+	}
+	return p, nil
+}
+
+// chatMessages maps one Braid message to its chat messages.
+func chatMessages(msg model.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	var texts []string
+	var uses []model.ToolUse
+	var results []model.ToolResult
+	for _, b := range msg.Content {
+		switch {
+		case b.Text != nil:
+			texts = append(texts, *b.Text)
+		case b.ToolUse != nil:
+			uses = append(uses, *b.ToolUse)
+		case b.ToolResult != nil:
+			results = append(results, *b.ToolResult)
+		}
+	}
+	switch msg.Role {
+	case model.RoleUser:
+		if len(uses) > 0 {
+			return nil, fmt.Errorf("a user message holds a toolUse block (%s)", uses[0].ToolUseID)
+		}
+		var out []sdk.ChatCompletionMessageParamUnion
+		for _, r := range results {
+			out = append(out, sdk.ToolMessage(toolResultText(r), r.ToolUseID))
+		}
+		switch {
+		case len(texts) == 1:
+			out = append(out, sdk.UserMessage(texts[0]))
+		case len(texts) > 1:
+			parts := make([]sdk.ChatCompletionContentPartUnionParam, len(texts))
+			for i, s := range texts {
+				parts[i] = sdk.TextContentPart(s)
+			}
+			out = append(out, sdk.UserMessage(parts))
+		}
+		return out, nil
+	case model.RoleAssistant:
+		if len(results) > 0 {
+			return nil, fmt.Errorf("an assistant message holds a toolResult block (%s)", results[0].ToolUseID)
+		}
+		var a sdk.ChatCompletionAssistantMessageParam
+		switch {
+		case len(texts) == 1:
+			a.Content.OfString = param.NewOpt(texts[0])
+		case len(texts) > 1:
+			for _, s := range texts {
+				a.Content.OfArrayOfContentParts = append(a.Content.OfArrayOfContentParts,
+					sdk.ChatCompletionAssistantMessageParamContentArrayOfContentPartUnion{OfText: &sdk.ChatCompletionContentPartTextParam{Text: s}})
+			}
+		case len(uses) == 0:
+			a.Content.OfString = param.NewOpt("")
+		}
+		for _, u := range uses {
+			args := string(bytes.TrimSpace(u.Input))
+			if args == "" {
+				args = "{}"
+			}
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID:       u.ToolUseID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: u.Name, Arguments: args},
+				},
+			})
+		}
+		return []sdk.ChatCompletionMessageParamUnion{{OfAssistant: &a}}, nil
+	}
+	return nil, fmt.Errorf("unknown role %q (want %q or %q)", msg.Role, model.RoleUser, model.RoleAssistant)
+}
+
+// toolResultText is the content of the tool message a tool result is sent
+// as: its content blocks in order, text blocks as they are and JSON blocks as
+// compact JSON text, joined by newlines; with ErrorPrefix in front when the
+// result's status is error ("Error" alone when it has no content).
+func toolResultText(r model.ToolResult) string {
+	parts := make([]string, 0, len(r.Content))
+	for _, c := range r.Content {
+		switch {
+		case c.Text != nil:
+			parts = append(parts, *c.Text)
+		case c.JSON != nil:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, c.JSON); err != nil {
+				parts = append(parts, string(c.JSON))
+			} else {
+				parts = append(parts, buf.String())
+			}
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if r.Status == model.ToolError {
+		if text == "" {
+			return strings.TrimSuffix(ErrorPrefix, ": ")
+		}
+		return ErrorPrefix + text
+	}
+	return text
+}
+
+// functionTool maps a tool spec to a function tool.
+func functionTool(spec model.ToolSpec) (sdk.ChatCompletionToolUnionParam, error) {
+	def := shared.FunctionDefinitionParam{Name: spec.Name}
+	if spec.Description != "" {
+		def.Description = param.NewOpt(spec.Description)
+	}
+	if len(bytes.TrimSpace(spec.InputSchema)) > 0 {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(spec.InputSchema, &fields); err != nil || fields == nil {
+			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("openai: tool %q: input schema is not a JSON object", spec.Name)
+		}
+		def.Parameters = make(shared.FunctionParameters, len(fields))
+		for k, v := range fields {
+			def.Parameters[k] = v
+		}
+	}
+	return sdk.ChatCompletionFunctionTool(def), nil
+}
