@@ -19,6 +19,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -43,6 +44,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	yes := fset.Bool("yes", false, "approve without asking")
 	no := fset.Bool("no", false, "deny without asking")
 	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder)")
+	modelSpec := provider.Flag(fset)
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -64,8 +66,12 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	fmt.Fprintf(stdout, "workspace: %s\n", ws)
 	printTree(stdout, ws)
 
+	chosen, err := provider.New(ctx, *modelSpec, demoModel())
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{
-		Model:        demoModel(),
+		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{inspectTool(ws), deleteTool(ws)},
 		Hooks:        []hook.Provider{hook.Func(approveDeletes)},

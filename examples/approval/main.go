@@ -19,6 +19,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs := flag.NewFlagSet("approval", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (y/n); empty asks at the terminal")
+	modelSpec := provider.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,8 +88,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return fmt.Sprintf("Deleted %v.", paths)
 		})
 
+	chosen, err := provider.New(ctx, *modelSpec, m)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{
-		Model:        m,
+		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{deleteFiles, inspectFiles},
 		Hooks:        []hook.Provider{approvalHook{appName: "myapp"}},

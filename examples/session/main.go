@@ -19,6 +19,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
@@ -62,6 +63,7 @@ func (h approvalHook) approve(_ context.Context, ev *agent.BeforeToolCallEvent) 
 // server builds a fresh agent per request, as the seed does.
 type server struct {
 	dir     string
+	model   string // the --model spec
 	deleted *[]string
 }
 
@@ -85,8 +87,12 @@ func (s server) handle(ctx context.Context, input agent.Input) (*agent.Result, e
 		paths := strings.Fields(strings.Trim(list, "[]"))
 		return model.ToolTurn(model.Call(fmt.Sprintf("tooluse_%d", len(req.Messages)), "delete_files", seed.Paths{Paths: paths})), nil
 	})
+	chosen, err := provider.New(ctx, s.model, m)
+	if err != nil {
+		return nil, err
+	}
 	a, err := agent.New(agent.Config{
-		Model:        m,
+		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{deleteFiles},
 		Hooks:        []hook.Provider{approvalHook{appName: "myapp"}},
@@ -127,6 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs := flag.NewFlagSet("session", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (t/y/n); empty asks at the terminal")
+	modelSpec := provider.Flag(fs)
 	dir := fs.String("dir", "", "session storage folder (default: a new temporary folder)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -140,7 +147,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		*dir = tmp
 	}
 	var deleted []string
-	srv := server{dir: *dir, deleted: &deleted}
+	srv := server{dir: *dir, model: *modelSpec, deleted: &deleted}
 	ask := seed.NewAsker(*answer, stdin, stdout)
 	for _, paths := range [][]string{{"a/b/c.txt"}, {"d/e/f.txt"}} {
 		if err := client(ctx, srv, ask, paths, stdout); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/examples/internal/seed"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs := flag.NewFlagSet("toolinterrupt", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (y/n); empty asks at the terminal")
+	modelSpec := provider.Flag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,8 +75,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			}
 			return "no delete result"
 		})
+	chosen, err := provider.New(ctx, *modelSpec, m)
+	if err != nil {
+		return err
+	}
 	a, err := agent.New(agent.Config{
-		Model:        m,
+		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{tool.New("delete_files", "Delete files at the given paths", dt.deleteFiles), inspectFiles},
 	})
