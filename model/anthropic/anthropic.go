@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/retry"
 )
 
 // ProviderName is the Provider of the *model.ProviderError values this
@@ -93,18 +93,14 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, ctxErr)
 				return
 			}
-			wait, retry := m.retryWait(err, attempt)
-			if yielded || !retry {
+			wait, again := m.retryWait(err, attempt)
+			if yielded || !again {
 				yield(nil, err)
 				return
 			}
-			timer := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				yield(nil, ctx.Err())
+			if err := retry.Sleep(ctx, wait); err != nil {
+				yield(nil, err)
 				return
-			case <-timer.C:
 			}
 		}
 	}

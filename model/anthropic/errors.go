@@ -3,21 +3,17 @@ package anthropic
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/retry"
 )
 
 const (
-	// maxRetryAfter is the longest retry-after wait honoured; a longer one
-	// ends the call with the error (its RetryAfter says how long to wait).
-	maxRetryAfter = time.Minute
 	// maxBackoff caps the exponential backoff.
 	maxBackoff = 30 * time.Second
 )
@@ -49,7 +45,7 @@ func (m *Model) apiError(err error, started bool) error {
 	}
 	// An error event inside a 200 stream has no status of its own.
 	if aerr.Response != nil && pe.StatusCode != 0 {
-		pe.RetryAfter = retryAfter(aerr.Response.Header)
+		pe.RetryAfter = retry.After(aerr.Response.Header)
 	}
 	if pe.Message == "" {
 		pe.Message = strings.TrimSpace(aerr.RawJSON())
@@ -93,30 +89,6 @@ func contextWindowMessage(msg string) bool {
 	return false
 }
 
-// retryAfter reads the wait a response asks for: retry-after-ms
-// (milliseconds), else retry-after (seconds, or an HTTP date). 0 if none.
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			if s > 0 {
-				return time.Duration(s * float64(time.Second))
-			}
-			return 0
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			if d := time.Until(t); d > 0 {
-				return d
-			}
-		}
-	}
-	return 0
-}
-
 // retryWait says whether err may be retried after attempt (0-based) and
 // after how long.
 func (m *Model) retryWait(err error, attempt int) (time.Duration, bool) {
@@ -136,23 +108,9 @@ func (m *Model) retryWait(err error, attempt int) (time.Duration, bool) {
 		}
 	}
 	if pe.RetryAfter > 0 {
-		return pe.RetryAfter, pe.RetryAfter <= maxRetryAfter
+		return pe.RetryAfter, pe.RetryAfter <= retry.MaxAfter
 	}
-	return backoff(m.cfg.RetryBaseDelay, attempt), true
-}
-
-// backoff returns base·2^attempt, at most maxBackoff, less up to a quarter
-// of jitter.
-func backoff(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxBackoff)
-	if j := int64(d / 4); j > 0 {
-		d -= time.Duration(rand.Int64N(j))
-	}
-	return d
+	return retry.Backoff{Base: m.cfg.RetryBaseDelay, Max: maxBackoff}.Delay(attempt), true
 }
 
 // streamError wraps an error found in a stream's events.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/transport/http/protocol/restjson1"
 
 	"github.com/braidhq/braid/model"
+	modelretry "github.com/braidhq/braid/model/internal/retry"
 )
 
 // Model is a model.Model that streams turns from the Bedrock Converse API
@@ -136,7 +137,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				return
 			}
 			if t.retryable(err) && attempts < m.attempts {
-				if err := sleep(callCtx, m.backoff.delay(attempts)); err != nil {
+				if err := modelretry.Sleep(callCtx, m.backoff.delay(attempts)); err != nil {
 					yield(nil, m.failure(ctx, callCtx, err))
 					return
 				}

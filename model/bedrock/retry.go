@@ -1,15 +1,15 @@
 package bedrock
 
 import (
-	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+
+	modelretry "github.com/braidhq/braid/model/internal/retry"
 )
 
 // retryableCode says whether an exception is retried, besides the SDK's
@@ -34,7 +34,7 @@ func retryableStreamCode(code string) bool {
 }
 
 // backoff is exponential with jitter: attempt n (the n-th failure, from 1)
-// waits between half and all of base·2^(n-1), capped at MaxRetryDelay.
+// waits base·2^(n-1) less up to a quarter, capped at MaxRetryDelay.
 type backoff struct{ base time.Duration }
 
 // BackoffDelay implements retry.BackoffDelayer.
@@ -43,16 +43,7 @@ func (b backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
 }
 
 func (b backoff) delay(attempt int) time.Duration {
-	d := b.base
-	for i := 1; i < attempt && d < MaxRetryDelay; i++ {
-		d *= 2
-	}
-	d = min(d, MaxRetryDelay)
-	if d <= 0 {
-		return 0
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return modelretry.Backoff{Base: b.base, Max: MaxRetryDelay}.Delay(attempt - 1)
 }
 
 // newRetryer is the SDK's standard retryer with maxAttempts attempts, the
@@ -71,19 +62,4 @@ func newRetryer(maxAttempts int, b backoff) aws.RetryerV2 {
 			return aws.UnknownTernary
 		}))
 	})
-}
-
-// sleep waits d or until ctx is done, and returns ctx.Err() then.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,12 +13,10 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/retry"
 )
 
 const (
-	// maxRetryAfter is the longest retry-after wait honoured; a longer one
-	// ends the call with the error (its RetryAfter says how long to wait).
-	maxRetryAfter = time.Minute
 	// maxBackoff caps the exponential backoff.
 	maxBackoff = 30 * time.Second
 	// maxErrorBody is how much of a non-JSON error body goes into a message.
@@ -40,7 +36,7 @@ type apiFailure struct {
 
 // httpFailure reads an HTTP error response. err is the SDK's error for it.
 func httpFailure(res *http.Response, err error) apiFailure {
-	f := apiFailure{status: res.StatusCode, retryAfter: retryAfter(res.Header), err: err}
+	f := apiFailure{status: res.StatusCode, retryAfter: retry.After(res.Header), err: err}
 	var body []byte
 	if res.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(res.Body, 1<<20))
@@ -187,44 +183,6 @@ func contextWindowMessage(msg string) bool {
 		}
 	}
 	return false
-}
-
-// retryAfter reads the wait a response asks for: retry-after-ms
-// (milliseconds), else Retry-After (seconds, or an HTTP date). 0 if none.
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			if s > 0 {
-				return time.Duration(s * float64(time.Second))
-			}
-			return 0
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			if d := time.Until(t); d > 0 {
-				return d
-			}
-		}
-	}
-	return 0
-}
-
-// backoff returns base·2^attempt, at most maxBackoff, less up to a quarter
-// of jitter.
-func backoff(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < maxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, maxBackoff)
-	if j := int64(d / 4); j > 0 {
-		d -= time.Duration(rand.Int64N(j))
-	}
-	return d
 }
 
 // providerError turns a failure into the error the stream ends with.

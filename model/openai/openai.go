@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/retry"
 )
 
 // ProviderName is the Provider of the *model.ProviderError values this
@@ -91,13 +92,9 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, r.err)
 				return
 			}
-			timer := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				yield(nil, ctx.Err())
+			if err := retry.Sleep(ctx, wait); err != nil {
+				yield(nil, err)
 				return
-			case <-timer.C:
 			}
 		}
 	}
@@ -121,9 +118,9 @@ func (m *Model) retryWait(r attemptResult, n int) (time.Duration, bool) {
 	}
 	var pe *model.ProviderError
 	if errors.As(r.err, &pe) && pe.RetryAfter > 0 {
-		return pe.RetryAfter, pe.RetryAfter <= maxRetryAfter
+		return pe.RetryAfter, pe.RetryAfter <= retry.MaxAfter
 	}
-	return backoff(m.cfg.RetryBaseDelay, n), true
+	return retry.Backoff{Base: m.cfg.RetryBaseDelay, Max: maxBackoff}.Delay(n), true
 }
 
 // attempt sends the request once and yields what comes back.
