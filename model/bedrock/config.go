@@ -90,8 +90,9 @@ type Config struct {
 	MaxRetries int
 
 	// RetryBaseDelay is the base of the exponential backoff between
-	// attempts: the wait after the n-th failed attempt is between half and
-	// all of RetryBaseDelay·2^(n-1), at most MaxRetryDelay. 0 means
+	// attempts: the wait after the n-th failed attempt is
+	// RetryBaseDelay·2^(n-1) less up to a quarter at random, at most
+	// MaxRetryDelay. 0 means
 	// DefaultRetryBaseDelay (500ms).
 	RetryBaseDelay time.Duration
 
