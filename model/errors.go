@@ -43,6 +43,8 @@ type ProviderError struct {
 	Err error
 }
 
+// Error says which provider and model failed, the class, the HTTP status and
+// code, and the provider's own message.
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s model %q", e.Provider, e.Model)

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Defaults that New applies to the zero fields of a Config.
+// Defaults. DefaultConfig sets them all; New applies MaxTokens and the
+// retry ones to zero fields (a zero Timeout stays "no limit").
 const (
 	// DefaultMaxTokens is the max_tokens sent when Config.MaxTokens is 0.
 	DefaultMaxTokens = 4096

@@ -37,8 +37,9 @@
 // tool_use, max_tokens, stop_sequence), except refusal → content_filtered
 // and model_context_window_exceeded → max_tokens. Usage: input tokens from
 // message_start (or message_delta when it carries them), output tokens from
-// message_delta (cache reads and writes are not counted), total their sum. Thinking and server-tool blocks are dropped.
-// A stream that ends before message_stop is an error wrapping
+// message_delta (cache reads and writes are not counted), total their sum.
+// Thinking and server-tool blocks are dropped. A stream that ends before
+// message_stop is an error of class model.ErrServer wrapping
 // model.ErrIncompleteStream, never a partial turn.
 //
 // # Errors and retries

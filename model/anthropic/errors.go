@@ -132,7 +132,7 @@ func (m *Model) incompleteError(cause error) error {
 		msg += ": " + cause.Error()
 		err = fmt.Errorf("%w: %w", model.ErrIncompleteStream, cause)
 	}
-	return &model.ProviderError{Provider: ProviderName, Model: m.cfg.Model, Message: msg, Err: err}
+	return &model.ProviderError{Provider: ProviderName, Model: m.cfg.Model, Message: msg, Kind: model.ErrServer, Err: err}
 }
 
 // timeoutError: the attempt ran past Config.Timeout.

@@ -42,12 +42,31 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		p.System = []sdk.TextBlockParam{{Text: req.SystemPrompt}}
 	}
 	p.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
+	// The API refuses a message without content (an assistant turn can end
+	// with none): skip it, and join what that leaves of one role in a row, as
+	// the API itself would.
+	var roles []model.Role
+	var contents [][]sdk.ContentBlockParamUnion
 	for i, msg := range req.Messages {
-		mp, err := m.message(i, msg)
+		blocks, err := m.blocks(i, msg)
 		if err != nil {
 			return p, err
 		}
-		p.Messages = append(p.Messages, mp)
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(roles); n > 0 && roles[n-1] == msg.Role {
+			contents[n-1] = append(contents[n-1], blocks...)
+			continue
+		}
+		roles, contents = append(roles, msg.Role), append(contents, blocks)
+	}
+	for i, role := range roles {
+		if role == model.RoleAssistant {
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(contents[i]...))
+		} else {
+			p.Messages = append(p.Messages, sdk.NewUserMessage(contents[i]...))
+		}
 	}
 	for _, spec := range req.Tools {
 		tp, err := m.tool(spec)
@@ -59,9 +78,10 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	return p, nil
 }
 
-func (m *Model) message(i int, msg model.Message) (sdk.MessageParam, error) {
+// blocks returns a message's content blocks as the API takes them.
+func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, error) {
 	if msg.Role != model.RoleUser && msg.Role != model.RoleAssistant {
-		return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d: unknown role %q (want user or assistant)", i, msg.Role))
+		return nil, m.requestError(fmt.Sprintf("message %d: unknown role %q (want user or assistant)", i, msg.Role))
 	}
 	blocks := make([]sdk.ContentBlockParamUnion, 0, len(msg.Content))
 	for j, b := range msg.Content {
@@ -73,7 +93,7 @@ func (m *Model) message(i int, msg model.Message) (sdk.MessageParam, error) {
 		case b.ToolUse != nil:
 			input, err := toolInput(b.ToolUse.Input)
 			if err != nil {
-				return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: tool use %s (%s): %v", i, j, b.ToolUse.ToolUseID, b.ToolUse.Name, err))
+				return nil, m.requestError(fmt.Sprintf("message %d, block %d: tool use %s (%s): %v", i, j, b.ToolUse.ToolUseID, b.ToolUse.Name, err))
 			}
 			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{
 				ID:    b.ToolUse.ToolUseID,
@@ -83,17 +103,14 @@ func (m *Model) message(i int, msg model.Message) (sdk.MessageParam, error) {
 		case b.ToolResult != nil:
 			tr, err := toolResult(*b.ToolResult)
 			if err != nil {
-				return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: tool result %s: %v", i, j, b.ToolResult.ToolUseID, err))
+				return nil, m.requestError(fmt.Sprintf("message %d, block %d: tool result %s: %v", i, j, b.ToolResult.ToolUseID, err))
 			}
 			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &tr})
 		default:
-			return sdk.MessageParam{}, m.requestError(fmt.Sprintf("message %d, block %d: %q blocks cannot be sent to the Anthropic Messages API", i, j, b.Kind()))
+			return nil, m.requestError(fmt.Sprintf("message %d, block %d: %q blocks cannot be sent to the Anthropic Messages API", i, j, b.Kind()))
 		}
 	}
-	if msg.Role == model.RoleAssistant {
-		return sdk.NewAssistantMessage(blocks...), nil
-	}
-	return sdk.NewUserMessage(blocks...), nil
+	return blocks, nil
 }
 
 // toolInput returns a tool use's input as raw JSON, {} when empty; it must

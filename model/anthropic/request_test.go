@@ -86,7 +86,7 @@ func TestRequest_RoundTripSendsToolUsesThenToolResultsInOrder(t *testing.T) {
 	}})
 	final, stop := complete(t, m, req)
 	assert.Equal(t, modeltest.FinalAnswer, final.Text())
-	assert.Equal(t, modeltest.FinalUsage, stop.Usage)
+	assert.Equal(t, modeltest.FinalUsage(), stop.Usage)
 
 	require.Equal(t, 2, r.Count())
 	assert.JSONEq(t, readFixture(t, "round_trip/2.request.json"), string(r.Requests()[1]))

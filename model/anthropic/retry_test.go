@@ -44,7 +44,7 @@ func TestRetry_AttemptsPerScenario(t *testing.T) {
 				msg, stop, err := acc.Result()
 				require.NoError(t, err)
 				assert.Equal(t, modeltest.TextAnswer, msg.Text())
-				assert.Equal(t, modeltest.TextUsage, stop.Usage)
+				assert.Equal(t, modeltest.TextUsage(), stop.Usage)
 				return
 			}
 			assert.ErrorIs(t, err, tc.kind)

@@ -24,7 +24,7 @@ func TestStream_TextDeltasThenStopWithUsage(t *testing.T) {
 		&model.TextDelta{Text: " from the"},
 		&model.TextDelta{Text: " model."},
 		&model.BlockStop{},
-		&model.MessageStop{StopReason: model.StopEndTurn, Usage: modeltest.TextUsage},
+		&model.MessageStop{StopReason: model.StopEndTurn, Usage: modeltest.TextUsage()},
 	}, events)
 }
 
@@ -45,7 +45,7 @@ func TestStream_ToolUsesStreamTheirInputFragments(t *testing.T) {
 		&model.ToolInputDelta{Partial: `{"tz": "Europe/`},
 		&model.ToolInputDelta{Partial: `Paris"}`},
 		&model.BlockStop{},
-		&model.MessageStop{StopReason: model.StopToolUse, Usage: modeltest.ToolsUsage},
+		&model.MessageStop{StopReason: model.StopToolUse, Usage: modeltest.ToolsUsage()},
 	}, events)
 }
 

@@ -187,7 +187,7 @@ func (m *Model) checkCredentials(ctx context.Context) error {
 // *model.ProviderError.
 func (m *Model) failure(ctx, callCtx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("%s model %q: %w", providerName, m.cfg.Model, ctxErr)
+		return ctxErr
 	}
 	if ctxErr := callCtx.Err(); ctxErr != nil {
 		return &model.ProviderError{

@@ -15,8 +15,9 @@
 //
 //   - model.ErrAuth: UnrecognizedClientException, AccessDeniedException,
 //     other signature or token exceptions, HTTP 401 or 403, no credentials.
-//   - model.ErrUnknownModel: ResourceNotFoundException, or a
-//     ValidationException about the model identifier.
+//   - model.ErrUnknownModel: ResourceNotFoundException, a
+//     ValidationException about the model identifier, or an
+//     AccessDeniedException saying the account has no access to the model.
 //   - model.ErrRateLimited: ThrottlingException (after the retries),
 //     ServiceQuotaExceededException.
 //   - model.ErrContextWindow: a ValidationException saying the input is too

@@ -37,7 +37,14 @@ func (m *Model) apiError(err error) *model.ProviderError {
 func classify(status int, code, message string, err error) error {
 	msg := strings.ToLower(message)
 	switch code {
-	case "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
+	case "AccessDeniedException":
+		// "You don't have access to the model with the specified model ID.":
+		// the credentials are good, the account may not use the model.
+		if strings.Contains(msg, "access to the model") {
+			return model.ErrUnknownModel
+		}
+		return model.ErrAuth
+	case "UnrecognizedClientException", "InvalidSignatureException",
 		"ExpiredTokenException", "IncompleteSignatureException", "MissingAuthenticationTokenException",
 		"InvalidClientTokenId", "SignatureDoesNotMatch", "NotAuthorized":
 		return model.ErrAuth

@@ -23,7 +23,8 @@ func TestClassify_MapsExceptionsStatusesAndMessages(t *testing.T) {
 		want    error
 	}{
 		{"unrecognized client", 403, "UnrecognizedClientException", "The security token included in the request is invalid.", nil, model.ErrAuth},
-		{"access denied", 403, "AccessDeniedException", "You don't have access to the model with the specified model ID.", nil, model.ErrAuth},
+		{"no access to the model", 403, "AccessDeniedException", "You don't have access to the model with the specified model ID.", nil, model.ErrUnknownModel},
+		{"access denied", 403, "AccessDeniedException", "User: arn:aws:iam::123456789012:user/x is not authorized to perform: bedrock:InvokeModelWithResponseStream", nil, model.ErrAuth},
 		{"expired token", 403, "ExpiredTokenException", "The security token included in the request is expired", nil, model.ErrAuth},
 		{"bad signature", 403, "InvalidSignatureException", "The request signature we calculated does not match", nil, model.ErrAuth},
 		{"unmodeled 401", 401, "", "", nil, model.ErrAuth},

@@ -36,6 +36,17 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: message %d: %w", i, err)
 		}
+		// Converse refuses a message without content and two messages of one
+		// role in a row (a history can have both: an assistant turn that
+		// ended with nothing, a prompt after a failed call): skip the
+		// first, join the second.
+		if len(cm.Content) == 0 {
+			continue
+		}
+		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == cm.Role {
+			in.Messages[n-1].Content = append(in.Messages[n-1].Content, cm.Content...)
+			continue
+		}
 		in.Messages = append(in.Messages, cm)
 	}
 	if len(req.Tools) > 0 {
@@ -93,6 +104,9 @@ func message(msg model.Message, status bool) (types.Message, error) {
 	}
 	out := types.Message{Role: role, Content: make([]types.ContentBlock, 0, len(msg.Content))}
 	for j, b := range msg.Content {
+		if b.Text != nil && *b.Text == "" {
+			continue // Converse refuses blank text blocks
+		}
 		cb, err := contentBlock(b, status)
 		if err != nil {
 			return types.Message{}, fmt.Errorf("block %d (%s): %w", j, b.Kind(), err)

@@ -102,7 +102,7 @@ func TestRequest_RoundTripSendsToolUsesThenOneMessageOfResults(t *testing.T) {
 	final, stop, err := model.Complete(ctx, m, req)
 	require.NoError(t, err)
 	assert.Equal(t, modeltest.FinalAnswer, final.Text())
-	assert.Equal(t, modeltest.FinalUsage, stop.Usage)
+	assert.Equal(t, modeltest.FinalUsage(), stop.Usage)
 
 	reqs := r.Requests()
 	require.Len(t, reqs, 2)

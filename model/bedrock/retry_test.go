@@ -20,7 +20,7 @@ func TestRetry_ServiceUnavailableThenTextMakesTwoRequests(t *testing.T) {
 	msg, stop, err := model.Complete(context.Background(), m, userRequest())
 	require.NoError(t, err)
 	assert.Equal(t, modeltest.TextAnswer, msg.Text())
-	assert.Equal(t, modeltest.TextUsage, stop.Usage)
+	assert.Equal(t, modeltest.TextUsage(), stop.Usage)
 	reqs := r.Requests()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, "attempt=1; max=3", reqs[0].Header.Get("Amz-Sdk-Request"))

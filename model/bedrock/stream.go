@@ -88,10 +88,15 @@ func (t *turn) end(ctx context.Context, es *bedrockruntime.ConverseStreamEventSt
 }
 
 // messageStop is the turn's MessageStop: the Converse stop reason (Braid's
-// constants have the same names; others pass through) and the usage of the
-// metadata event, its total computed when the event has none.
+// constants have the same names; model_context_window_exceeded is
+// max_tokens, as the Anthropic provider has it; others pass through) and the
+// usage of the metadata event, its total computed when the event has none.
 func (t *turn) messageStop() *model.MessageStop {
-	stop := &model.MessageStop{StopReason: model.StopReason(t.reason)}
+	reason := model.StopReason(t.reason)
+	if reason == "model_context_window_exceeded" {
+		reason = model.StopMaxTokens
+	}
+	stop := &model.MessageStop{StopReason: reason}
 	if u := t.usage; u != nil {
 		stop.Usage = model.Usage{
 			InputTokens:  int(aws.ToInt32(u.InputTokens)),

@@ -45,7 +45,8 @@ func TestTurn_StopReasonsKeepTheirConverseNames(t *testing.T) {
 		types.StopReasonStopSequence:               model.StopSequence,
 		types.StopReasonContentFiltered:            model.StopContentFiltered,
 		types.StopReasonGuardrailIntervened:        model.StopGuardrailIntervened,
-		types.StopReasonModelContextWindowExceeded: model.StopReason("model_context_window_exceeded"),
+		types.StopReasonModelContextWindowExceeded: model.StopMaxTokens,
+		types.StopReason("malformed_tool_use"):     model.StopReason("malformed_tool_use"),
 	} {
 		_, tr, err := play(textDelta(0, "x"), blockStop(0), messageStop(reason))
 		require.NoError(t, err)

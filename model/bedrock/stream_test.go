@@ -29,7 +29,7 @@ func TestStream_YieldsTextThenToolUsesThenOneStop(t *testing.T) {
 		&model.ToolInputDelta{Partial: `{"tz": "Euro`},
 		&model.ToolInputDelta{Partial: `pe/Paris"}`},
 		&model.BlockStop{},
-		&model.MessageStop{StopReason: model.StopToolUse, Usage: modeltest.ToolsUsage},
+		&model.MessageStop{StopReason: model.StopToolUse, Usage: modeltest.ToolsUsage()},
 	}, evs)
 }
 

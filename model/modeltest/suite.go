@@ -67,17 +67,21 @@ const (
 	FinalAnswer   = "It is sunny in Paris at noon."
 )
 
-// Usage of the scenarios' turns.
-var (
-	TextUsage  = model.Usage{InputTokens: 12, OutputTokens: 6, TotalTokens: 18}
-	ToolsUsage = model.Usage{InputTokens: 20, OutputTokens: 15, TotalTokens: 35}
-	FinalUsage = model.Usage{InputTokens: 40, OutputTokens: 9, TotalTokens: 49}
-)
+// TextUsage is Text's usage.
+func TextUsage() model.Usage { return model.Usage{InputTokens: 12, OutputTokens: 6, TotalTokens: 18} }
 
-// ToolCalls are TwoTools' tool uses.
-var ToolCalls = []model.ToolUse{
-	{ToolUseID: "call_1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)},
-	{ToolUseID: "call_2", Name: "get_time", Input: json.RawMessage(`{"tz":"Europe/Paris"}`)},
+// ToolsUsage is TwoTools' usage.
+func ToolsUsage() model.Usage { return model.Usage{InputTokens: 20, OutputTokens: 15, TotalTokens: 35} }
+
+// FinalUsage is the usage of RoundTrip's second turn.
+func FinalUsage() model.Usage { return model.Usage{InputTokens: 40, OutputTokens: 9, TotalTokens: 49} }
+
+// ToolCalls returns TwoTools' tool uses (a new slice each call).
+func ToolCalls() []model.ToolUse {
+	return []model.ToolUse{
+		{ToolUseID: "call_1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)},
+		{ToolUseID: "call_2", Name: "get_time", Input: json.RawMessage(`{"tz":"Europe/Paris"}`)},
+	}
 }
 
 // Factory returns a model whose calls are answered by scenario s. It should
@@ -129,7 +133,7 @@ func testText(t *testing.T, factory Factory) {
 	require.Len(t, msg.Content, 1)
 	assert.Equal(t, TextAnswer, msg.Text())
 	assert.Equal(t, model.StopEndTurn, stop.StopReason)
-	assert.Equal(t, TextUsage, stop.Usage)
+	assert.Equal(t, TextUsage(), stop.Usage)
 }
 
 func testTwoTools(t *testing.T, factory Factory) {
@@ -139,13 +143,13 @@ func testTwoTools(t *testing.T, factory Factory) {
 	assert.Equal(t, ToolsPreamble, *msg.Content[0].Text)
 	requireToolUses(t, msg.ToolUses())
 	assert.Equal(t, model.StopToolUse, stop.StopReason)
-	assert.Equal(t, ToolsUsage, stop.Usage)
+	assert.Equal(t, ToolsUsage(), stop.Usage)
 }
 
 func requireToolUses(t *testing.T, got []model.ToolUse) {
 	t.Helper()
-	require.Len(t, got, len(ToolCalls))
-	for i, want := range ToolCalls {
+	require.Len(t, got, len(ToolCalls()))
+	for i, want := range ToolCalls() {
 		assert.Equal(t, want.ToolUseID, got[i].ToolUseID)
 		assert.Equal(t, want.Name, got[i].Name)
 		assert.JSONEq(t, string(want.Input), string(got[i].Input))

@@ -10,12 +10,12 @@ import (
 
 // The scripted model, the in-memory Model, passes the suite.
 func TestScripted(t *testing.T) {
-	text := model.Turn{Text: modeltest.TextAnswer, Usage: modeltest.TextUsage}
+	text := model.Turn{Text: modeltest.TextAnswer, Usage: modeltest.TextUsage()}
 	var calls []model.ToolCall
-	for _, c := range modeltest.ToolCalls {
+	for _, c := range modeltest.ToolCalls() {
 		calls = append(calls, model.Call(c.ToolUseID, c.Name, json.RawMessage(c.Input)))
 	}
-	tools := model.Turn{Text: modeltest.ToolsPreamble, Calls: calls, Usage: modeltest.ToolsUsage}
+	tools := model.Turn{Text: modeltest.ToolsPreamble, Calls: calls, Usage: modeltest.ToolsUsage()}
 	fail := func(kind error) model.Turn {
 		return model.Turn{Err: &model.ProviderError{Provider: "scripted", Model: "script", Kind: kind}}
 	}
@@ -29,7 +29,7 @@ func TestScripted(t *testing.T) {
 		case modeltest.TwoTools:
 			return repeat(tools)
 		case modeltest.RoundTrip:
-			return model.Scripted(tools, model.Turn{Text: modeltest.FinalAnswer, Usage: modeltest.FinalUsage})
+			return model.Scripted(tools, model.Turn{Text: modeltest.FinalAnswer, Usage: modeltest.FinalUsage()})
 		case modeltest.Slow:
 			return repeat(model.Turn{Text: "Thinking"})
 		case modeltest.ErrAuth:

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Defaults that DefaultConfig sets and New applies to zero fields.
+// Defaults. DefaultConfig sets them all; New applies the retry ones to zero
+// fields (a zero Timeout stays "no limit").
 const (
 	// DefaultMaxRetries is the number of retries when Config.MaxRetries is 0.
 	DefaultMaxRetries = 2
@@ -53,8 +54,13 @@ type Config struct {
 	// server's default.
 	Temperature *float64
 	// MaxTokens is sent as "max_tokens" when positive; 0 leaves it unset
-	// (the server's default).
+	// (the server's default). OpenAI's reasoning models (o-series, gpt-5)
+	// refuse max_tokens: set MaxCompletionTokensField for them.
 	MaxTokens int
+	// MaxCompletionTokensField sends MaxTokens as "max_completion_tokens",
+	// the field OpenAI's newer models take; most OpenAI-compatible servers
+	// (Ollama, llama.cpp) read only "max_tokens", the default.
+	MaxCompletionTokensField bool
 	// Timeout bounds one request, from sending it to the end of its stream,
 	// each retry getting its own. 0 means no timeout besides the caller's
 	// context. DefaultConfig sets DefaultTimeout (10 minutes).

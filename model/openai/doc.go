@@ -45,8 +45,8 @@
 // (reasoning_content) are not kept. The events
 // always form a sequence model.Accumulator accepts, whatever order the server
 // interleaves text and tool calls in. A stream that breaks off, or ends
-// without a finish_reason, is an error wrapping model.ErrIncompleteStream,
-// never a silent partial turn.
+// without a finish_reason, is an error of class model.ErrServer wrapping
+// model.ErrIncompleteStream, never a silent partial turn.
 //
 // # Errors and retries
 //

@@ -206,12 +206,14 @@ func (m *Model) failure(ctx, actx context.Context, res *http.Response, err error
 }
 
 // incomplete is the error of a stream that broke off, or ended without
-// finishing its turn.
+// finishing its turn: a server failure (model.ErrServer), as for every
+// provider.
 func (m *Model) incomplete(cause error) error {
 	return &model.ProviderError{
 		Provider: ProviderName,
 		Model:    m.cfg.Model,
 		Message:  "the response stream ended before the turn was complete: " + cause.Error(),
+		Kind:     model.ErrServer,
 		Err:      fmt.Errorf("%w: %w", model.ErrIncompleteStream, cause),
 	}
 }

@@ -42,7 +42,11 @@ func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) 
 		p.Temperature = param.NewOpt(*m.cfg.Temperature)
 	}
 	if m.cfg.MaxTokens > 0 {
-		p.MaxTokens = param.NewOpt(int64(m.cfg.MaxTokens))
+		if m.cfg.MaxCompletionTokensField {
+			p.MaxCompletionTokens = param.NewOpt(int64(m.cfg.MaxTokens))
+		} else {
+			p.MaxTokens = param.NewOpt(int64(m.cfg.MaxTokens))
+		}
 	}
 	if req.SystemPrompt != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.SystemPrompt))

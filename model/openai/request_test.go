@@ -78,6 +78,23 @@ func TestRequest_TemperatureAndMaxTokensAreSentWhenSet(t *testing.T) {
 	assert.JSONEq(t, string(wantJSON), string(reqs[0]))
 }
 
+// Newer OpenAI models take the limit as max_completion_tokens.
+func TestRequest_MaxCompletionTokensFieldWhenAsked(t *testing.T) {
+	r := newInline(t, sse(text("ok"), finish("stop"), done))
+	m := newModel(t, r, func(c *openai.Config) {
+		c.MaxTokens = 300
+		c.MaxCompletionTokensField = true
+	})
+	complete(t, m, userRequest())
+	want := decode(t, []byte(readFixture(t, "text", "1.request.json")))
+	want["max_completion_tokens"] = 300
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	reqs := r.requestBodies()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, string(wantJSON), string(reqs[0]))
+}
+
 // A zero temperature is a setting, not "unset".
 func TestRequest_ZeroTemperatureIsSent(t *testing.T) {
 	r := newInline(t, sse(text("ok"), finish("stop"), done))
@@ -102,7 +119,7 @@ func TestRequest_RoundTripSecondRequestCarriesToolCallsThenResultsInOrder(t *tes
 	}})
 	final, stop := complete(t, m, req)
 	assert.Equal(t, modeltest.FinalAnswer, final.Text())
-	assert.Equal(t, modeltest.FinalUsage, stop.Usage)
+	assert.Equal(t, modeltest.FinalUsage(), stop.Usage)
 
 	reqs := r.requestBodies()
 	require.Len(t, reqs, 2)
@@ -118,7 +135,7 @@ func assertToolsThenResults(t *testing.T, body []byte) {
 	assert.Equal(t, "assistant", assistant["role"])
 	calls := assistant["tool_calls"].([]any)
 	require.Len(t, calls, 2)
-	for i, want := range modeltest.ToolCalls {
+	for i, want := range modeltest.ToolCalls() {
 		call := calls[i].(map[string]any)
 		fn := call["function"].(map[string]any)
 		assert.Equal(t, want.ToolUseID, call["id"])

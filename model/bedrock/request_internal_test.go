@@ -1,0 +1,41 @@
+package bedrock
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/model"
+)
+
+// Converse refuses blank text blocks, messages without content, and two
+// messages of one role in a row; a Braid history can hold all three (an
+// assistant turn that ended with nothing, a prompt after a failed call).
+func TestInput_JoinsSameRoleMessagesAndDropsEmptyOnes(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m"}}
+	in, err := m.input(&model.Request{Messages: []model.Message{
+		model.UserText("first"),
+		model.UserText("second"),
+		{Role: model.RoleAssistant},
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{model.Text(""), model.Text("answer")}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{model.Text("")}},
+		model.UserText("third"),
+	}})
+	require.NoError(t, err)
+	require.Len(t, in.Messages, 3)
+	texts := func(msg types.Message) []string {
+		var out []string
+		for _, c := range msg.Content {
+			out = append(out, c.(*types.ContentBlockMemberText).Value)
+		}
+		return out
+	}
+	assert.Equal(t, types.ConversationRoleUser, in.Messages[0].Role)
+	assert.Equal(t, []string{"first", "second"}, texts(in.Messages[0]))
+	assert.Equal(t, types.ConversationRoleAssistant, in.Messages[1].Role)
+	assert.Equal(t, []string{"answer"}, texts(in.Messages[1]))
+	assert.Equal(t, types.ConversationRoleUser, in.Messages[2].Role)
+	assert.Equal(t, []string{"third"}, texts(in.Messages[2]))
+}
