@@ -212,11 +212,8 @@ func (s *FileStore) load(key Key) (*Record, int64, error) {
 	if head == nil && len(j.lines) == 0 {
 		return nil, 0, ErrNotFound
 	}
-	msgs, err := s.readMessages(key, files[:j.keptFiles(len(files))])
+	msgs, err := s.journalMessages(key, j, files)
 	if err != nil {
-		return nil, hv, err
-	}
-	if msgs, err = s.applyJournal(key, j, msgs); err != nil {
 		return nil, hv, err
 	}
 	rec := &Record{Key: key, SchemaVersion: SchemaVersion, Version: j.version(hv), Messages: msgs}
@@ -226,6 +223,20 @@ func (s *FileStore) load(key Key) (*Record, int64, error) {
 		rec.Data, rec.UpdatedAt = head.Data, head.UpdatedAt
 	}
 	return rec, hv, nil
+}
+
+// journalMessages returns the record's messages: the head's files that the
+// journal keeps, read, then the journal's own.
+func (s *FileStore) journalMessages(key Key, j *journal, files []int64) ([]json.RawMessage, error) {
+	n, tail, err := s.applyJournal(key, j, len(files))
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.readMessages(key, files[:n])
+	if err != nil {
+		return nil, err
+	}
+	return append(msgs, tail...), nil
 }
 
 func (s *FileStore) readMessages(key Key, files []int64) ([]json.RawMessage, error) {
@@ -533,11 +544,8 @@ func (s *FileStore) Checkpoint(ctx context.Context, key Key, sync bool) error {
 		hv, files = head.Version, head.Messages
 	}
 	kept := j.keptFiles(len(files))
-	msgs, err := s.readMessages(key, files[:kept])
+	msgs, err := s.journalMessages(key, j, files)
 	if err != nil {
-		return err
-	}
-	if msgs, err = s.applyJournal(key, j, msgs); err != nil {
 		return err
 	}
 	return s.checkpoint(key, head, j, j.version(hv), kept, msgs, j.lines[len(j.lines)-1].Data, sync)

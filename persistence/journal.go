@@ -199,16 +199,24 @@ func (s *FileStore) parseJournal(key Key, p string, b []byte, headVersion int64)
 	return j, nil
 }
 
-// apply returns the messages after the journal, given the head's first
-// messages (at least keptFiles of them), and checks every Keep.
-func (s *FileStore) applyJournal(key Key, j *journal, msgs []json.RawMessage) ([]json.RawMessage, error) {
+// messages returns the record's messages after the journal, given the
+// head's n message files: the first `files` of them (keptFiles), which the
+// caller reads, then tail, from the journal's lines. It checks that every
+// line keeps no more messages than there were.
+func (s *FileStore) applyJournal(key Key, j *journal, n int) (files int, tail []json.RawMessage, err error) {
+	files = n
 	for _, l := range j.lines {
-		if l.Keep < 0 || l.Keep > len(msgs) {
-			return nil, s.damaged(key, j.path, "version %d keeps %d messages of %d", l.Version, l.Keep, len(msgs))
+		switch {
+		case l.Keep < 0 || l.Keep > files+len(tail):
+			return 0, nil, s.damaged(key, j.path, "version %d keeps %d messages of %d", l.Version, l.Keep, files+len(tail))
+		case l.Keep <= files:
+			files, tail = l.Keep, nil
+		default:
+			tail = tail[:l.Keep-files:l.Keep-files]
 		}
-		msgs = append(msgs[:l.Keep:l.Keep], l.Messages...)
+		tail = append(tail, l.Messages...)
 	}
-	return msgs, nil
+	return files, tail, nil
 }
 
 // appendJournal writes line at the journal's end, cutting off what lay past
