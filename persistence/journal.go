@@ -212,7 +212,7 @@ func (s *FileStore) applyJournal(key Key, j *journal, n int) (files int, tail []
 		case l.Keep <= files:
 			files, tail = l.Keep, nil
 		default:
-			tail = tail[:l.Keep-files:l.Keep-files]
+			tail = tail[: l.Keep-files : l.Keep-files]
 		}
 		tail = append(tail, l.Messages...)
 	}
