@@ -357,6 +357,9 @@ func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (in
 	if head != nil {
 		hv, files = head.Version, len(head.Messages)
 	}
+	if _, _, err := s.applyJournal(key, j, files); err != nil {
+		return 0, err // damaged: nothing is overwritten
+	}
 	cur := j.version(hv)
 	if cur != opts.Base {
 		return 0, &ConflictError{Key: key, Expected: opts.Base, Actual: cur}

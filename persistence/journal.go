@@ -199,7 +199,7 @@ func (s *FileStore) parseJournal(key Key, p string, b []byte, headVersion int64)
 	return j, nil
 }
 
-// messages returns the record's messages after the journal, given the
+// applyJournal returns the record's messages after the journal, given the
 // head's n message files: the first `files` of them (keptFiles), which the
 // caller reads, then tail, from the journal's lines. It checks that every
 // line keeps no more messages than there were.

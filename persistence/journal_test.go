@@ -212,10 +212,8 @@ func TestFileStore_JournalDamage(t *testing.T) {
 			if tc.schema {
 				assert.ErrorIs(t, err, persistence.ErrSchemaVersion)
 			}
-			if tc.name != "keeps more messages than there are" {
-				_, err = s.Save(ctx, rec(k, `{"n":3}`, m0), persistence.SaveOptions{Base: 2, Unchanged: 1})
-				assert.ErrorIs(t, err, persistence.ErrDamaged, "a save over a damaged journal is refused")
-			}
+			_, err = s.Save(ctx, rec(k, `{"n":3}`, m0), persistence.SaveOptions{Base: 2, Unchanged: 1})
+			assert.ErrorIs(t, err, persistence.ErrDamaged, "a save over a damaged journal is refused")
 			assert.Equal(t, before, snapshotDir(t, dir), "nothing was overwritten")
 		})
 	}
