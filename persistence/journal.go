@@ -147,7 +147,7 @@ func (s *FileStore) readJournal(key Key, headVersion int64) (*journal, error) {
 
 // readLockedJournal reads the journal through the lock's open file.
 func (s *FileStore) readLockedJournal(key Key, l *ownerLock, headVersion int64) (*journal, error) {
-	b, err := io.ReadAll(io.NewSectionReader(l.f, 0, 1<<62))
+	b, err := readAllAt(l.f)
 	if err != nil {
 		return nil, &DamageError{SessionID: key.SessionID, File: s.rel(l.f.Name()), Err: err}
 	}
@@ -157,6 +157,20 @@ func (s *FileStore) readLockedJournal(key Key, l *ownerLock, headVersion int64) 
 	}
 	j.f = l.f
 	return j, nil
+}
+
+// readAllAt reads the whole of f from its start, sized by one fstat.
+func readAllAt(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err == io.EOF {
+		err = nil // shorter than fstat said: take what is there
+	}
+	return b[:n], err
 }
 
 // parseJournal returns the chain of lines of b that starts at headVersion.
