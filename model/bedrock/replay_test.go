@@ -121,6 +121,8 @@ type replay struct {
 	exchanges []exchange
 	srv       *httptest.Server
 	done      chan struct{} // closed at cleanup: held answers end
+	// gone gets a value when a held answer sees its client go away.
+	gone chan struct{}
 
 	mu       sync.Mutex
 	requests []recorded
@@ -145,7 +147,7 @@ func newReplay(t *testing.T, scenario, modelID string) *replay {
 // startReplay serves exchanges, reporting unexpected requests to t, until
 // Close.
 func startReplay(t assert.TestingT, exchanges []exchange, modelID string) *replay {
-	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{})}
+	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8)}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	return r
 }
@@ -155,7 +157,7 @@ func newTLSReplay(t *testing.T, scenario, modelID string) *replay {
 	t.Helper()
 	exchanges, err := loadScenario(scenario)
 	require.NoError(t, err)
-	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{})}
+	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8)}
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -220,6 +222,10 @@ func (r *replay) serve(w http.ResponseWriter, req *http.Request) {
 			}
 			select {
 			case <-req.Context().Done():
+				select {
+				case r.gone <- struct{}{}:
+				default:
+				}
 			case <-r.done:
 			}
 			return

@@ -107,7 +107,7 @@ func TestStream_TimeoutEndsAStalledStream(t *testing.T) {
 }
 
 func TestStream_StoppingEarlyReleasesTheConnection(t *testing.T) {
-	m, _ := newReplayModel(t, "slow")
+	m, r := newReplayModel(t, "slow")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -119,6 +119,11 @@ func TestStream_StoppingEarlyReleasesTheConnection(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("breaking out of the stream did not return")
+	}
+	select {
+	case <-r.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request was still open 5s after the consumer stopped")
 	}
 }
 
