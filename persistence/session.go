@@ -70,6 +70,9 @@ type ownerState struct {
 	version  int64
 	data     []byte
 	messages [][]byte
+	// durable: this manager's last write of the record was at a durable
+	// point, so a durable point with nothing new has nothing to make durable.
+	durable bool
 }
 
 // ManagerOption tweaks a SessionManager.
@@ -194,8 +197,8 @@ func encodeAgent(rec *AgentRecord) ([]byte, [][]byte, error) {
 }
 
 // SaveAgent saves the agent's record at a save point. It is skipped when
-// nothing changed since the last save (a durable point then only makes the
-// earlier saves durable). A save against a session changed by someone else
+// nothing changed since the last save; a durable point then only makes the
+// earlier saves durable (Checkpointer), unless the last save was durable. A save against a session changed by someone else
 // fails with a *ConflictError and changes nothing.
 func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *AgentRecord, point SavePoint) error {
 	key := m.key(KindAgent, agentID)
@@ -222,8 +225,13 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 		unchanged++
 	}
 	if base.version > 0 && unchanged == len(msgs) && len(msgs) == len(base.messages) && bytes.Equal(data, base.data) {
-		if c, ok := m.store.(Checkpointer); ok && durable {
-			return c.Checkpoint(ctx, key, !m.opts.noDurable)
+		if c, ok := m.store.(Checkpointer); ok && durable && !base.durable {
+			if err := c.Checkpoint(ctx, key, !m.opts.noDurable); err != nil {
+				return err
+			}
+			m.mu.Lock()
+			st.durable = true
+			m.mu.Unlock()
 		}
 		return nil
 	}
@@ -237,7 +245,7 @@ func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *Age
 		return err
 	}
 	m.mu.Lock()
-	st.version, st.data, st.messages = v, data, msgs
+	st.version, st.data, st.messages, st.durable = v, data, msgs, durable
 	m.mu.Unlock()
 	if m.opts.afterSave != nil {
 		m.opts.afterSave(key, point, v)

@@ -246,6 +246,38 @@ func TestSessionManager_SkippedDurableSaveSyncsEarlierSaves(t *testing.T) {
 	})
 }
 
+// SPEC S1, I9: a durable point with nothing new right after a durable save
+// (an interrupt save, then the end of the invocation) asks the store for
+// nothing: the saves are durable already. After a non-durable save, or a
+// load, it asks again.
+func TestSessionManager_DurablePointAfterDurableSaveAsksNothing(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
+		st, _ := open()
+		m := newManager(t, st)
+		saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveMessage)
+		saveOK(t, m, agentRec(2, userMsgs("hi")...), persistence.SaveInterrupt)
+		saveOK(t, m, agentRec(2, userMsgs("hi")...), persistence.SaveInvocation)
+		_, synced := st.durableRequests()
+		assert.Equal(t, 0, synced, "the interrupt save was durable")
+		assert.Equal(t, 2, st.saveCount())
+
+		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveMessage)
+		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
+		_, synced = st.durableRequests()
+		assert.Equal(t, 1, synced, "a non-durable save came between")
+		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
+		_, synced = st.durableRequests()
+		assert.Equal(t, 1, synced, "the checkpoint made it durable")
+
+		m2 := newManager(t, st)
+		_, err := m2.LoadAgent(context.Background(), smAgent)
+		require.NoError(t, err)
+		saveOK(t, m2, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
+		_, synced = st.durableRequests()
+		assert.Equal(t, 2, synced, "a manager that only loaded does not know how the record was saved")
+	})
+}
+
 type afterSaveCall struct {
 	Key     persistence.Key
 	Point   persistence.SavePoint

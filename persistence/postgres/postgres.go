@@ -4,9 +4,9 @@
 //
 // Records live in two tables (created on first use): braid_records, one row
 // per owner with its version and data, and braid_messages, one row per
-// message. A save is one transaction whose UPDATE ... WHERE version = base
-// makes the version check and the write one step; a stale save changes
-// nothing. JSON is stored in json columns, so it comes back byte for byte.
+// message. A save is one round trip and one transaction, whose UPDATE ...
+// WHERE version = base makes the version check and the write one step; a
+// stale save changes nothing. A load is one statement. JSON is stored in json columns, so it comes back byte for byte.
 // Non-durable saves commit with synchronous_commit off; a durable save (and
 // so every save before it) waits for the WAL flush, and so does Checkpoint,
 // which the session manager calls at a durable point with nothing to save.
@@ -64,6 +64,9 @@ type Store struct {
 	pool     *pgxpool.Pool
 	records  string
 	messages string
+
+	// The statements, with the table names filled in.
+	loadSQL, createSQL, updateSQL, versionSQL string
 }
 
 // New connects and creates the tables if they do not exist.
@@ -93,6 +96,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	s := &Store{pool: pool, records: cfg.TablePrefix + "records", messages: cfg.TablePrefix + "messages"}
+	s.statements()
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -137,62 +141,98 @@ CREATE TABLE IF NOT EXISTS %[2]s (
 	return tx.Commit(ctx)
 }
 
+// statements fills in the statements' table names.
+func (s *Store) statements() {
+	s.loadSQL = fmt.Sprintf(`SELECT r.schema_version, r.version, r.updated_at, r.message_count,
+  CASE WHEN coalesce(m.idx, 0) = 0 THEN r.data::text END, m.idx, m.schema_version, m.message::text
+FROM %[1]s r LEFT JOIN %[2]s m
+  ON m.session_id = r.session_id AND m.kind = r.kind AND m.id = r.id AND m.idx < r.message_count
+WHERE r.session_id = $1 AND r.kind = $2 AND r.id = $3
+ORDER BY m.idx`, s.records, s.messages)
+	// The messages' writes depend on the row's (EXISTS (SELECT 1 FROM w)),
+	// so a failed version check writes nothing. The delete (rows past the
+	// new end) and the upsert (the new and changed rows) touch different
+	// rows, as one statement must.
+	messages := fmt.Sprintf(`, d AS (
+  DELETE FROM %[1]s WHERE session_id = $1 AND kind = $2 AND id = $3 AND idx >= $6 AND EXISTS (SELECT 1 FROM w)
+), i AS (
+  INSERT INTO %[1]s (session_id, kind, id, idx, schema_version, message)
+  SELECT $1, $2, $3, t.i, $4, t.m::json FROM unnest($9::integer[], $10::text[]) AS t(i, m)
+  WHERE EXISTS (SELECT 1 FROM w)
+  ON CONFLICT (session_id, kind, id, idx) DO UPDATE SET schema_version = excluded.schema_version, message = excluded.message
+)
+SELECT count(*) FROM w`, s.messages)
+	s.createSQL = fmt.Sprintf(`WITH w AS (
+  INSERT INTO %s (session_id, kind, id, schema_version, version, updated_at, message_count, data)
+  SELECT $1, $2, $3, $4, 1, $5, $6, $7::json WHERE $8::bigint = 0
+  ON CONFLICT DO NOTHING RETURNING 1
+)`, s.records) + messages
+	s.updateSQL = fmt.Sprintf(`WITH w AS (
+  UPDATE %s SET version = version + 1, schema_version = $4, updated_at = $5, message_count = $6, data = $7::json
+  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $8
+  RETURNING 1
+)`, s.records) + messages
+	s.versionSQL = fmt.Sprintf(`SELECT version FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3`, s.records)
+}
+
 func (s *Store) row(k persistence.Key) string {
 	return fmt.Sprintf("%s row (%s, %s, %s)", s.records, k.SessionID, k.Kind, k.ID)
 }
 
-// Load implements persistence.Store.
+// Load implements persistence.Store. It is one statement, so one round
+// trip and one snapshot: the record row joined with its messages, in order.
+// The data comes with the first row only.
 func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, fmt.Errorf("postgres store: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	rec := &persistence.Record{Key: key}
-	var count int
-	var data string
-	err = tx.QueryRow(ctx, fmt.Sprintf(`SELECT schema_version, version, updated_at, message_count, data::text FROM %s
-		WHERE session_id = $1 AND kind = $2 AND id = $3`, s.records), key.SessionID, string(key.Kind), key.ID).
-		Scan(&rec.SchemaVersion, &rec.Version, &rec.UpdatedAt, &count, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, persistence.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres store: %w", err)
-	}
-	if rec.SchemaVersion != persistence.SchemaVersion {
-		return nil, &persistence.DamageError{SessionID: key.SessionID, File: s.row(key),
-			Err: fmt.Errorf("%w: schema version %d, this build reads %d", persistence.ErrSchemaVersion, rec.SchemaVersion, persistence.SchemaVersion)}
-	}
-	rec.Data = json.RawMessage(data)
-	rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT idx, schema_version, message::text FROM %s
-		WHERE session_id = $1 AND kind = $2 AND id = $3 AND idx < $4 ORDER BY idx`, s.messages),
-		key.SessionID, string(key.Kind), key.ID, count)
+	rows, err := s.pool.Query(ctx, s.loadSQL, key.SessionID, string(key.Kind), key.ID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	defer rows.Close()
+	var rec *persistence.Record
+	count := 0
 	for rows.Next() {
-		var idx, sv int
-		var m string
-		if err := rows.Scan(&idx, &sv, &m); err != nil {
+		var (
+			r    persistence.Record
+			data *string
+			idx  *int32
+			sv   *int32
+			m    *string
+		)
+		if err := rows.Scan(&r.SchemaVersion, &r.Version, &r.UpdatedAt, &count, &data, &idx, &sv, &m); err != nil {
 			return nil, fmt.Errorf("postgres store: %w", err)
 		}
-		if idx != len(rec.Messages) {
+		if rec == nil {
+			if r.SchemaVersion != persistence.SchemaVersion {
+				return nil, &persistence.DamageError{SessionID: key.SessionID, File: s.row(key),
+					Err: fmt.Errorf("%w: schema version %d, this build reads %d", persistence.ErrSchemaVersion, r.SchemaVersion, persistence.SchemaVersion)}
+			}
+			if data == nil {
+				return nil, fmt.Errorf("postgres store: %s: no data in the first row", s.row(key))
+			}
+			r.Key, r.Data = key, json.RawMessage(*data)
+			rec = &r
+		}
+		if idx == nil {
+			continue // no messages
+		}
+		if int(*idx) != len(rec.Messages) {
 			return nil, &persistence.DamageError{SessionID: key.SessionID, File: s.row(key),
 				Err: fmt.Errorf("%w: message %d missing", persistence.ErrDamaged, len(rec.Messages))}
 		}
-		if sv != persistence.SchemaVersion {
-			return nil, &persistence.DamageError{SessionID: key.SessionID, File: fmt.Sprintf("%s message %d", s.row(key), idx),
-				Err: fmt.Errorf("%w: schema version %d", persistence.ErrSchemaVersion, sv)}
+		if *sv != persistence.SchemaVersion {
+			return nil, &persistence.DamageError{SessionID: key.SessionID, File: fmt.Sprintf("%s message %d", s.row(key), *idx),
+				Err: fmt.Errorf("%w: schema version %d", persistence.ErrSchemaVersion, *sv)}
 		}
-		rec.Messages = append(rec.Messages, json.RawMessage(m))
+		rec.Messages = append(rec.Messages, json.RawMessage(*m))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if rec == nil {
+		return nil, persistence.ErrNotFound
 	}
 	if len(rec.Messages) != count {
 		return nil, &persistence.DamageError{SessionID: key.SessionID, File: s.row(key),
@@ -201,107 +241,86 @@ func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Rec
 	return rec, nil
 }
 
-// Save implements persistence.Store.
+// Save implements persistence.Store. A save is one round trip: two
+// statements sent together, which PostgreSQL runs as one implicit
+// transaction. The first sets the transaction's synchronous_commit; the
+// second writes the record row only if its version is opts.Base (or, for
+// Base 0, only if there is no row), and writes the messages only if the row
+// was written, so a stale save changes nothing. Messages before
+// opts.Unchanged stay; the rest are upserted and rows past the new end are
+// deleted. A conflict costs a second query, for the version to report.
 func (s *Store) Save(ctx context.Context, rec *persistence.Record, opts persistence.SaveOptions) (int64, error) {
 	if err := persistence.CheckSave(rec, opts); err != nil {
 		return 0, err
 	}
 	key := rec.Key
-	keep := opts.Unchanged
-	if opts.Base == 0 {
-		keep = 0
+	batch := s.saveBatch(rec, opts, time.Now().UTC())
+	var written int64
+	res := s.pool.SendBatch(ctx, batch)
+	_, err := res.Exec()
+	if err == nil {
+		err = res.QueryRow().Scan(&written)
 	}
-	keep = min(keep, len(rec.Messages))
-	now := time.Now().UTC()
-
-	// One round trip for the statements of the save: the version check and
-	// write of the record row, then the messages. When the check fails the
-	// transaction is rolled back, so what the later statements did is undone.
-	batch := &pgx.Batch{}
-	batch.Queue(syncSQL(opts.Durable && !opts.NoSync))
-	if opts.Base == 0 {
-		batch.Queue(fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, schema_version, version, updated_at, message_count, data)
-			VALUES ($1, $2, $3, $4, 1, $5, $6, $7::json) ON CONFLICT DO NOTHING`, s.records),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data))
-	} else {
-		batch.Queue(fmt.Sprintf(`UPDATE %s SET version = version + 1, schema_version = $4, updated_at = $5,
-			message_count = $6, data = $7::json WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $8`, s.records),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now, len(rec.Messages), string(rec.Data), opts.Base)
+	if cerr := res.Close(); err == nil {
+		err = cerr
 	}
-	batch.Queue(fmt.Sprintf(`DELETE FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3 AND idx >= $4`, s.messages),
-		key.SessionID, string(key.Kind), key.ID, keep)
-	if n := len(rec.Messages) - keep; n > 0 {
-		idx := make([]int32, n)
-		msgs := make([]string, n)
-		for i := range n {
-			idx[i] = int32(keep + i)
-			msgs[i] = string(rec.Messages[keep+i])
-		}
-		batch.Queue(fmt.Sprintf(`INSERT INTO %s (session_id, kind, id, idx, schema_version, message)
-			SELECT $1, $2, $3, t.i, $4, t.m::json FROM unnest($5::integer[], $6::text[]) AS t(i, m)`, s.messages),
-			key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, idx, msgs)
-	}
-
-	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("postgres store: %w", err)
 	}
-	defer tx.Rollback(ctx)
-	res := tx.SendBatch(ctx, batch)
-	written, err := execBatch(res, batch.Len())
-	if err != nil {
-		return 0, fmt.Errorf("postgres store: %w", err)
-	}
-	if !written {
-		_ = tx.Rollback(ctx)
+	if written != 1 {
 		var cur int64
-		err := s.pool.QueryRow(ctx, fmt.Sprintf(`SELECT version FROM %s WHERE session_id = $1 AND kind = $2 AND id = $3`, s.records),
-			key.SessionID, string(key.Kind), key.ID).Scan(&cur)
+		err := s.pool.QueryRow(ctx, s.versionSQL, key.SessionID, string(key.Kind), key.ID).Scan(&cur)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return 0, fmt.Errorf("postgres store: %w", err)
 		}
 		return 0, &persistence.ConflictError{Key: key, Expected: opts.Base, Actual: cur}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("postgres store: %w", err)
-	}
 	return opts.Base + 1, nil
 }
 
-// execBatch reads a save's batch results: statement 1 is the record row's
-// write, which tells whether the version check passed. After a failed check
-// the rest is not looked at (the transaction is rolled back).
-func execBatch(res pgx.BatchResults, n int) (written bool, err error) {
-	defer func() {
-		if cerr := res.Close(); cerr != nil && err == nil && written {
-			err = cerr
-		}
-	}()
-	for i := range n {
-		ct, err := res.Exec()
-		if err != nil {
-			return false, err
-		}
-		if i == 1 && ct.RowsAffected() != 1 {
-			return false, nil
-		}
+// saveBatch returns a save's two statements; see Save.
+func (s *Store) saveBatch(rec *persistence.Record, opts persistence.SaveOptions, now time.Time) *pgx.Batch {
+	key := rec.Key
+	keep := opts.Unchanged
+	if opts.Base == 0 {
+		keep = 0
 	}
-	return true, nil
+	keep = max(0, min(keep, len(rec.Messages)))
+	n := len(rec.Messages) - keep
+	idx := make([]int32, n)
+	msgs := make([]string, n)
+	for i := range n {
+		idx[i] = int32(keep + i)
+		msgs[i] = string(rec.Messages[keep+i])
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(syncSQL, syncSetting(opts.Durable && !opts.NoSync))
+	sql := s.updateSQL
+	if opts.Base == 0 {
+		sql = s.createSQL
+	}
+	batch.Queue(sql, key.SessionID, string(key.Kind), key.ID, persistence.SchemaVersion, now,
+		len(rec.Messages), string(rec.Data), opts.Base, idx, msgs)
+	return batch
 }
 
 // syncSQL sets the transaction's synchronous_commit: on for a durable save,
-// whatever the server's default, and off otherwise.
-func syncSQL(durable bool) string {
+// whatever the server's default, and off otherwise. PostgreSQL reads the
+// setting when the transaction commits.
+const syncSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true)`
+
+func syncSetting(durable bool) string {
 	if durable {
-		return `SET LOCAL synchronous_commit = on`
+		return "on"
 	}
-	return `SET LOCAL synchronous_commit = off`
+	return "off"
 }
 
 // Checkpoint implements persistence.Checkpointer. At a durable point with
 // nothing new to save, the saves before it may have committed without
 // waiting for the WAL flush; with sync, Checkpoint commits a transaction
-// that waits for it, which makes them durable too. The record is unchanged.
+// that waits for it (one statement that takes a transaction id, so that its
+// commit is logged), which makes them durable too. The record is unchanged.
 func (s *Store) Checkpoint(ctx context.Context, key persistence.Key, sync bool) error {
 	if err := key.Validate(); err != nil {
 		return err
@@ -309,20 +328,7 @@ func (s *Store) Checkpoint(ctx context.Context, key persistence.Key, sync bool) 
 	if !sync {
 		return nil
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("postgres store: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, syncSQL(true)); err != nil {
-		return fmt.Errorf("postgres store: %w", err)
-	}
-	// A transaction id makes the commit write a WAL record, and so wait
-	// for the flush of everything before it.
-	if _, err := tx.Exec(ctx, `SELECT pg_catalog.txid_current()`); err != nil {
-		return fmt.Errorf("postgres store: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_catalog.set_config('synchronous_commit', 'on', true), pg_catalog.txid_current()`); err != nil {
 		return fmt.Errorf("postgres store: %w", err)
 	}
 	return nil
