@@ -80,12 +80,18 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(nil, err)
 			return
 		}
+		callCtx := ctx
+		if m.cfg.Timeout > 0 {
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
+			defer cancel()
+		}
 		for attempt := 0; ; attempt++ {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			yielded, err := m.attempt(ctx, params, yield)
+			yielded, err := m.attempt(ctx, callCtx, params, yield)
 			if err == nil || errors.Is(err, errStopped) {
 				return
 			}
@@ -98,7 +104,10 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, err)
 				return
 			}
-			if err := retry.Sleep(ctx, wait); err != nil {
+			if err := retry.Sleep(callCtx, wait); err != nil {
+				if ctx.Err() == nil {
+					err = m.timeoutError(err)
+				}
 				yield(nil, err)
 				return
 			}
@@ -108,14 +117,9 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 
 // attempt sends one request and yields its events. It returns whether any
 // event was yielded, and nil once MessageStop was yielded, errStopped if the
-// caller stopped, or the attempt's error.
-func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, yield func(model.StreamEvent, error) bool) (yielded bool, err error) {
-	actx := ctx
-	if m.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
-		defer cancel()
-	}
+// caller stopped, or the attempt's error. actx is ctx bounded by
+// Config.Timeout, for the whole Stream call.
+func (m *Model) attempt(ctx, actx context.Context, params sdk.MessageNewParams, yield func(model.StreamEvent, error) bool) (yielded bool, err error) {
 	stream := m.client.Messages.NewStreaming(actx, params)
 	defer stream.Close()
 

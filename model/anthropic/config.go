@@ -19,7 +19,7 @@ const (
 	// DefaultRetryBaseDelay is the first backoff wait when
 	// Config.RetryBaseDelay is 0.
 	DefaultRetryBaseDelay = 500 * time.Millisecond
-	// DefaultTimeout is the per-request timeout DefaultConfig sets.
+	// DefaultTimeout is the Timeout DefaultConfig sets.
 	DefaultTimeout = 10 * time.Minute
 	// NoRetries, as Config.MaxRetries, turns retries off.
 	NoRetries = -1
@@ -48,9 +48,10 @@ type Config struct {
 	// MaxTokens is the most tokens the model may generate in a turn; the
 	// Messages API requires it. 0 means DefaultMaxTokens (4096).
 	MaxTokens int
-	// Timeout bounds one request, from sending it to the end of its stream,
-	// each retry getting its own. 0 means no timeout besides the caller's
-	// context. DefaultConfig sets DefaultTimeout (10 minutes).
+	// Timeout bounds one Stream call, from sending the request to the end
+	// of the answer's stream, retries and their waits included (as in every
+	// Braid provider). 0 means no bound besides the caller's context.
+	// DefaultConfig sets DefaultTimeout (10 minutes).
 	Timeout time.Duration
 	// MaxRetries is how many times a request that failed with HTTP 429, 529
 	// or 5xx (or an overloaded / rate-limit error event before any content)

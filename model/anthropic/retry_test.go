@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -88,4 +89,19 @@ func TestRetry_RetryAfterOverAMinuteIsReturnedNotWaited(t *testing.T) {
 	var pe *model.ProviderError
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, 120*time.Second, pe.RetryAfter, "the caller learns how long to wait")
+}
+
+// Config.Timeout bounds the whole Stream call, the waits between attempts
+// included: a 429 asking for a one-second wait under a 200ms Timeout ends the
+// call at the Timeout, with no second request.
+func TestRetry_TimeoutBoundsTheWaitsBetweenAttempts(t *testing.T) {
+	m, r := newModel(t, "retry_after", func(c *anthropic.Config) { c.Timeout = 200 * time.Millisecond }) // Retry-After: 1
+	start := time.Now()
+	_, err := collect(t, m, weatherRequest())
+	assert.Less(t, time.Since(start), 900*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var pe *model.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.Error(), "timeout")
+	assert.Equal(t, 1, r.Count())
 }

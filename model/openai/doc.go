@@ -29,8 +29,11 @@
 // blocks written as JSON text, joined by newlines, with "Error: " in front
 // when its status is error); the text of a user message follows its tool
 // results. Tool specs become function tools whose parameters are their JSON
-// schemas. Temperature and max_tokens are sent when configured. Content
-// blocks Braid does not model (images, documents, reasoning) are not sent.
+// schemas. Temperature and max_tokens are sent when configured. Of the
+// blocks Braid keeps as raw JSON, a user message's images (inline png, jpeg,
+// gif, webp) and pdf documents are sent as image_url and file parts with
+// data URLs; reasoning and cache points are left out; anything else fails
+// the request with model.ErrBadRequest before it is sent.
 //
 // # Streams
 //

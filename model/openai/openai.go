@@ -82,8 +82,14 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			yield(nil, err)
 			return
 		}
+		callCtx := ctx
+		if m.cfg.Timeout > 0 {
+			var cancel context.CancelFunc
+			callCtx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
+			defer cancel()
+		}
 		for n := 0; ; n++ {
-			r := m.attempt(ctx, params, yield)
+			r := m.attempt(ctx, callCtx, params, yield)
 			if r.done {
 				return
 			}
@@ -92,7 +98,10 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, r.err)
 				return
 			}
-			if err := retry.Sleep(ctx, wait); err != nil {
+			if err := retry.Sleep(callCtx, wait); err != nil {
+				if ctx.Err() == nil {
+					err = m.timeoutError(err)
+				}
 				yield(nil, err)
 				return
 			}
@@ -123,14 +132,9 @@ func (m *Model) retryWait(r attemptResult, n int) (time.Duration, bool) {
 	return retry.Backoff{Base: m.cfg.RetryBaseDelay, Max: maxBackoff}.Delay(n), true
 }
 
-// attempt sends the request once and yields what comes back.
-func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams, yield func(model.StreamEvent, error) bool) attemptResult {
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if m.cfg.Timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
-	}
-	defer cancel()
-
+// attempt sends the request once and yields what comes back. actx is ctx
+// bounded by Config.Timeout, for the whole Stream call.
+func (m *Model) attempt(ctx, actx context.Context, params sdk.ChatCompletionNewParams, yield func(model.StreamEvent, error) bool) attemptResult {
 	var res *http.Response
 	stream := m.client.Chat.Completions.NewStreaming(actx, params, option.WithResponseInto(&res))
 	defer stream.Close()
@@ -171,18 +175,23 @@ func (m *Model) attempt(ctx context.Context, params sdk.ChatCompletionNewParams,
 	return attemptResult{done: true}
 }
 
+// timeoutError: Config.Timeout passed before the answer was complete.
+func (m *Model) timeoutError(err error) error {
+	return &model.ProviderError{
+		Provider: ProviderName,
+		Model:    m.cfg.Model,
+		Message:  fmt.Sprintf("no complete response within the %v timeout (Config.Timeout)", m.cfg.Timeout),
+		Err:      err,
+	}
+}
+
 // failure turns the error a stream ended with into the attempt's result.
 func (m *Model) failure(ctx, actx context.Context, res *http.Response, err error, yielded bool) attemptResult {
 	if ctx.Err() != nil {
 		return attemptResult{err: ctx.Err()}
 	}
 	if actx.Err() != nil {
-		return attemptResult{err: &model.ProviderError{
-			Provider: ProviderName,
-			Model:    m.cfg.Model,
-			Message:  fmt.Sprintf("no complete response within the %v timeout (Config.Timeout)", m.cfg.Timeout),
-			Err:      actx.Err(),
-		}}
+		return attemptResult{err: m.timeoutError(actx.Err())}
 	}
 	if res != nil && res.StatusCode >= 400 {
 		f := httpFailure(res, err)

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,8 +30,13 @@ const ErrorPrefix = "Error: "
 //     blocks as content and its toolUse blocks as tool_calls (id, function
 //     name, arguments as a JSON string);
 //   - one text block is sent as a string, several as an array of text parts;
-//   - blocks Braid does not model (Other: images, documents, reasoning...)
-//     are not sent;
+//   - blocks Braid keeps as Other, in Braid's (Converse's) JSON form: an
+//     image with inline bytes (png, jpeg, gif, webp) in a user message
+//     becomes an image_url part with a data URL, and a pdf document a file
+//     part with its bytes; reasoningContent and cachePoint are left out (the
+//     API takes no reasoning back, and caches by itself); any other block,
+//     or an image or document in an assistant message, fails the request
+//     with model.ErrBadRequest before anything is sent;
 //   - each model.ToolSpec becomes a function tool whose parameters are its
 //     JSON schema.
 func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
@@ -54,33 +60,46 @@ func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) 
 	for i, msg := range req.Messages {
 		out, err := chatMessages(msg)
 		if err != nil {
-			return p, fmt.Errorf("openai: message %d (%s): %w", i, msg.Role, err)
+			return p, m.requestError(fmt.Sprintf("message %d (%s): %v", i, msg.Role, err))
 		}
 		p.Messages = append(p.Messages, out...)
 	}
 	for _, spec := range req.Tools {
 		t, err := functionTool(spec)
 		if err != nil {
-			return p, err
+			return p, m.requestError(err.Error())
 		}
 		p.Tools = append(p.Tools, t)
 	}
 	return p, nil
 }
 
-// chatMessages maps one Braid message to its chat messages.
+// chatMessages maps one Braid message to its chat messages. An error is a
+// request that cannot be sent (see params); the caller names the message.
 func chatMessages(msg model.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	var parts []sdk.ChatCompletionContentPartUnionParam // a user message's text, images and files, in order
 	var texts []string
 	var uses []model.ToolUse
 	var results []model.ToolResult
-	for _, b := range msg.Content {
+	for j, b := range msg.Content {
 		switch {
 		case b.Text != nil:
 			texts = append(texts, *b.Text)
+			parts = append(parts, sdk.TextContentPart(*b.Text))
 		case b.ToolUse != nil:
 			uses = append(uses, *b.ToolUse)
 		case b.ToolResult != nil:
 			results = append(results, *b.ToolResult)
+		case b.Other != nil:
+			part, err := otherPart(msg.Role, b.Other)
+			if err != nil {
+				return nil, fmt.Errorf("block %d: %w", j, err)
+			}
+			if part != nil {
+				parts = append(parts, *part)
+			}
+		default:
+			return nil, fmt.Errorf("block %d: %w", j, model.ErrEmptyBlock)
 		}
 	}
 	switch msg.Role {
@@ -93,13 +112,9 @@ func chatMessages(msg model.Message) ([]sdk.ChatCompletionMessageParamUnion, err
 			out = append(out, sdk.ToolMessage(toolResultText(r), r.ToolUseID))
 		}
 		switch {
-		case len(texts) == 1:
+		case len(parts) == 1 && len(texts) == 1:
 			out = append(out, sdk.UserMessage(texts[0]))
-		case len(texts) > 1:
-			parts := make([]sdk.ChatCompletionContentPartUnionParam, len(texts))
-			for i, s := range texts {
-				parts[i] = sdk.TextContentPart(s)
-			}
+		case len(parts) > 0:
 			out = append(out, sdk.UserMessage(parts))
 		}
 		return out, nil
@@ -134,6 +149,68 @@ func chatMessages(msg model.Message) ([]sdk.ChatCompletionMessageParamUnion, err
 		return []sdk.ChatCompletionMessageParamUnion{{OfAssistant: &a}}, nil
 	}
 	return nil, fmt.Errorf("unknown role %q (want %q or %q)", msg.Role, model.RoleUser, model.RoleAssistant)
+}
+
+// requestError is a request that cannot be sent: model.ErrBadRequest.
+func (m *Model) requestError(msg string) error {
+	return &model.ProviderError{Provider: ProviderName, Model: m.cfg.Model, Kind: model.ErrBadRequest, Message: msg}
+}
+
+// imageTypes maps the image formats of Braid's (Converse's) image block to
+// their media types.
+var imageTypes = map[string]string{"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
+
+// otherPart maps a block Braid keeps as raw JSON (see params). A nil part
+// with a nil error is a block that is left out on purpose.
+func otherPart(role model.Role, raw json.RawMessage) (*sdk.ChatCompletionContentPartUnionParam, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || len(obj) != 1 {
+		return nil, fmt.Errorf("not a content block (an object with one key): %.80s", raw)
+	}
+	for kind, v := range obj {
+		switch kind {
+		case "reasoningContent", "cachePoint":
+			return nil, nil
+		case "image", "document":
+			if role != model.RoleUser {
+				return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
+			}
+			var b struct {
+				Format string `json:"format"`
+				Name   string `json:"name"`
+				Source struct {
+					Bytes []byte `json:"bytes"`
+				} `json:"source"`
+			}
+			if err := json.Unmarshal(v, &b); err != nil {
+				return nil, fmt.Errorf("%s: %w", kind, err)
+			}
+			if b.Source.Bytes == nil {
+				return nil, fmt.Errorf("%s: only inline sources ({\"bytes\": base64}) are supported", kind)
+			}
+			data := base64.StdEncoding.EncodeToString(b.Source.Bytes)
+			if kind == "image" {
+				mt, ok := imageTypes[b.Format]
+				if !ok {
+					return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", b.Format)
+				}
+				part := sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mt + ";base64," + data})
+				return &part, nil
+			}
+			if b.Format != "pdf" {
+				return nil, fmt.Errorf("document format %q is not supported (the Chat Completions API takes pdf files)", b.Format)
+			}
+			f := sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:application/pdf;base64," + data)}
+			if b.Name != "" {
+				f.Filename = param.NewOpt(b.Name)
+			}
+			part := sdk.FileContentPart(f)
+			return &part, nil
+		default:
+			return nil, fmt.Errorf("%q blocks cannot be sent to the Chat Completions API", kind)
+		}
+	}
+	return nil, nil
 }
 
 // toolResultText is the content of the tool message a tool result is sent
@@ -174,7 +251,7 @@ func functionTool(spec model.ToolSpec) (sdk.ChatCompletionToolUnionParam, error)
 	if len(bytes.TrimSpace(spec.InputSchema)) > 0 {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(spec.InputSchema, &fields); err != nil || fields == nil {
-			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("openai: tool %q: input schema is not a JSON object", spec.Name)
+			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %q: input schema is not a JSON object", spec.Name)
 		}
 		def.Parameters = make(shared.FunctionParameters, len(fields))
 		for k, v := range fields {

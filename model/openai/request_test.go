@@ -238,9 +238,7 @@ func TestRequest_ToolResultErrorStatusAndJSONContent(t *testing.T) {
 func TestRequest_SeveralTextBlocksBecomeTextParts(t *testing.T) {
 	r := newInline(t, sse(text("ok"), finish("stop"), done))
 	req := &model.Request{Messages: []model.Message{
-		{Role: model.RoleUser, Content: []model.ContentBlock{
-			model.Text("one"), {Other: json.RawMessage(`{"image":{"format":"png","source":{"bytes":"AA=="}}}`)}, model.Text("two"),
-		}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{model.Text("one"), model.Text("two")}},
 		{Role: model.RoleAssistant, Content: []model.ContentBlock{model.Text("a"), model.Text("b")}},
 		model.UserText("three"),
 	}}
@@ -254,6 +252,37 @@ func TestRequest_SeveralTextBlocksBecomeTextParts(t *testing.T) {
 	]`, string(msgs))
 }
 
+// Images and pdf documents of a user message are sent as image_url and file
+// parts in their place among the text parts, their bytes as data URLs;
+// reasoning and cache points are left out, as the API takes neither.
+func TestRequest_ImagesAndDocumentsBecomeParts(t *testing.T) {
+	r := newInline(t, sse(text("ok"), finish("stop"), done))
+	req := &model.Request{Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.Text("look"),
+			{Other: json.RawMessage(`{"image":{"format":"jpg","source":{"bytes":"AAEC"}}}`)},
+			{Other: json.RawMessage(`{"document":{"format":"pdf","name":"spec.pdf","source":{"bytes":"JVBERg=="}}}`)},
+			{Other: json.RawMessage(`{"cachePoint":{"type":"default"}}`)},
+		}},
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"reasoningContent":{"reasoningText":{"text":"hmm"}}}`)}, model.Text("seen"),
+		}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{{Other: json.RawMessage(`{"image":{"format":"png","source":{"bytes":"AA=="}}}`)}}},
+	}}
+	complete(t, newModel(t, r), req)
+	msgs, err := json.Marshal(decode(t, r.requestBodies()[0])["messages"])
+	require.NoError(t, err)
+	assert.JSONEq(t, `[
+		{"role":"user","content":[
+			{"type":"text","text":"look"},
+			{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,AAEC"}},
+			{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERg==","filename":"spec.pdf"}}
+		]},
+		{"role":"assistant","content":"seen"},
+		{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}
+	]`, string(msgs))
+}
+
 func TestRequest_InvalidMessagesFailWithoutSending(t *testing.T) {
 	for name, req := range map[string]*model.Request{
 		"schema not an object": {Messages: []model.Message{model.UserText("hi")}, Tools: []model.ToolSpec{{Name: "x", InputSchema: json.RawMessage(`[1]`)}}},
@@ -262,12 +291,25 @@ func TestRequest_InvalidMessagesFailWithoutSending(t *testing.T) {
 		"tool result from assistant": {Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			model.ToolResultBlock(model.TextResult("t", "x"))}}}},
 		"unknown role": {Messages: []model.Message{{Role: "system", Content: []model.ContentBlock{model.Text("x")}}}},
+		"image from assistant": {Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"png","source":{"bytes":"AA=="}}}`)}}}}},
+		"image format": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"tiff","source":{"bytes":"AA=="}}}`)}}}}},
+		"image by reference": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"png","source":{"s3Location":{"uri":"s3://b/k"}}}}`)}}}}},
+		"document not pdf": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"document":{"format":"docx","name":"d","source":{"bytes":"AA=="}}}`)}}}}},
+		"unknown block": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"video":{"format":"mp4"}}`)}}}}},
+		"empty block": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{{}}}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newInline(t, sse(text("ok"), finish("stop"), done))
 			_, err := collect(t, newModel(t, r), req)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "openai")
+			require.ErrorIs(t, err, model.ErrBadRequest)
+			var perr *model.ProviderError
+			require.ErrorAs(t, err, &perr)
+			assert.Equal(t, openai.ProviderName, perr.Provider)
 			assert.Empty(t, r.requestBodies())
 		})
 	}

@@ -416,3 +416,20 @@ func TestStream_AccumulatedToolInputsAreTheConcatenatedFragments(t *testing.T) {
 		assert.Equal(t, json.RawMessage(want.Input), uses[i].Input)
 	}
 }
+
+// Config.Timeout bounds the whole Stream call, the waits between attempts
+// included: a 429 asking for a one-second wait under a 200ms Timeout ends the
+// call at the Timeout, with no second request.
+func TestStream_TimeoutBoundsTheWaitsBetweenAttempts(t *testing.T) {
+	limited := `{"error":{"message":"Rate limit reached.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`
+	r := newInline(t, httpError(429, limited, "Retry-After: 1"), sse(text("Hi"), finish("stop"), done))
+	m := newModel(t, r, func(c *openai.Config) { c.Timeout = 200 * time.Millisecond })
+	start := time.Now()
+	_, err := collect(t, m, userRequest())
+	assert.Less(t, time.Since(start), 900*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var pe *model.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.Error(), "timeout")
+	assert.Len(t, r.requestBodies(), 1)
+}
