@@ -25,8 +25,10 @@
 // result is a text block, each JSON item a text block holding its compact
 // JSON, and is_error is true for status "error". Tools become tools with
 // their JSON schema as input_schema. max_tokens (required by the API) and
-// temperature come from the Config. Blocks Braid keeps as Other (images,
-// documents, reasoning) are not sent: such a request fails with
+// temperature come from the Config. Of the blocks Braid keeps as raw JSON,
+// a user message's images (inline png, jpeg, gif, webp) and documents (pdf,
+// txt, md, csv, html) are sent as image and document blocks; reasoning and
+// cache points are left out; anything else fails the request with
 // model.ErrBadRequest before anything is sent.
 //
 // # Streams

@@ -2,10 +2,13 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/braidhq/braid/model"
 )
@@ -22,9 +25,13 @@ import (
 //     sent as given (its "type" must be "object" or absent);
 //   - the model id, max_tokens and temperature (when set) from the Config.
 //
-// Blocks of other kinds (Other: images, documents, reasoning) cannot be
-// sent: they fail the request with model.ErrBadRequest rather than being
-// dropped silently.
+// Blocks Braid keeps as Other, in Braid's (Converse's) JSON form: an image
+// with inline bytes (png, jpeg, gif, webp) in a user message becomes an
+// image block, and a document a document block (pdf as base64; txt, md,
+// csv and html as plain text), titled with its name; reasoningContent and
+// cachePoint are left out; anything else, or an image or document in an
+// assistant message, fails the request with model.ErrBadRequest before
+// anything is sent, rather than being dropped silently.
 func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{
 		Model:     sdk.Model(m.cfg.Model),
@@ -106,11 +113,65 @@ func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, 
 				return nil, m.requestError(fmt.Sprintf("message %d, block %d: tool result %s: %v", i, j, b.ToolResult.ToolUseID, err))
 			}
 			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &tr})
+		case b.Other != nil:
+			block, err := otherBlock(msg.Role, b.Other)
+			if err != nil {
+				return nil, m.requestError(fmt.Sprintf("message %d, block %d: %v", i, j, err))
+			}
+			if block != nil {
+				blocks = append(blocks, *block)
+			}
 		default:
-			return nil, m.requestError(fmt.Sprintf("message %d, block %d: %q blocks cannot be sent to the Anthropic Messages API", i, j, b.Kind()))
+			return nil, m.requestError(fmt.Sprintf("message %d, block %d: %v", i, j, model.ErrEmptyBlock))
 		}
 	}
 	return blocks, nil
+}
+
+// otherBlock maps a block Braid keeps as raw JSON (see params). A nil block
+// with a nil error is one left out on purpose.
+func otherBlock(role model.Role, raw json.RawMessage) (*sdk.ContentBlockParamUnion, error) {
+	kind, v, err := model.OtherKind(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "reasoningContent", "cachePoint":
+		return nil, nil
+	case "image", "document":
+		if role != model.RoleUser {
+			return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
+		}
+		media, err := model.ParseMedia(kind, v)
+		if err != nil {
+			return nil, err
+		}
+		if kind == "image" {
+			mt, ok := media.ImageMediaType()
+			if !ok {
+				return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", media.Format)
+			}
+			b := sdk.NewImageBlockBase64(mt, base64.StdEncoding.EncodeToString(media.Bytes))
+			return &b, nil
+		}
+		var b sdk.ContentBlockParamUnion
+		switch media.Format {
+		case "pdf":
+			b = sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(media.Bytes)})
+		case "txt", "md", "csv", "html":
+			if !utf8.Valid(media.Bytes) {
+				return nil, fmt.Errorf("document %q (%s) is not UTF-8 text", media.Name, media.Format)
+			}
+			b = sdk.NewDocumentBlock(sdk.PlainTextSourceParam{Data: string(media.Bytes)})
+		default:
+			return nil, fmt.Errorf("document format %q is not supported (pdf, txt, md, csv, html)", media.Format)
+		}
+		if media.Name != "" {
+			b.OfDocument.Title = param.NewOpt(media.Name)
+		}
+		return &b, nil
+	}
+	return nil, fmt.Errorf("%q blocks cannot be sent to the Anthropic Messages API", kind)
 }
 
 // toolInput returns a tool use's input as raw JSON, {} when empty; it must

@@ -146,6 +146,29 @@ func TestRequest_ToolResultsMapErrorStatusAndJSONContent(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// Images and documents of a user message are sent as image and document
+// blocks in their place (a pdf as base64, a text document as text, titled
+// with its name); reasoning and cache points are left out.
+func TestRequest_ImagesAndDocumentsBecomeBlocks(t *testing.T) {
+	m, r := newModel(t, "media", func(c *anthropic.Config) { c.Temperature = nil })
+	req := &model.Request{Messages: []model.Message{
+		{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.Text("What do these show?"),
+			{Other: json.RawMessage(`{"image":{"format":"jpg","source":{"bytes":"AAEC"}}}`)},
+			{Other: json.RawMessage(`{"document":{"format":"pdf","name":"spec.pdf","source":{"bytes":"JVBERg=="}}}`)},
+			{Other: json.RawMessage(`{"document":{"format":"txt","name":"notes","source":{"bytes":"aGVsbG8="}}}`)},
+			{Other: json.RawMessage(`{"cachePoint":{"type":"default"}}`)},
+		}},
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"reasoningContent":{"reasoningText":{"text":"hmm"}}}`)}, model.Text("Let me look."),
+		}},
+		model.UserText("Go on."),
+	}}
+	complete(t, m, req)
+	require.Equal(t, 1, r.Count())
+	assert.JSONEq(t, readFixture(t, "media/1.request.json"), string(r.Requests()[0]))
+}
+
 func TestRequest_UnsupportedInputFailsBeforeSending(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -153,9 +176,25 @@ func TestRequest_UnsupportedInputFailsBeforeSending(t *testing.T) {
 		want string
 	}{
 		{"nil request", nil, "nil"},
-		{"other block", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+		{"unknown block", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"video":{"format":"mp4","source":{"bytes":"AAAA"}}}`)},
+		}}}}, `"video" blocks cannot be sent`},
+		{"image from assistant", &model.Request{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			{Other: json.RawMessage(`{"image":{"format":"png","source":{"bytes":"AAAA"}}}`)},
-		}}}}, `"image" blocks cannot be sent`},
+		}}}}, "only be sent in user messages"},
+		{"image format", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"tiff","source":{"bytes":"AAAA"}}}`)},
+		}}}}, `"tiff"`},
+		{"image by reference", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"image":{"format":"png","source":{"s3Location":{"uri":"s3://b/k"}}}}`)},
+		}}}}, "inline sources"},
+		{"document format", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"document":{"format":"docx","name":"d","source":{"bytes":"AAAA"}}}`)},
+		}}}}, `"docx"`},
+		{"text document not UTF-8", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			{Other: json.RawMessage(`{"document":{"format":"txt","name":"d","source":{"bytes":"/w=="}}}`)},
+		}}}}, "not UTF-8"},
+		{"empty block", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{{}}}}}, "no content"},
 		{"unknown role", &model.Request{Messages: []model.Message{{Role: "system", Content: []model.ContentBlock{model.Text("x")}}}}, "unknown role"},
 		{"tool input not an object", &model.Request{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "f", Input: json.RawMessage(`[1]`)}),

@@ -156,61 +156,44 @@ func (m *Model) requestError(msg string) error {
 	return &model.ProviderError{Provider: ProviderName, Model: m.cfg.Model, Kind: model.ErrBadRequest, Message: msg}
 }
 
-// imageTypes maps the image formats of Braid's (Converse's) image block to
-// their media types.
-var imageTypes = map[string]string{"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
-
 // otherPart maps a block Braid keeps as raw JSON (see params). A nil part
 // with a nil error is a block that is left out on purpose.
 func otherPart(role model.Role, raw json.RawMessage) (*sdk.ChatCompletionContentPartUnionParam, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || len(obj) != 1 {
-		return nil, fmt.Errorf("not a content block (an object with one key): %.80s", raw)
+	kind, v, err := model.OtherKind(raw)
+	if err != nil {
+		return nil, err
 	}
-	for kind, v := range obj {
-		switch kind {
-		case "reasoningContent", "cachePoint":
-			return nil, nil
-		case "image", "document":
-			if role != model.RoleUser {
-				return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
-			}
-			var b struct {
-				Format string `json:"format"`
-				Name   string `json:"name"`
-				Source struct {
-					Bytes []byte `json:"bytes"`
-				} `json:"source"`
-			}
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, fmt.Errorf("%s: %w", kind, err)
-			}
-			if b.Source.Bytes == nil {
-				return nil, fmt.Errorf("%s: only inline sources ({\"bytes\": base64}) are supported", kind)
-			}
-			data := base64.StdEncoding.EncodeToString(b.Source.Bytes)
-			if kind == "image" {
-				mt, ok := imageTypes[b.Format]
-				if !ok {
-					return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", b.Format)
-				}
-				part := sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mt + ";base64," + data})
-				return &part, nil
-			}
-			if b.Format != "pdf" {
-				return nil, fmt.Errorf("document format %q is not supported (the Chat Completions API takes pdf files)", b.Format)
-			}
-			f := sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:application/pdf;base64," + data)}
-			if b.Name != "" {
-				f.Filename = param.NewOpt(b.Name)
-			}
-			part := sdk.FileContentPart(f)
-			return &part, nil
-		default:
-			return nil, fmt.Errorf("%q blocks cannot be sent to the Chat Completions API", kind)
+	switch kind {
+	case "reasoningContent", "cachePoint":
+		return nil, nil
+	case "image", "document":
+		if role != model.RoleUser {
+			return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
 		}
+		media, err := model.ParseMedia(kind, v)
+		if err != nil {
+			return nil, err
+		}
+		data := base64.StdEncoding.EncodeToString(media.Bytes)
+		if kind == "image" {
+			mt, ok := media.ImageMediaType()
+			if !ok {
+				return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", media.Format)
+			}
+			part := sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mt + ";base64," + data})
+			return &part, nil
+		}
+		if media.Format != "pdf" {
+			return nil, fmt.Errorf("document format %q is not supported (the Chat Completions API takes pdf files)", media.Format)
+		}
+		f := sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:application/pdf;base64," + data)}
+		if media.Name != "" {
+			f.Filename = param.NewOpt(media.Name)
+		}
+		part := sdk.FileContentPart(f)
+		return &part, nil
 	}
-	return nil, nil
+	return nil, fmt.Errorf("%q blocks cannot be sent to the Chat Completions API", kind)
 }
 
 // toolResultText is the content of the tool message a tool result is sent
