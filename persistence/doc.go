@@ -8,8 +8,11 @@
 //
 //   - NewMemoryStore, for tests;
 //   - NewFileStore, the embedded default: a folder per session of
-//     person-readable JSON, written at durable saves (atomically, and
-//     fsynced), with a journal file per owner for the saves in between;
+//     person-readable JSON, written atomically at durable saves, with a
+//     journal file per owner for the saves in between, and a redo log that
+//     makes a durable save durable with one fdatasync (keep one FileStore
+//     per process and folder, shared by the requests' session managers,
+//     and Close it on shutdown);
 //   - package persistence/postgres, for several processes and machines.
 //
 // Every store passes the conformance suite in package persistencetest.

@@ -46,6 +46,10 @@ func TestFileStore_Layout(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Save(ctx, rec(mk, `{"nodes":{"a":1}}`), persistence.SaveOptions{Base: v, Durable: true})
 	require.NoError(t, err)
+	entries, err := os.ReadDir(filepath.Join(dir, "redo"))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the open store's redo log")
+	require.NoError(t, s.Close()) // which removes it
 
 	var files []string
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
