@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/provider"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -38,18 +39,29 @@ type fileInfo struct {
 	AgeDays float64 `json:"ageDays"`
 }
 
+// sessionsDir is where, under the workspace, the demo keeps its session
+// (the file store); the tools and the listing leave it out.
+const sessionsDir = ".braid"
+
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fset.SetOutput(stdout)
 	yes := fset.Bool("yes", false, "approve without asking")
 	no := fset.Bool("no", false, "deny without asking")
-	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder)")
+	later := fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the file store)")
+	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder); its .braid folder keeps the session")
 	modelSpec := provider.Flag(fset)
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
 	if *yes && *no {
 		return errors.New("-yes and -no exclude each other")
+	}
+	if *later && (*yes || *no) {
+		return errors.New("-later leaves the answer for the next run: give -yes or -no then")
+	}
+	if *later && *dir == "" {
+		return errors.New("-later needs -dir, so that the next run finds the session")
 	}
 	ws := *dir
 	if ws == "" {
@@ -60,12 +72,18 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		defer os.RemoveAll(tmp)
 		ws = tmp
 	}
-	if err := seedWorkspace(ws); err != nil {
+
+	// The session lives in a file store under the workspace: an interrupted
+	// run waits there for its answer, which may come from another process.
+	store, err := persistence.NewFileStore(filepath.Join(ws, sessionsDir))
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "workspace: %s\n", ws)
-	printTree(stdout, ws)
-
+	defer store.Close()
+	sess, err := persistence.NewSessionManager(store, "demo")
+	if err != nil {
+		return err
+	}
 	chosen, err := provider.New(ctx, *modelSpec, demoModel())
 	if err != nil {
 		return err
@@ -75,6 +93,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{inspectTool(ws), deleteTool(ws)},
 		Hooks:        []hook.Provider{hook.Func(approveDeletes)},
+		Session:      sess,
 	})
 	if err != nil {
 		return err
@@ -100,20 +119,34 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		return strings.TrimSpace(line)
 	}
 
-	const prompt = "Delete the files in my workspace that are older than 5 days"
-	input := agent.Text(prompt)
-	fmt.Fprintf(stdout, "\nyou: %s\n", prompt)
-	for {
-		res, err := streamOnce(ctx, a, input, stdout)
+	pending := a.Interrupts()
+	if len(pending) > 0 {
+		fmt.Fprintf(stdout, "workspace: %s\n", ws)
+		fmt.Fprintf(stdout, "\nresuming the run saved in %s: it is waiting for an answer\n", filepath.Join(ws, sessionsDir))
+	} else {
+		if err := seedWorkspace(ws); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "workspace: %s\n", ws)
+		printTree(stdout, ws)
+		const prompt = "Delete the files in my workspace that are older than 5 days"
+		fmt.Fprintf(stdout, "\nyou: %s\n", prompt)
+		res, err := streamOnce(ctx, a, agent.Text(prompt), stdout)
 		if err != nil {
 			return err
 		}
+		pending = res.Interrupts
 		if res.StopReason != agent.StopInterrupt {
-			fmt.Fprintf(stdout, "\nstop reason: %s (this invocation: %d model calls, %d tool runs)\n", res.StopReason, res.Metrics.ModelCalls, res.Metrics.ToolCalls)
-			break
+			return finish(stdout, ws, res)
+		}
+	}
+	for {
+		if *later {
+			fmt.Fprintf(stdout, "\nThe run is saved and waits for the answer. Give it with:\n  braid demo -dir %s [-yes|-no]\n", ws)
+			return nil
 		}
 		var responses []interrupt.Response
-		for _, in := range res.Interrupts {
+		for _, in := range pending {
 			var reason pathsInput
 			if err := in.DecodeReason(&reason); err != nil {
 				return err
@@ -121,11 +154,29 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 			answer := ask(fmt.Sprintf("Do you want to delete %v (y/N): ", reason.Paths))
 			responses = append(responses, interrupt.Respond(in.ID, answer))
 		}
-		input = agent.Resume(responses...)
+		res, err := streamOnce(ctx, a, agent.Resume(responses...), stdout)
+		if err != nil {
+			return err
+		}
+		if res.StopReason != agent.StopInterrupt {
+			return finish(stdout, ws, res)
+		}
+		pending = res.Interrupts
 	}
+}
+
+func finish(stdout io.Writer, ws string, res *agent.Result) error {
+	fmt.Fprintf(stdout, "\nstop reason: %s (this invocation: %d model calls, %d tool runs)\n", res.StopReason, res.Metrics.ModelCalls, res.Metrics.ToolCalls)
 	fmt.Fprintln(stdout, "\nworkspace now:")
 	printTree(stdout, ws)
 	return nil
+}
+
+// hidden reports whether a workspace entry is the demo's own (the session
+// folder): the tools and the listing leave it out.
+func hidden(ws, p string) bool {
+	rel, err := filepath.Rel(ws, p)
+	return err == nil && (rel == sessionsDir || strings.HasPrefix(rel, sessionsDir+string(filepath.Separator)))
 }
 
 // streamOnce runs one invocation and prints its events.
@@ -192,7 +243,11 @@ func inWorkspace(ws, p string) (string, error) {
 	if filepath.IsAbs(p) || !filepath.IsLocal(filepath.Clean(p)) && filepath.Clean(p) != "." {
 		return "", fmt.Errorf("path %q is outside the workspace", p)
 	}
-	return filepath.Join(ws, p), nil
+	full := filepath.Join(ws, p)
+	if hidden(ws, full) {
+		return "", fmt.Errorf("path %q is the demo's session folder", p)
+	}
+	return full, nil
 }
 
 func inspectTool(ws string) tool.Tool {
@@ -206,6 +261,9 @@ func inspectTool(ws string) tool.Tool {
 					return nil, err
 				}
 				err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && d.IsDir() && hidden(ws, p) {
+						return filepath.SkipDir
+					}
 					if err != nil || d.IsDir() {
 						return err
 					}
@@ -327,6 +385,9 @@ func seedWorkspace(ws string) error {
 func printTree(w io.Writer, ws string) {
 	var lines []string
 	_ = filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && hidden(ws, p) {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() {
 			return nil
 		}

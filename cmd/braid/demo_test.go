@@ -17,6 +17,9 @@ func remaining(t *testing.T, ws string) []string {
 	t.Helper()
 	var out []string
 	require.NoError(t, filepath.Walk(ws, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() && info.Name() == ".braid" {
+			return filepath.SkipDir // the session
+		}
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -58,11 +61,43 @@ func TestDemo_DenyKeepsEverything(t *testing.T) {
 	}
 }
 
+// SPEC S1, I9: with -later the run stops at the approval and the process
+// ends; the next run on the same folder (a new store and agent) finds the
+// run waiting in the file store and resumes it with the answer, without
+// asking the model again.
+func TestDemo_AnswerInALaterRun(t *testing.T) {
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), `!! interrupt "demo-approval"`)
+	assert.Contains(t, out.String(), "braid demo -dir "+ws+" [-yes|-no]")
+	assert.Len(t, remaining(t, ws), 5, "nothing deleted yet")
+	assert.DirExists(t, filepath.Join(ws, ".braid", "session_demo"))
+
+	out.Reset()
+	require.NoError(t, runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), "resuming the run saved in")
+	assert.NotContains(t, out.String(), "you: ", "no new prompt")
+	assert.Contains(t, out.String(), "Done: the old files are deleted.")
+	assert.Contains(t, out.String(), "this invocation: 1 model calls, 1 tool runs")
+	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+	_, listing, ok := strings.Cut(out.String(), "workspace now:")
+	require.True(t, ok)
+	assert.NotContains(t, listing, ".braid", "the listing leaves the session out")
+}
+
 func TestDemo_TypedYes(t *testing.T) {
 	ws := t.TempDir()
 	var out bytes.Buffer
 	require.NoError(t, runDemo(context.Background(), []string{"-dir", ws}, strings.NewReader("Y\n"), &out))
 	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+}
+
+func TestDemo_LaterFlagErrors(t *testing.T) {
+	for _, args := range [][]string{{"-later"}, {"-later", "-yes", "-dir", "x"}} {
+		var out bytes.Buffer
+		assert.Error(t, runDemo(context.Background(), args, strings.NewReader(""), &out), "%v", args)
+	}
 }
 
 func TestDemo_BadFlags(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command braid is Braid's command line.
 //
-//	braid demo [-yes|-no] [-dir DIR]   the "delete old files" agent on the scripted model
+//	braid demo [-yes|-no|-later] [-dir DIR]   the "delete old files" agent on the scripted model
 //
 // Run "braid help" for the list of commands.
 package main
@@ -46,7 +46,9 @@ func usage(w io.Writer) {
 
 commands:
   demo    run the "delete files older than 5 days" agent on the scripted model;
-          it stops for your approval before deleting (flags: -yes, -no, -dir)
+          it stops for your approval before deleting, and keeps the run in a
+          file store under the workspace, so -later can leave the answer to a
+          later run (flags: -yes, -no, -later, -dir, -model)
   help    show this text
 `)
 }
