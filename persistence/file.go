@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -67,6 +68,7 @@ type FileStore struct {
 	ready    map[Key]bool      // owners whose folders and session.json exist
 	sessions map[string]bool   // sessions whose session.json was checked
 	redo     *redoLog          // made on the second durable save (redo.go)
+	redoGate sync.RWMutex      // read: a durable save between its record and its files; write: a reset
 	durables int               // durable saves before the log was made
 	// closed refuses further use.
 	closed bool
@@ -432,8 +434,14 @@ func (s *FileStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (in
 // for the log is written with checkpoint's own fsyncs.
 func (s *FileStore) durableCheckpoint(key Key, head *fileHead, j *journal, version int64, kept int, msgs []json.RawMessage, data json.RawMessage, sync bool) error {
 	if sync && s.useRedo() {
+		// The gate is held from the record's append to the end of the
+		// files' writing: a reset (which makes the files durable and then
+		// drops the records) waits for it, so it never drops a record
+		// whose files are not written yet.
+		s.redoGate.RLock()
+		defer s.redoGate.RUnlock()
 		err := s.logRecord(&redoRecord{Op: "save", SessionID: key.SessionID, Kind: key.Kind, ID: key.ID,
-			Version: version, UpdatedAt: time.Now().UTC(), Data: data, Messages: nonNil(msgs)})
+			Version: version, UpdatedAt: time.Now().UTC(), Data: data, Messages: nonNil(msgs)}, true)
 		switch {
 		case err == nil:
 			sync = false
@@ -612,7 +620,7 @@ func (s *FileStore) Checkpoint(ctx context.Context, key Key, sync bool) error {
 			return err
 		}
 		err = s.logRecord(&redoRecord{Op: "save", SessionID: key.SessionID, Kind: key.Kind, ID: key.ID,
-			Version: hv, UpdatedAt: head.UpdatedAt, Data: head.Data, Messages: nonNil(msgs)})
+			Version: hv, UpdatedAt: head.UpdatedAt, Data: head.Data, Messages: nonNil(msgs)}, false)
 		if errors.Is(err, errRedoTooLarge) {
 			return s.flush(key)
 		}
@@ -754,8 +762,9 @@ func (s *FileStore) makeOwner(key Key) (dirtySet, error) {
 }
 
 // Delete implements Store. The deletion is durable when it returns: the
-// folder's removal is fsynced, then logged, so that no older record of the
-// owner in a redo log brings it back.
+// folder's removal is fsynced, then recorded in redo/deletions, so that a
+// record of the owner written before it in a redo log (this store's or
+// another's) is not applied by a recovery.
 func (s *FileStore) Delete(ctx context.Context, key Key) error {
 	if err := key.Validate(); err != nil {
 		return err
@@ -766,22 +775,15 @@ func (s *FileStore) Delete(ctx context.Context, key Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := os.Stat(s.ownerDir(key)); errors.Is(err, fs.ErrNotExist) {
+	dir := s.ownerDir(key)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := s.removeOwner(key); err != nil {
-		return err
-	}
-	if err := s.logRecord(&redoRecord{Op: "delete", SessionID: key.SessionID, Kind: key.Kind, ID: key.ID, UpdatedAt: time.Now().UTC()}); err != nil {
+	unlockRecovery, err := s.lockRecovery(syscall.LOCK_SH)
+	if err != nil {
 		return fmt.Errorf("session %q: %w", key.SessionID, err)
 	}
-	return nil
-}
-
-// removeOwner removes an owner's folder under its lock, and fsyncs the
-// folder that held it.
-func (s *FileStore) removeOwner(key Key) error {
-	dir := s.ownerDir(key)
+	defer unlockRecovery()
 	lock, err := lockJournal(filepath.Join(dir, journalName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -790,6 +792,10 @@ func (s *FileStore) removeOwner(key Key) error {
 		return err
 	}
 	defer lock.unlock()
+	// Stamped now: every record of the owner so far was written under its
+	// lock, so before this; a new owner of the key, made once the folder is
+	// gone, is written after.
+	mono := monoNow()
 	// The head first: without it, and with the journal's lines based on it,
 	// the record does not exist. Then the rest, with the lock still held, so
 	// no save in another process writes into a folder being removed; one
@@ -804,7 +810,13 @@ func (s *FileStore) removeOwner(key Key) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	return syncPath(filepath.Dir(dir))
+	if err := syncPath(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := s.logDeletion(key, mono); err != nil {
+		return fmt.Errorf("session %q: recording the deletion: %w", key.SessionID, err)
+	}
+	return nil
 }
 
 // Close implements Store. It makes every file this store wrote durable

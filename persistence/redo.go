@@ -21,50 +21,65 @@ import (
 // The file store's redo log: what makes a durable save durable with one
 // fdatasync.
 //
-// A durable save writes the SPEC S2 files as every save does, atomically
-// (new message files, a temp head swapped in) but without fsync, then
-// appends the whole record (data and messages) to this store's redo log,
-// redo/<uuid>.log under the root, and fdatasyncs the log. The log is
-// written ahead of its use (zeros to its full size) and records overwrite
-// those zeros, so the fdatasync flushes data only: no file is created, no
-// folder changes, no metadata is committed. One device flush per durable
-// point is the least SPEC I9 allows.
+// A durable save appends the whole record (data and messages) to this
+// store's redo log, redo/<uuid>.log under the root, and fdatasyncs it; then
+// it writes the SPEC S2 files as every save does, atomically (new message
+// files, a temp head swapped in) but without fsync. The log is allocated
+// when it is made and its blocks are written with zeros ahead of the
+// records, so an append creates no file, changes no folder and does not
+// grow the file: its fdatasync is one device flush. One per durable point
+// is the least SPEC I9 allows.
 //
 // The S2 files become durable later, all at once: when the log is full (one
-// syncfs for the whole file system, after which the log starts over) and at
-// Close (after which the log is removed). Until then, after a machine crash
-// they may be torn, missing or old; the log holds every durable state since
-// they were last made durable, so recovery rebuilds them.
+// syncfs for the whole file system, after which the log starts over with a
+// new generation) and at Close (after which the log is removed). Until then,
+// after a machine crash, they may be torn, missing or old; the log holds
+// every durable state since, so recovery rebuilds them. A durable save holds
+// the store's gate (read) from its record to the end of its files, and a
+// reset or Close takes it (write), so no record is dropped before its files
+// are written.
 //
-// Recovery runs in NewFileStore: every log not locked by a live store (its
-// process was killed, or the machine crashed) is read, and for each record
-// it names the latest over all logs (by the monotonic clock, which all
-// processes of a boot share) wins, and is applied when it is a dead log's:
-// a saved record is written back as a durable checkpoint unless the files
-// hold an intact state at least as new, which is then made durable as it
-// is. (A live store's latest record is that store's to make durable.) Then
-// the dead logs are removed. A Delete removes the folder durably and then
-// logs the deletion, so that an older record in another log cannot bring
-// the owner back; a reset carries deletions over while an older log exists.
+// Recovery runs in NewFileStore, under redo/recover.lock: every log not
+// locked by a live store (its process was killed, or the machine crashed)
+// is read, and for each owner its records name, the latest record (by the
+// monotonic clock, which all processes of a boot share) is applied, unless
+// a deletion of the owner came after it: the owner is written back as a
+// durable checkpoint, or, if its files hold an intact state at least as
+// new (what the dead store last wrote), those files are made durable as
+// they are. Then the dead logs are removed.
 //
-// Framing: a 512-byte header (magic, format, generation, CRC-32C), then
-// records, each a little-endian length, a CRC-32C of generation and body,
-// the generation, and a JSON body. A record of another generation, a
-// length of zero (the zeros past the last record) or a CRC mismatch (a torn
-// append) ends the log.
+// Deletions are kept in redo/deletions, not in the logs: Delete removes the
+// owner's folder durably and then appends the deletion there (fdatasync),
+// stamped with the time it took the owner's lock, so that a record of the
+// owner written before it in any log, live or dead, is not applied; a
+// record of a new owner of that key, written after it, is. Recovery drops
+// the deletions older than every remaining log.
+//
+// Framing, for the logs and the deletions: a 512-byte header (magic,
+// format, generation, when the log's records start, CRC-32C), then records,
+// each a little-endian length, a CRC-32C of generation and body, the
+// generation, and a JSON body. A record of another generation, a length of
+// zero (the zeros past the last record) or a CRC mismatch (a torn append)
+// ends the file.
 
 const (
-	redoDirName     = "redo"
-	redoLockName    = "recover.lock"
-	redoSuffix      = ".log"
-	redoMagic       = "BRAIDRDO"
-	redoFormat      = 1
-	redoHeaderSize  = 512
-	redoRecordHead  = 16 // length, CRC, generation
-	defaultRedoSize = 8 << 20
+	redoDirName      = "redo"
+	redoLockName     = "recover.lock"
+	redoSuffix       = ".log"
+	redoDeletionsLog = "deletions"
+	redoMagic        = "BRAIDRDO"
+	redoFormat       = 1
+	redoHeaderSize   = 512
+	redoRecordHead   = 16 // length, CRC, generation
+	defaultRedoSize  = 8 << 20
+	// redoZeroChunk is how far ahead of the records the log's blocks are
+	// written with zeros: a record that overwrites written blocks needs no
+	// metadata commit at its fdatasync, where one in blocks only allocated
+	// would (the extent changes from unwritten to written).
+	redoZeroChunk = 256 << 10
 )
 
-// redoRecord is one record of the redo log.
+// redoRecord is one record of a redo log, or one deletion.
 type redoRecord struct {
 	Op        string            `json:"op"` // "save" or "delete"
 	Mono      int64             `json:"mono"`
@@ -79,30 +94,12 @@ type redoRecord struct {
 
 func (r *redoRecord) key() Key { return Key{SessionID: r.SessionID, Kind: r.Kind, ID: r.ID} }
 
-// redoLog is this store's open, locked log. Its mutex orders appends and
-// resets.
-type redoLog struct {
-	mu     sync.Mutex
-	f      *os.File
-	path   string
-	size   int64
-	header redoHeader
-	off    int64
-	zeroed int64 // the blocks before are written (see append)
-	// logged is the version of each owner's last record in this
-	// generation: a durable point at that version has nothing to log.
-	logged map[Key]int64
-	// deleted holds this generation's deletions, which a reset carries
-	// over while an older log may hold a record of the owner.
-	deleted map[Key]*redoRecord
-}
-
-// redoHeader is a log's header: its generation, and when the log was made
-// (monotonic clock): a log made after a deletion cannot hold an older
-// record of the deleted owner.
+// redoHeader is a log's header: its generation, and the monotonic time from
+// which its records are (it was made, or last started over): a deletion
+// older than that is not contradicted by any of its records.
 type redoHeader struct {
-	gen     uint64
-	created int64
+	gen   uint64
+	since int64
 }
 
 func (h redoHeader) bytes() []byte {
@@ -110,13 +107,13 @@ func (h redoHeader) bytes() []byte {
 	copy(b, redoMagic)
 	binary.LittleEndian.PutUint32(b[8:], redoFormat)
 	binary.LittleEndian.PutUint64(b[16:], h.gen)
-	binary.LittleEndian.PutUint64(b[24:], uint64(h.created))
+	binary.LittleEndian.PutUint64(b[24:], uint64(h.since))
 	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[16:32], crcTable))
 	return b
 }
 
-// parseRedoHeader returns the log's header, or false for bytes that are not
-// one (a log torn while it was made).
+// parseRedoHeader returns a header, or false for bytes that are not one (a
+// file torn while it was made).
 func parseRedoHeader(b []byte) (redoHeader, bool) {
 	if len(b) < redoHeaderSize || string(b[:8]) != redoMagic || binary.LittleEndian.Uint32(b[8:]) != redoFormat {
 		return redoHeader{}, false
@@ -124,7 +121,7 @@ func parseRedoHeader(b []byte) (redoHeader, bool) {
 	if crc32.Checksum(b[16:32], crcTable) != binary.LittleEndian.Uint32(b[12:]) {
 		return redoHeader{}, false
 	}
-	return redoHeader{gen: binary.LittleEndian.Uint64(b[16:]), created: int64(binary.LittleEndian.Uint64(b[24:]))}, true
+	return redoHeader{gen: binary.LittleEndian.Uint64(b[16:]), since: int64(binary.LittleEndian.Uint64(b[24:]))}, true
 }
 
 func encodeRedoRecord(gen uint64, r *redoRecord) ([]byte, error) {
@@ -140,18 +137,18 @@ func encodeRedoRecord(gen uint64, r *redoRecord) ([]byte, error) {
 	return out, nil
 }
 
-// readRedoRecords returns the records of b (a whole log) that belong to its
-// header's generation, in order.
-func readRedoRecords(b []byte) ([]*redoRecord, error) {
+// readRedoRecords returns the header of b (a whole file) and the records
+// of its generation, in order, and where they end.
+func readRedoRecords(b []byte) (redoHeader, []*redoRecord, int, error) {
 	h, ok := parseRedoHeader(b)
 	if !ok {
-		return nil, nil // torn while it was made: it holds nothing
+		return h, nil, 0, nil // torn while it was made: it holds nothing
 	}
-	gen := h.gen
 	var out []*redoRecord
-	for off := redoHeaderSize; off+redoRecordHead <= len(b); {
+	off := redoHeaderSize
+	for off+redoRecordHead <= len(b) {
 		n := int(binary.LittleEndian.Uint32(b[off:]))
-		if n == 0 || off+redoRecordHead+n > len(b) || binary.LittleEndian.Uint64(b[off+8:]) != gen {
+		if n == 0 || off+redoRecordHead+n > len(b) || binary.LittleEndian.Uint64(b[off+8:]) != h.gen {
 			break
 		}
 		rec := b[off : off+redoRecordHead+n]
@@ -160,12 +157,27 @@ func readRedoRecords(b []byte) ([]*redoRecord, error) {
 		}
 		var r redoRecord
 		if err := json.Unmarshal(rec[redoRecordHead:], &r); err != nil {
-			return nil, fmt.Errorf("record at byte %d: %w", off, err)
+			return h, nil, 0, fmt.Errorf("record at byte %d: %w", off, err)
 		}
 		out = append(out, &r)
 		off += redoRecordHead + n
 	}
-	return out, nil
+	return h, out, off, nil
+}
+
+// redoLog is this store's open, locked log. Its mutex orders appends and
+// resets.
+type redoLog struct {
+	mu     sync.Mutex
+	f      *os.File
+	path   string
+	size   int64
+	header redoHeader
+	off    int64
+	zeroed int64 // the blocks before are written (see appendRecord)
+	// logged is the version of each owner's last record in this
+	// generation: a durable point at that version has nothing to log.
+	logged map[Key]int64
 }
 
 func (s *FileStore) redoDir() string { return filepath.Join(s.root, redoDirName) }
@@ -186,8 +198,9 @@ func (s *FileStore) useRedo() bool {
 	return s.durables > 1
 }
 
-// openRedo makes this store's log (see useRedo; a Delete makes it too):
-// allocated to its full size, fsynced with its folder, and locked.
+// openRedo makes this store's log (see useRedo): made under a temporary
+// name, locked, allocated and headed, then renamed into place and fsynced
+// with its folder, so that no recovery ever finds it unlocked.
 func (s *FileStore) openRedo() (*redoLog, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,17 +212,20 @@ func (s *FileStore) openRedo() (*redoLog, error) {
 	}
 	dir := s.redoDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("file store: redo log: %w", err)
 	}
-	p := filepath.Join(dir, uuid.NewString()+redoSuffix)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	name := uuid.NewString()
+	tmp := filepath.Join(dir, name+".new")
+	p := filepath.Join(dir, name+redoSuffix)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("file store: redo log: %w", err)
 	}
-	l := &redoLog{f: f, path: p, size: s.opts.redoSize, header: redoHeader{gen: 1, created: monoNow()},
-		off: redoHeaderSize, zeroed: redoHeaderSize, logged: map[Key]int64{}, deleted: map[Key]*redoRecord{}}
+	l := &redoLog{f: f, path: p, size: s.opts.redoSize, header: redoHeader{gen: 1, since: monoNow()},
+		off: redoHeaderSize, zeroed: redoHeaderSize, logged: map[Key]int64{}}
 	fail := func(err error) (*redoLog, error) {
 		_ = f.Close()
+		_ = os.Remove(tmp)
 		_ = os.Remove(p)
 		return nil, fmt.Errorf("file store: redo log: %w", err)
 	}
@@ -222,9 +238,15 @@ func (s *FileStore) openRedo() (*redoLog, error) {
 	if _, err := f.WriteAt(l.header.bytes(), 0); err != nil {
 		return fail(err)
 	}
-	made := []string{p, dir, s.root}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fail(err)
+	}
+	made := []string{dir, s.root}
 	if s.opts.onSync != nil {
-		s.opts.onSync(Key{}, made)
+		s.opts.onSync(Key{}, append([]string{p}, made...))
 	}
 	if err := syncAll(made); err != nil {
 		return fail(err)
@@ -233,57 +255,56 @@ func (s *FileStore) openRedo() (*redoLog, error) {
 	return l, nil
 }
 
+var errRedoTooLarge = errors.New("record larger than the redo log")
+
 // logRecord appends r to the log and fdatasyncs it. A record that does not
 // fit makes the log start over first (see resetRedo); one larger than the
 // whole log returns errRedoTooLarge, and the caller makes the save durable
-// the slow way.
-func (s *FileStore) logRecord(r *redoRecord) error {
+// the slow way. gateHeld says whether the caller holds s.redoGate's read
+// side (a durable save does, from its record to the end of its files).
+func (s *FileStore) logRecord(r *redoRecord, gateHeld bool) error {
 	l, err := s.openRedo()
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
-		return ErrClosed
-	}
-	r.Mono = monoNow()
-	b, err := encodeRedoRecord(l.header.gen, r)
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) > l.size-redoHeaderSize-l.carried() {
-		return errRedoTooLarge
-	}
-	if l.off+int64(len(b)) > l.size {
-		if err := s.resetRedo(l); err != nil {
+	for {
+		if l.f == nil {
+			return ErrClosed
+		}
+		if r.Mono == 0 {
+			r.Mono = monoNow()
+		}
+		b, err := encodeRedoRecord(l.header.gen, r)
+		if err != nil {
 			return err
 		}
-		if b, err = encodeRedoRecord(l.header.gen, r); err != nil {
+		if int64(len(b)) > l.size-redoHeaderSize {
+			return errRedoTooLarge
+		}
+		if l.off+int64(len(b)) <= l.size {
+			if err := s.appendRecord(l, r.key(), b); err != nil {
+				return err
+			}
+			l.logged[r.key()] = r.Version
+			return nil
+		}
+		// Full: start the log over. The gate's write side waits for the
+		// durable saves between their record and their files (the caller's
+		// read side is let go meanwhile, if it holds it).
+		l.mu.Unlock()
+		err = s.resetWhenFull(l, int64(len(b)), gateHeld)
+		l.mu.Lock()
+		if err != nil {
 			return err
 		}
 	}
-	if s.opts.onSync != nil {
-		s.opts.onSync(r.key(), []string{l.path})
-	}
-	if err := l.append(b); err != nil {
-		return err
-	}
-	if err := fdatasync(l.f); err != nil {
-		return fmt.Errorf("file store: redo log: fdatasync: %w", err)
-	}
-	l.note(r)
-	return nil
 }
 
-// redoZeroChunk is how far ahead of the records the log's blocks are
-// written with zeros: a record that overwrites written blocks needs no
-// metadata commit at its fdatasync, where one in blocks only allocated
-// would (the extent changes from unwritten to written).
-const redoZeroChunk = 256 << 10
-
-// append writes an encoded record at the log's end. l.mu is held.
-func (l *redoLog) append(b []byte) error {
+// appendRecord writes an encoded record at the log's end, zeroing the
+// blocks ahead as needed, and fdatasyncs it. l.mu is held.
+func (s *FileStore) appendRecord(l *redoLog, key Key, b []byte) error {
 	if end := l.off + int64(len(b)); end > l.zeroed {
 		to := min(l.size, max(end, l.zeroed+redoZeroChunk))
 		if _, err := l.f.WriteAt(make([]byte, to-l.zeroed), l.zeroed); err != nil {
@@ -291,34 +312,36 @@ func (l *redoLog) append(b []byte) error {
 		}
 		l.zeroed = to
 	}
+	if s.opts.onSync != nil {
+		s.opts.onSync(key, []string{l.path})
+	}
 	if _, err := l.f.WriteAt(b, l.off); err != nil {
 		return fmt.Errorf("file store: redo log: %w", err)
+	}
+	if err := fdatasync(l.f); err != nil {
+		return fmt.Errorf("file store: redo log: fdatasync: %w", err)
 	}
 	l.off += int64(len(b))
 	return nil
 }
 
-// note remembers a record appended. l.mu is held.
-func (l *redoLog) note(r *redoRecord) {
-	if r.Op == "delete" {
-		delete(l.logged, r.key())
-		l.deleted[r.key()] = r
-		return
+// resetWhenFull takes the gate's write side (letting go of the caller's
+// read side, if gateHeld, and taking it back after) and resets the log if
+// a record of n bytes still does not fit.
+func (s *FileStore) resetWhenFull(l *redoLog, n int64, gateHeld bool) error {
+	if gateHeld {
+		s.redoGate.RUnlock()
+		defer s.redoGate.RLock()
 	}
-	l.logged[r.key()] = r.Version
-	delete(l.deleted, r.key())
-}
-
-// carried is room a reset may need for the deletions it carries over.
-func (l *redoLog) carried() int64 {
-	var n int64
-	for _, r := range l.deleted {
-		n += int64(redoRecordHead + 256 + len(r.SessionID) + len(r.ID))
+	s.redoGate.Lock()
+	defer s.redoGate.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil || l.off+n <= l.size {
+		return nil
 	}
-	return n
+	return s.resetRedo(l)
 }
-
-var errRedoTooLarge = errors.New("record larger than the redo log")
 
 // loggedAt reports whether this store's log holds key's record at version.
 func (s *FileStore) loggedAt(key Key, version int64) bool {
@@ -335,103 +358,55 @@ func (s *FileStore) loggedAt(key Key, version int64) bool {
 }
 
 // resetRedo makes every file this store wrote durable, then starts the log
-// over with the next generation, carrying over the deletions an older log
-// may contradict. l.mu is held.
+// over with the next generation. The gate's write side and l.mu are held.
 func (s *FileStore) resetRedo(l *redoLog) error {
+	since := monoNow() // every record after the sync is newer
 	if err := s.syncEverything(); err != nil {
 		return fmt.Errorf("file store: redo log reset: %w", err)
 	}
-	oldest, err := s.oldestOtherLog(l.path)
-	if err != nil {
-		return fmt.Errorf("file store: redo log reset: %w", err)
-	}
-	h := redoHeader{gen: l.header.gen + 1, created: l.header.created}
-	var carry [][]byte
-	for k, r := range l.deleted {
-		if oldest == 0 || oldest > r.Mono {
-			delete(l.deleted, k) // no log can hold an older record of it
-			continue
-		}
-		b, err := encodeRedoRecord(h.gen, r)
-		if err != nil {
-			return err
-		}
-		carry = append(carry, b)
-	}
+	h := redoHeader{gen: l.header.gen + 1, since: since}
 	if _, err := l.f.WriteAt(h.bytes(), 0); err != nil {
 		return fmt.Errorf("file store: redo log reset: %w", err)
-	}
-	l.header, l.off = h, redoHeaderSize
-	clear(l.logged)
-	for _, b := range carry {
-		if err := l.append(b); err != nil {
-			return err
-		}
 	}
 	if err := fdatasync(l.f); err != nil {
 		return fmt.Errorf("file store: redo log reset: %w", err)
 	}
+	l.header, l.off = h, redoHeaderSize
+	clear(l.logged)
 	return nil
-}
-
-// oldestOtherLog returns when the oldest other log in the redo folder was
-// made (0: there is none).
-func (s *FileStore) oldestOtherLog(self string) (int64, error) {
-	ents, err := os.ReadDir(s.redoDir())
-	if err != nil {
-		return 0, err
-	}
-	var oldest int64
-	for _, e := range ents {
-		p := filepath.Join(s.redoDir(), e.Name())
-		if p == self || !strings.HasSuffix(e.Name(), redoSuffix) {
-			continue
-		}
-		f, err := os.Open(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		b := make([]byte, redoHeaderSize)
-		_, err = f.ReadAt(b, 0)
-		_ = f.Close()
-		h, ok := parseRedoHeader(b)
-		if err != nil || !ok {
-			// Unreadable or torn: assume the worst, that it is older.
-			return 1, nil
-		}
-		if oldest == 0 || h.created < oldest {
-			oldest = h.created
-		}
-	}
-	return oldest, nil
 }
 
 // syncEverything makes every file and folder this store wrote without fsync
 // durable: one syncfs where there is one, else the fsyncs of every dirty
-// set.
+// set. The dirty sets are taken before, and given back if it fails.
 func (s *FileStore) syncEverything() error {
 	s.mu.Lock()
-	keys := make([]Key, 0, len(s.dirty))
-	for k := range s.dirty {
-		keys = append(keys, k)
-	}
+	taken := s.dirty
+	s.dirty = map[Key]*dirtySet{}
 	s.mu.Unlock()
-	if ok, err := syncFileSystem(s.root); ok {
-		if err != nil {
-			return err
+	giveBack := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for k, d := range taken {
+			s.dirtyOf(k).add(d.files, d.dirs)
 		}
+	}
+	if ok, err := syncFileSystem(s.root); ok {
 		if s.opts.onSync != nil {
 			s.opts.onSync(Key{}, []string{filepath.Join(s.root, SyncFSName)})
 		}
-		s.mu.Lock()
-		clear(s.dirty)
-		s.mu.Unlock()
+		if err != nil {
+			giveBack()
+			return err
+		}
 		return nil
 	}
-	for _, k := range keys {
+	s.mu.Lock()
+	for k, d := range taken {
+		s.dirtyOf(k).add(d.files, d.dirs)
+	}
+	s.mu.Unlock()
+	for k := range taken {
 		if err := s.flush(k); err != nil {
 			return err
 		}
@@ -439,7 +414,8 @@ func (s *FileStore) syncEverything() error {
 	return nil
 }
 
-// closeRedo makes everything durable and removes the log (Close).
+// closeRedo makes everything durable and removes the log (Close). If that
+// fails, the log stays, for the next store to recover from.
 func (s *FileStore) closeRedo() error {
 	s.mu.Lock()
 	l := s.redo
@@ -447,26 +423,96 @@ func (s *FileStore) closeRedo() error {
 	if l == nil {
 		return nil
 	}
+	s.redoGate.Lock() // no durable save between its record and its files
+	defer s.redoGate.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
+	defer func() {
+		_ = l.f.Close()
+		l.f = nil
+	}()
 	if err := s.syncEverything(); err != nil {
-		return err // the log stays: the next store recovers from it
+		return err
 	}
-	err := os.Remove(l.path)
-	if err == nil {
-		err = syncPath(s.redoDir())
+	if err := os.Remove(l.path); err != nil {
+		return err
 	}
-	_ = l.f.Close()
-	l.f = nil
-	return err
+	return syncPath(s.redoDir())
+}
+
+// lockRecovery takes redo/recover.lock: exclusive for a recovery, shared
+// for a Delete, so that a recovery never runs between a Delete's removal
+// and its deletion record.
+func (s *FileStore) lockRecovery(how int) (func(), error) {
+	dir := s.redoDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, redoLockName), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f, how); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = flock(f, syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// logDeletion appends a deletion to redo/deletions and fdatasyncs it. The
+// caller holds the owner's lock and recover.lock (shared); mono is when it
+// took the owner's lock.
+func (s *FileStore) logDeletion(key Key, mono int64) error {
+	p := filepath.Join(s.redoDir(), redoDeletionsLog)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := flock(f, syscall.LOCK_EX); err != nil {
+		return err
+	}
+	b, err := readAllAt(f)
+	if err != nil {
+		return err
+	}
+	h, _, end, err := readRedoRecords(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.rel(p), err)
+	}
+	made := false
+	if end == 0 { // new, or torn while it was made
+		h, end, made = redoHeader{gen: 1}, redoHeaderSize, true
+		if _, err := f.WriteAt(h.bytes(), 0); err != nil {
+			return err
+		}
+	}
+	rec, err := encodeRedoRecord(h.gen, &redoRecord{Op: "delete", Mono: mono, SessionID: key.SessionID, Kind: key.Kind, ID: key.ID, UpdatedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	if s.opts.onSync != nil {
+		s.opts.onSync(key, []string{p})
+	}
+	if _, err := f.WriteAt(rec, int64(end)); err != nil {
+		return err
+	}
+	if made {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		return syncPath(s.redoDir())
+	}
+	return fdatasync(f)
 }
 
 // recoverRedo replays the logs of dead stores (see the top of this file).
-// It runs before the store is used, under recover.lock, so two stores
-// opening at once do not replay the same log.
 func (s *FileStore) recoverRedo() error {
 	dir := s.redoDir()
 	names, err := os.ReadDir(dir)
@@ -476,90 +522,86 @@ func (s *FileStore) recoverRedo() error {
 	if err != nil {
 		return err
 	}
-	var logs []string
+	work := false
 	for _, n := range names {
-		if strings.HasSuffix(n.Name(), redoSuffix) {
-			logs = append(logs, filepath.Join(dir, n.Name()))
-		}
+		work = work || strings.HasSuffix(n.Name(), redoSuffix) || n.Name() == redoDeletionsLog
 	}
-	if len(logs) == 0 {
+	if !work {
 		return nil
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, redoLockName), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := s.lockRecovery(syscall.LOCK_EX)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := flock(lock, syscall.LOCK_EX); err != nil {
+	defer unlock()
+	if names, err = os.ReadDir(dir); err != nil { // again, under the lock
 		return err
 	}
-	defer func() { _ = flock(lock, syscall.LOCK_UN) }()
 
+	deletions, err := s.readDeletions()
+	if err != nil {
+		return err
+	}
 	var dead []*os.File
 	defer func() {
 		for _, f := range dead {
 			_ = f.Close()
 		}
 	}()
-	// The latest record of each owner over every log, live ones included:
-	// an owner whose latest record is a live store's is that store's to
-	// make durable, and an older record of it in a dead log must not undo
-	// it (a deletion, above all).
-	type found struct {
-		r    *redoRecord
-		live bool
-	}
-	latest := map[Key]found{}
-	for _, p := range logs {
+	latest := map[Key]*redoRecord{}
+	oldestLive := int64(0) // when the oldest live log's records start
+	for _, n := range names {
+		if !strings.HasSuffix(n.Name(), redoSuffix) {
+			continue
+		}
+		p := filepath.Join(dir, n.Name())
 		f, err := os.OpenFile(p, os.O_RDWR, 0)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // replayed by another store meanwhile
+			continue
 		}
 		if err != nil {
 			return err
 		}
-		live := false
 		if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = f.Close()
 			if !errors.Is(err, syscall.EWOULDBLOCK) {
-				_ = f.Close()
 				return err
 			}
-			live = true
+			// A live store's. Its header says from when its records are.
+			since, err := logSince(p)
+			if err != nil {
+				return err
+			}
+			if oldestLive == 0 || since < oldestLive {
+				oldestLive = since
+			}
+			continue
 		}
+		dead = append(dead, f)
 		b, err := readAllAt(f)
-		if live {
-			_ = f.Close()
-		} else {
-			dead = append(dead, f)
-		}
 		if err != nil {
 			return err
 		}
-		recs, err := readRedoRecords(b)
+		_, recs, _, err := readRedoRecords(b)
 		if err != nil {
-			if live {
-				continue // being written: its store is alive to answer for it
-			}
 			return fmt.Errorf("redo log %s: %w", s.rel(p), err)
 		}
 		for _, r := range recs {
-			if cur, ok := latest[r.key()]; !ok || r.Mono > cur.r.Mono {
-				latest[r.key()] = found{r, live}
+			if cur, ok := latest[r.key()]; !ok || r.Mono > cur.Mono {
+				latest[r.key()] = r
 			}
 		}
 	}
-	if len(dead) == 0 {
-		return nil
-	}
 	keys := make([]Key, 0, len(latest))
-	for k, f := range latest {
-		if !f.live {
-			keys = append(keys, k)
+	for k, r := range latest {
+		if d, ok := deletions[k]; ok && d >= r.Mono {
+			continue // deleted after it was written
 		}
+		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keyOrder(keys[i]) < keyOrder(keys[j]) })
 	for _, k := range keys {
-		if err := s.recoverOwner(latest[k].r); err != nil {
+		if err := s.recoverOwner(latest[k]); err != nil {
 			return fmt.Errorf("redo log: session %q, %s %q: %w", k.SessionID, k.Kind, k.ID, err)
 		}
 	}
@@ -568,7 +610,94 @@ func (s *FileStore) recoverRedo() error {
 			return err
 		}
 	}
-	return syncPath(dir)
+	if err := syncPath(dir); err != nil {
+		return err
+	}
+	return s.compactDeletions(deletions, oldestLive)
+}
+
+// logSince reads when a live log's records start from its header.
+func logSince(p string) (int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	b := make([]byte, redoHeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return 0, err
+	}
+	h, ok := parseRedoHeader(b)
+	if !ok {
+		return 1, nil // being written: take it for the oldest there can be
+	}
+	return h.since, nil
+}
+
+// readDeletions returns the latest deletion time of each owner.
+func (s *FileStore) readDeletions() (map[Key]int64, error) {
+	p := filepath.Join(s.redoDir(), redoDeletionsLog)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[Key]int64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, recs, _, err := readRedoRecords(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.rel(p), err)
+	}
+	out := make(map[Key]int64, len(recs))
+	for _, r := range recs {
+		out[r.key()] = max(out[r.key()], r.Mono)
+	}
+	return out, nil
+}
+
+// compactDeletions rewrites redo/deletions with the deletions a live log
+// could still contradict (those not older than oldestLive), or removes it
+// when there are none. recover.lock is held exclusively, so no Delete
+// appends meanwhile.
+func (s *FileStore) compactDeletions(deletions map[Key]int64, oldestLive int64) error {
+	p := filepath.Join(s.redoDir(), redoDeletionsLog)
+	if len(deletions) == 0 {
+		return nil
+	}
+	var keep []*redoRecord
+	for k, mono := range deletions {
+		if oldestLive != 0 && mono >= oldestLive {
+			keep = append(keep, &redoRecord{Op: "delete", Mono: mono, SessionID: k.SessionID, Kind: k.Kind, ID: k.ID})
+		}
+	}
+	if len(keep) == len(deletions) {
+		return nil
+	}
+	if len(keep) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return syncPath(s.redoDir())
+	}
+	b := redoHeader{gen: 1}.bytes()
+	for _, r := range keep {
+		rb, err := encodeRedoRecord(1, r)
+		if err != nil {
+			return err
+		}
+		b = append(b, rb...)
+	}
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	if err := syncPath(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	return syncPath(s.redoDir())
 }
 
 // recoverOwner brings one owner to its latest logged state, durably.
@@ -577,52 +706,75 @@ func (s *FileStore) recoverOwner(r *redoRecord) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	if r.Op == "delete" {
-		// Logged after the removal was durable: the files hold nothing of
-		// the deleted owner, only perhaps a newer one. The record's work
-		// is done by winning over older records of other logs.
-		return nil
+	if err := s.repairSession(key); err != nil {
+		return err
 	}
 	lock, err := s.lockOwner(key)
 	if err != nil {
 		return err
 	}
 	defer lock.unlock()
+	sdir := s.SessionDir(key.SessionID)
+	odir := s.ownerDir(key)
+	chain := []string{s.root, sdir, filepath.Dir(odir), odir, filepath.Join(odir, "messages")}
+
 	// What the files hold, if it is intact and at least as new, wins: it is
-	// what the dead store last wrote.
-	version, msgs, data := r.Version, r.Messages, r.Data
+	// what the dead store last wrote. It is made durable as it is.
 	head, _ := s.readHead(key)
 	if head != nil {
-		if j, err := s.readLockedJournal(key, lock, head.Version); err == nil {
-			if got, err := s.journalMessages(key, j, head.Messages); err == nil && j.version(head.Version) >= r.Version {
-				version, msgs = j.version(head.Version), got
-				data = head.Data
-				if n := len(j.lines); n > 0 {
-					data = j.lines[n-1].Data
+		if j, err := s.readLockedJournal(key, lock, head.Version); err == nil && j.version(head.Version) >= r.Version {
+			if _, err := s.journalMessages(key, j, head.Messages); err == nil {
+				files := []string{filepath.Join(sdir, "session.json"), filepath.Join(odir, headName(key)), j.path}
+				for _, n := range head.Messages {
+					files = append(files, filepath.Join(odir, "messages", messageName(n)))
 				}
+				if err := s.syncRound(key, files); err != nil {
+					return err
+				}
+				return s.syncRound(key, chain)
 			}
 		}
 	}
-	j, err := s.readLockedJournal(key, lock, version)
+	// Else the record is written back, every message to a new file (kept
+	// 0), so that every file the new head names is fsynced.
+	j, err := s.readLockedJournal(key, lock, r.Version)
 	if err != nil {
 		// Damage past the durable state the log holds: the checkpoint
 		// below empties the journal.
 		j = &journal{f: lock.f, path: lock.f.Name(), size: 1}
 	}
-	// Every folder on the way, and session.json, may hold entries the dead
-	// store never made durable.
 	s.mu.Lock()
-	d := s.dirtyOf(key)
-	sdir := s.SessionDir(key.SessionID)
-	d.add([]string{filepath.Join(sdir, "session.json")},
-		[]string{s.root, sdir, filepath.Dir(s.ownerDir(key)), s.ownerDir(key), filepath.Join(s.ownerDir(key), "messages")})
+	s.dirtyOf(key).add([]string{filepath.Join(sdir, "session.json")}, chain)
 	s.mu.Unlock()
-	// All messages get new files (kept 0), so every file the new head names
-	// is fsynced by this checkpoint.
-	if err := s.checkpoint(key, head, j, version, 0, msgs, data, true); err != nil {
+	if err := s.checkpoint(key, head, j, r.Version, 0, r.Messages, r.Data, true); err != nil {
 		return err
 	}
 	return s.removeUnlisted(key)
+}
+
+// repairSession rewrites, durably, a session.json a crash tore (made
+// without fsync, its data lost): recovery has a record of the session, so
+// the session exists.
+func (s *FileStore) repairSession(key Key) error {
+	if _, err := s.checkSession(key); err == nil || !errors.Is(err, ErrDamaged) {
+		return err
+	}
+	p := filepath.Join(s.SessionDir(key.SessionID), "session.json")
+	b, err := marshal(fileSession{SchemaVersion: SchemaVersion, SessionID: key.SessionID, CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	if err := syncPath(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	return syncPath(filepath.Dir(p))
 }
 
 // removeUnlisted removes the message files the owner's head does not name:

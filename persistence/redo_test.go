@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -334,4 +335,228 @@ func TestRedo_TornLastRecordIsIgnored(t *testing.T) {
 	requireState(t, savedState{`{"n":1}`, []string{m0}}, r)
 	var anyJSON any
 	require.NoError(t, json.Unmarshal(r.Data, &anyJSON))
+}
+
+// Durable saves of many owners at once, on a log small enough to start over
+// again and again: a reset must not drop the record of a save whose files
+// are not written yet. After a machine crash (every unsynced file mangled),
+// each owner is at its last acknowledged durable save or later.
+func TestRedo_ConcurrentSavesAcrossResets(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := persistence.NewFileStore(dir, persistence.RedoLogSize(8<<10))
+			require.NoError(t, err)
+			warm(t, s)
+			const owners, saves = 8, 12
+			type result struct {
+				saved map[int64]savedState
+				floor int64
+			}
+			results := make([]result, owners)
+			errs := make(chan error, owners)
+			for o := range owners {
+				go func() {
+					k := persistence.Key{SessionID: fmt.Sprint("c", o), Kind: persistence.KindAgent, ID: "a"}
+					res := result{saved: map[int64]savedState{}}
+					var v int64
+					var msgs []string
+					for i := range saves {
+						msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":[{"text":"%d-%d %s"}]}`, o, i, strings.Repeat("p", 300)))
+						data := fmt.Sprintf(`{"o":%d,"i":%d}`, o, i)
+						var err error
+						v, err = s.Save(ctx, rec(k, data, msgs...), persistence.SaveOptions{Base: v, Unchanged: len(msgs) - 1, Durable: true})
+						if err != nil {
+							errs <- err
+							return
+						}
+						res.saved[v] = savedState{data: data, msgs: append([]string(nil), msgs...)}
+						res.floor = v
+					}
+					results[o] = res
+					errs <- nil
+				}()
+			}
+			for range owners {
+				require.NoError(t, <-errs)
+			}
+			rng := rand.New(rand.NewPCG(seed, 3))
+			unsynced := s.UnsyncedForTest()
+			s.CrashForTest()
+			for _, p := range unsynced {
+				mangle(t, rng, p)
+			}
+			fresh, err := persistence.NewFileStore(dir)
+			require.NoError(t, err)
+			defer fresh.Close()
+			for o := range owners {
+				k := persistence.Key{SessionID: fmt.Sprint("c", o), Kind: persistence.KindAgent, ID: "a"}
+				r, err := fresh.Load(ctx, k)
+				require.NoError(t, err, "owner %d", o)
+				require.GreaterOrEqual(t, r.Version, results[o].floor)
+				requireState(t, results[o].saved[r.Version], r)
+			}
+		})
+	}
+}
+
+// The cases below came from a review of the redo log; each failed before
+// its fix.
+
+var rk = persistence.Key{SessionID: "x", Kind: persistence.KindAgent, ID: "a"}
+
+// 1a: another store deletes and closes cleanly; the first store is killed.
+func TestRedo_ReviewDeleteThenCloseResurrects(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	warm(t, a)
+	_, err = a.Save(ctx, rec(rk, `{"n":1}`, m0), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err)
+	b, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, b.Delete(ctx, rk))
+	require.NoError(t, b.Close())
+	a.CrashForTest() // process killed, no machine crash
+	c, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	defer c.Close()
+	r, err := c.Load(ctx, rk)
+	require.ErrorIs(t, err, persistence.ErrNotFound, "resurrected: %v", r)
+}
+
+// 1b: recreated owner overwritten by the old incarnation.
+func TestRedo_ReviewDeleteRecreateOverwritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	warm(t, a)
+	v := int64(0)
+	for i := 0; i < 5; i++ {
+		v, err = a.Save(ctx, rec(rk, `{"old":true}`, m0), persistence.SaveOptions{Base: v, Durable: true})
+		require.NoError(t, err)
+	}
+	b, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, b.Delete(ctx, rk))
+	_, err = b.Save(ctx, rec(rk, `{"new":true}`), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	a.CrashForTest()
+	c, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	defer c.Close()
+	r, err := c.Load(ctx, rk)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"new":true}`, string(r.Data), "acknowledged v%d replaced", r.Version)
+}
+
+// 1c: recovery removes a dead log holding the tombstone while an older live log holds a record.
+func TestRedo_ReviewRecoveryDropsTombstone(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	warm(t, a)
+	_, err = a.Save(ctx, rec(rk, `{"n":1}`, m0), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err)
+	b, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, b.Delete(ctx, rk))
+	b.CrashForTest()
+	c, err := persistence.NewFileStore(dir) // recovers b's log, removes it
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	a.CrashForTest()
+	d, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	defer d.Close()
+	r, err := d.Load(ctx, rk)
+	require.ErrorIs(t, err, persistence.ErrNotFound, "resurrected: %v", r)
+}
+
+// 2: a torn session.json (written without fsync under the redo log) makes every open fail.
+func TestRedo_ReviewTornSessionJSONBlocksOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	warm(t, a)
+	_, err = a.Save(ctx, rec(rk, `{"n":1}`, m0), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err)
+	sj := filepath.Join(dir, "session_x", "session.json")
+	require.Contains(t, a.UnsyncedForTest(), sj)
+	a.CrashForTest()
+	require.NoError(t, os.WriteFile(sj, nil, 0o644)) // delalloc: the link survived, the data did not
+	for i := 0; i < 2; i++ {
+		s, err := persistence.NewFileStore(dir)
+		require.NoError(t, err, "open %d", i)
+		s.Close()
+	}
+}
+
+// 3: Close during a durable save: Close waits for the save's files, then
+// makes them durable and removes the log; the save is acknowledged.
+func TestRedo_ReviewCloseDuringDurableSave(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var s *persistence.FileStore
+	closed := make(chan error, 1)
+	started := false
+	s, err := persistence.NewFileStore(dir, persistence.BeforeCommit(func(k persistence.Key, v int64) {
+		if k == rk && !started {
+			started = true
+			go func() { closed <- s.Close() }()
+			time.Sleep(50 * time.Millisecond) // Close is waiting on the save now
+		}
+	}))
+	require.NoError(t, err)
+	warm(t, s)
+	_, err = s.Save(ctx, rec(rk, `{"n":1}`, m0), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err, "acknowledged")
+	require.NoError(t, <-closed)
+	require.Empty(t, redoLogs(t, dir))
+	require.Empty(t, s.UnsyncedForTest(), "Close made the save's files durable")
+}
+
+// 4: Delete's tombstone is logged after the owner lock is released: a durable
+// save that recreates the owner in between is lost at a machine crash.
+func TestRedo_ReviewTombstoneAfterRecreate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pre, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	_, err = pre.Save(ctx, rec(rk, `{"old":true}`), persistence.SaveOptions{Durable: true})
+	require.NoError(t, err)
+	require.NoError(t, pre.Close())
+
+	s2, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	warm(t, s2)
+	var v int64
+	var s1 *persistence.FileStore
+	s1, err = persistence.NewFileStore(dir, persistence.OnSync(func(k persistence.Key, paths []string) {
+		if len(paths) == 1 && filepath.Base(paths[0]) == "deletions" && v == 0 { // inside Delete, after the removal
+			v, err = s2.Save(ctx, rec(rk, `{"new":true}`, m0), persistence.SaveOptions{Durable: true})
+			require.NoError(t, err)
+		}
+	}))
+	require.NoError(t, err)
+	require.NoError(t, s1.Delete(ctx, rk))
+	require.Equal(t, int64(1), v, "recreated, acknowledged durable")
+	// machine crash: s2's unsynced files are lost.
+	lost := s2.UnsyncedForTest()
+	s1.CrashForTest()
+	s2.CrashForTest()
+	for _, p := range lost {
+		_ = os.Remove(p)
+	}
+	f, err := persistence.NewFileStore(dir)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Load(ctx, rk)
+	require.NoError(t, err, "acknowledged durable save v1 lost")
 }
