@@ -532,8 +532,18 @@ func (s *FileStore) checkpoint(key Key, old *fileHead, j *journal, version int64
 	var files, dirs []string
 	if sync {
 		files, dirs = d.take()
+		// Whatever this or another store wrote without fsync that the new
+		// head depends on: session.json, the folders on the way, and the
+		// message files it keeps (another store may have written them, and
+		// only its redo log would hold them).
+		sdir := s.SessionDir(key.SessionID)
+		files = append(files, filepath.Join(sdir, "session.json"))
+		for _, n := range head.Messages[:kept] {
+			files = append(files, filepath.Join(msgDir, messageName(n)))
+		}
+		dirs = append(dirs, s.root, sdir, filepath.Dir(dir), msgDir)
 		// Round 2 covers the owner's folder, and the head is replaced.
-		files, dirs = without(files, headPath), without(dirs, dir)
+		files, dirs = dedupe(without(files, headPath)), dedupe(without(dirs, dir))
 	}
 	s.mu.Unlock()
 
@@ -776,16 +786,20 @@ func (s *FileStore) Delete(ctx context.Context, key Key) error {
 		return err
 	}
 	dir := s.ownerDir(key)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	unlockRecovery, err := s.lockRecovery(syscall.LOCK_SH)
 	if err != nil {
 		return fmt.Errorf("session %q: %w", key.SessionID, err)
 	}
 	defer unlockRecovery()
+	s.forgetLogged(key)
 	lock, err := lockJournal(filepath.Join(dir, journalName))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Nothing to remove, perhaps because an earlier Delete was cut off
+		// before it recorded the deletion: record it, so that no redo log
+		// brings the owner back.
+		if err := s.logDeletion(key, monoNow()); err != nil {
+			return fmt.Errorf("session %q: recording the deletion: %w", key.SessionID, err)
+		}
 		return nil
 	}
 	if err != nil {

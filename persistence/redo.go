@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -357,6 +358,20 @@ func (s *FileStore) loggedAt(key Key, version int64) bool {
 	return ok && v == version
 }
 
+// forgetLogged drops what loggedAt knows of key (Delete: a new owner of
+// the key may reach the same version).
+func (s *FileStore) forgetLogged(key Key) {
+	s.mu.Lock()
+	l := s.redo
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	delete(l.logged, key)
+	l.mu.Unlock()
+}
+
 // resetRedo makes every file this store wrote durable, then starts the log
 // over with the next generation. The gate's write side and l.mu are held.
 func (s *FileStore) resetRedo(l *redoLog) error {
@@ -365,10 +380,15 @@ func (s *FileStore) resetRedo(l *redoLog) error {
 		return fmt.Errorf("file store: redo log reset: %w", err)
 	}
 	h := redoHeader{gen: l.header.gen + 1, since: since}
-	if _, err := l.f.WriteAt(h.bytes(), 0); err != nil {
-		return fmt.Errorf("file store: redo log reset: %w", err)
+	_, err := l.f.WriteAt(h.bytes(), 0)
+	if err == nil {
+		err = fdatasync(l.f)
 	}
-	if err := fdatasync(l.f); err != nil {
+	if err != nil {
+		// Which generation the disk holds is unknown now: the log takes no
+		// more records (durable saves fail), and stays for a recovery.
+		_ = l.f.Close()
+		l.f = nil
 		return fmt.Errorf("file store: redo log reset: %w", err)
 	}
 	l.header, l.off = h, redoHeaderSize
@@ -524,7 +544,7 @@ func (s *FileStore) recoverRedo() error {
 	}
 	work := false
 	for _, n := range names {
-		work = work || strings.HasSuffix(n.Name(), redoSuffix) || n.Name() == redoDeletionsLog
+		work = work || strings.HasSuffix(n.Name(), redoSuffix) || strings.HasSuffix(n.Name(), ".new") || n.Name() == redoDeletionsLog
 	}
 	if !work {
 		return nil
@@ -551,6 +571,10 @@ func (s *FileStore) recoverRedo() error {
 	latest := map[Key]*redoRecord{}
 	oldestLive := int64(0) // when the oldest live log's records start
 	for _, n := range names {
+		if strings.HasSuffix(n.Name(), ".new") {
+			removeOrphan(filepath.Join(dir, n.Name()))
+			continue
+		}
 		if !strings.HasSuffix(n.Name(), redoSuffix) {
 			continue
 		}
@@ -563,15 +587,13 @@ func (s *FileStore) recoverRedo() error {
 			return err
 		}
 		if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			_ = f.Close()
 			if !errors.Is(err, syscall.EWOULDBLOCK) {
+				_ = f.Close()
 				return err
 			}
 			// A live store's. Its header says from when its records are.
-			since, err := logSince(p)
-			if err != nil {
-				return err
-			}
+			since := logSince(f)
+			_ = f.Close()
 			if oldestLive == 0 || since < oldestLive {
 				oldestLive = since
 			}
@@ -617,21 +639,30 @@ func (s *FileStore) recoverRedo() error {
 }
 
 // logSince reads when a live log's records start from its header.
-func logSince(p string) (int64, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
+func logSince(f *os.File) int64 {
 	b := make([]byte, redoHeaderSize)
 	if _, err := f.ReadAt(b, 0); err != nil {
-		return 0, err
+		return 1 // unreadable: take it for the oldest there can be
 	}
 	h, ok := parseRedoHeader(b)
 	if !ok {
-		return 1, nil // being written: take it for the oldest there can be
+		return 1 // being written: take it for the oldest there can be
 	}
-	return h.since, nil
+	return h.since
+}
+
+// removeOrphan removes a log a store was killed while making (never
+// renamed into place, so it holds no record), unless a store is making it
+// now (it holds the lock).
+func removeOrphan(p string) {
+	f, err := os.Open(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if flock(f, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+		_ = os.Remove(p)
+	}
 }
 
 // readDeletions returns the latest deletion time of each owner.
@@ -723,10 +754,20 @@ func (s *FileStore) recoverOwner(r *redoRecord) error {
 	head, _ := s.readHead(key)
 	if head != nil {
 		if j, err := s.readLockedJournal(key, lock, head.Version); err == nil && j.version(head.Version) >= r.Version {
-			if _, err := s.journalMessages(key, j, head.Messages); err == nil {
+			got, err := s.journalMessages(key, j, head.Messages)
+			if err == nil && j.version(head.Version) == r.Version && !sameRecord(r, got, j, head) {
+				// At the record's version the files must say what it
+				// says: one that does not is a stale file under a
+				// number a crash let a save reuse.
+				err = errors.New("the files differ from the record")
+			}
+			if err == nil {
 				files := []string{filepath.Join(sdir, "session.json"), filepath.Join(odir, headName(key)), j.path}
 				for _, n := range head.Messages {
 					files = append(files, filepath.Join(odir, "messages", messageName(n)))
+				}
+				if err := s.removeUnlisted(key); err != nil {
+					return err
 				}
 				if err := s.syncRound(key, files); err != nil {
 					return err
@@ -752,12 +793,38 @@ func (s *FileStore) recoverOwner(r *redoRecord) error {
 	return s.removeUnlisted(key)
 }
 
+// sameRecord reports whether the files' record (head, journal, messages
+// got) says what r says.
+func sameRecord(r *redoRecord, got []json.RawMessage, j *journal, head *fileHead) bool {
+	data := head.Data
+	if n := len(j.lines); n > 0 {
+		data = j.lines[n-1].Data
+	}
+	if !bytes.Equal(compactJSON(data), compactJSON(r.Data)) || len(got) != len(r.Messages) {
+		return false
+	}
+	for i := range got {
+		if !bytes.Equal(compactJSON(got[i]), compactJSON(r.Messages[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func compactJSON(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
 // repairSession rewrites, durably, a session.json a crash tore (made
 // without fsync, its data lost): recovery has a record of the session, so
 // the session exists.
 func (s *FileStore) repairSession(key Key) error {
-	if _, err := s.checkSession(key); err == nil || !errors.Is(err, ErrDamaged) {
-		return err
+	if _, err := s.checkSession(key); err == nil || !errors.Is(err, ErrDamaged) || errors.Is(err, ErrSchemaVersion) {
+		return err // a newer schema's session.json is not a torn one
 	}
 	p := filepath.Join(s.SessionDir(key.SessionID), "session.json")
 	b, err := marshal(fileSession{SchemaVersion: SchemaVersion, SessionID: key.SessionID, CreatedAt: time.Now().UTC()})
