@@ -74,3 +74,32 @@ func ParseMedia(kind string, value json.RawMessage) (Media, error) {
 	}
 	return Media{Kind: kind, Format: b.Format, Name: b.Name, Bytes: b.Source.Bytes}, nil
 }
+
+// SendableMedia reads a block Braid keeps as Other for a provider whose API
+// (named api in errors) takes images and documents in user messages only:
+// an image or document it returns, with an image's media type checked;
+// reasoningContent and cachePoint, which such APIs do not take back, are
+// left out (nil, nil); anything else is an error.
+func SendableMedia(role Role, raw json.RawMessage, api string) (*Media, error) {
+	kind, v, err := OtherKind(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "reasoningContent", "cachePoint":
+		return nil, nil
+	case "image", "document":
+		if role != RoleUser {
+			return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
+		}
+		m, err := ParseMedia(kind, v)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := m.ImageMediaType(); kind == "image" && !ok {
+			return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", m.Format)
+		}
+		return &m, nil
+	}
+	return nil, fmt.Errorf("%q blocks cannot be sent to the %s", kind, api)
+}

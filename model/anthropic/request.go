@@ -131,47 +131,30 @@ func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, 
 // otherBlock maps a block Braid keeps as raw JSON (see params). A nil block
 // with a nil error is one left out on purpose.
 func otherBlock(role model.Role, raw json.RawMessage) (*sdk.ContentBlockParamUnion, error) {
-	kind, v, err := model.OtherKind(raw)
-	if err != nil {
+	media, err := model.SendableMedia(role, raw, "Anthropic Messages API")
+	if err != nil || media == nil {
 		return nil, err
 	}
-	switch kind {
-	case "reasoningContent", "cachePoint":
-		return nil, nil
-	case "image", "document":
-		if role != model.RoleUser {
-			return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
-		}
-		media, err := model.ParseMedia(kind, v)
-		if err != nil {
-			return nil, err
-		}
-		if kind == "image" {
-			mt, ok := media.ImageMediaType()
-			if !ok {
-				return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", media.Format)
-			}
-			b := sdk.NewImageBlockBase64(mt, base64.StdEncoding.EncodeToString(media.Bytes))
-			return &b, nil
-		}
-		var b sdk.ContentBlockParamUnion
-		switch media.Format {
-		case "pdf":
-			b = sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(media.Bytes)})
-		case "txt", "md", "csv", "html":
-			if !utf8.Valid(media.Bytes) {
-				return nil, fmt.Errorf("document %q (%s) is not UTF-8 text", media.Name, media.Format)
-			}
-			b = sdk.NewDocumentBlock(sdk.PlainTextSourceParam{Data: string(media.Bytes)})
-		default:
-			return nil, fmt.Errorf("document format %q is not supported (pdf, txt, md, csv, html)", media.Format)
-		}
-		if media.Name != "" {
-			b.OfDocument.Title = param.NewOpt(media.Name)
-		}
+	if mt, ok := media.ImageMediaType(); ok {
+		b := sdk.NewImageBlockBase64(mt, base64.StdEncoding.EncodeToString(media.Bytes))
 		return &b, nil
 	}
-	return nil, fmt.Errorf("%q blocks cannot be sent to the Anthropic Messages API", kind)
+	var b sdk.ContentBlockParamUnion
+	switch media.Format {
+	case "pdf":
+		b = sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(media.Bytes)})
+	case "txt", "md", "csv", "html":
+		if !utf8.Valid(media.Bytes) {
+			return nil, fmt.Errorf("document %q (%s) is not UTF-8 text", media.Name, media.Format)
+		}
+		b = sdk.NewDocumentBlock(sdk.PlainTextSourceParam{Data: string(media.Bytes)})
+	default:
+		return nil, fmt.Errorf("document format %q is not supported (pdf, txt, md, csv, html)", media.Format)
+	}
+	if media.Name != "" {
+		b.OfDocument.Title = param.NewOpt(media.Name)
+	}
+	return &b, nil
 }
 
 // toolInput returns a tool use's input as raw JSON, {} when empty; it must

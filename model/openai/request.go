@@ -159,41 +159,24 @@ func (m *Model) requestError(msg string) error {
 // otherPart maps a block Braid keeps as raw JSON (see params). A nil part
 // with a nil error is a block that is left out on purpose.
 func otherPart(role model.Role, raw json.RawMessage) (*sdk.ChatCompletionContentPartUnionParam, error) {
-	kind, v, err := model.OtherKind(raw)
-	if err != nil {
+	media, err := model.SendableMedia(role, raw, "Chat Completions API")
+	if err != nil || media == nil {
 		return nil, err
 	}
-	switch kind {
-	case "reasoningContent", "cachePoint":
-		return nil, nil
-	case "image", "document":
-		if role != model.RoleUser {
-			return nil, fmt.Errorf("%s blocks can only be sent in user messages", kind)
-		}
-		media, err := model.ParseMedia(kind, v)
-		if err != nil {
-			return nil, err
-		}
-		data := base64.StdEncoding.EncodeToString(media.Bytes)
-		if kind == "image" {
-			mt, ok := media.ImageMediaType()
-			if !ok {
-				return nil, fmt.Errorf("image format %q is not supported (png, jpeg, gif, webp)", media.Format)
-			}
-			part := sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mt + ";base64," + data})
-			return &part, nil
-		}
-		if media.Format != "pdf" {
-			return nil, fmt.Errorf("document format %q is not supported (the Chat Completions API takes pdf files)", media.Format)
-		}
-		f := sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:application/pdf;base64," + data)}
-		if media.Name != "" {
-			f.Filename = param.NewOpt(media.Name)
-		}
-		part := sdk.FileContentPart(f)
+	data := base64.StdEncoding.EncodeToString(media.Bytes)
+	if mt, ok := media.ImageMediaType(); ok {
+		part := sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: "data:" + mt + ";base64," + data})
 		return &part, nil
 	}
-	return nil, fmt.Errorf("%q blocks cannot be sent to the Chat Completions API", kind)
+	if media.Format != "pdf" {
+		return nil, fmt.Errorf("document format %q is not supported (the Chat Completions API takes pdf files)", media.Format)
+	}
+	f := sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:application/pdf;base64," + data)}
+	if media.Name != "" {
+		f.Filename = param.NewOpt(media.Name)
+	}
+	part := sdk.FileContentPart(f)
+	return &part, nil
 }
 
 // toolResultText is the content of the tool message a tool result is sent
