@@ -22,8 +22,14 @@ type Serial struct {
 }
 
 // NewSerial spawns a Serial actor in sys.
-func NewSerial(sys *System) (*Serial, error) {
-	pid, err := sys.Spawn(func() actor.Actor { return &serialActor{} })
+func NewSerial(sys *System) (*Serial, error) { return newSerial(sys, nil) }
+
+// newSerial spawns a Serial whose actor calls onQueued, if not nil, each time
+// it queues a turn behind the running one, with the number now queued. It
+// runs on the actor's goroutine and must not block. Tests use it to know
+// that a turn waits in the queue (export_test.go).
+func newSerial(sys *System, onQueued func(queued int)) (*Serial, error) {
+	pid, err := sys.Spawn(func() actor.Actor { return &serialActor{onQueued: onQueued} })
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +111,10 @@ type turnDone struct{}
 type closeMsg struct{ done chan struct{} }
 
 type serialActor struct {
-	busy    bool
-	queue   []*turn
-	closing *closeMsg
+	busy     bool
+	queue    []*turn
+	closing  *closeMsg
+	onQueued func(queued int)
 }
 
 func (x *serialActor) Receive(c actor.Context) {
@@ -119,6 +126,9 @@ func (x *serialActor) Receive(c actor.Context) {
 		}
 		if x.busy {
 			x.queue = append(x.queue, m)
+			if x.onQueued != nil {
+				x.onQueued(len(x.queue))
+			}
 			return
 		}
 		x.grant(m)

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,26 +14,63 @@ import (
 	"github.com/braidhq/braid/actors"
 )
 
-func newSerial(t *testing.T) (*actors.System, *actors.Serial) {
+// newObservedSerial returns a Serial and a channel that receives the number
+// of queued turns each time the actor queues one behind the running turn, so
+// a test knows a turn waits instead of sleeping and hoping. The channel holds
+// 64 values; a test that queues more must read them.
+func newObservedSerial(t *testing.T) (*actors.Serial, <-chan int) {
 	t.Helper()
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	s, err := actors.NewSerial(sys)
+	queued := make(chan int, 64)
+	s, err := actors.NewSerialObserved(sys, func(n int) { queued <- n })
 	require.NoError(t, err)
-	return sys, s
+	return s, queued
+}
+
+// waitQueued returns once n turns wait in the queue. The time limit only
+// turns a deadlock into a failure; no outcome depends on it.
+func waitQueued(t *testing.T, queued <-chan int, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-queued:
+			if got >= n {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%d turns never queued", n)
+		}
+	}
+}
+
+// block starts a turn that runs until release is closed, and returns once it
+// runs. The turn's Do result goes to the returned channel.
+func block(s *actors.Serial, release <-chan struct{}) <-chan error {
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Do(context.Background(), func(context.Context) { close(started); <-release })
+	}()
+	<-started
+	return done
 }
 
 // SPEC A12: turns never overlap and all of them run.
 func TestSerial_TurnsNeverOverlap(t *testing.T) {
-	_, s := newSerial(t)
+	const turns = 32
+	s, queued := newObservedSerial(t)
+	release := make(chan struct{})
+	first := block(s, release)
 	var running, maxRunning, done atomic.Int32
 	var wg sync.WaitGroup
-	for range 32 {
+	for range turns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			require.NoError(t, s.Do(context.Background(), func(context.Context) {
+			assert.NoError(t, s.Do(context.Background(), func(context.Context) {
 				n := running.Add(1)
 				for {
 					m := maxRunning.Load()
@@ -40,82 +78,83 @@ func TestSerial_TurnsNeverOverlap(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(100 * time.Microsecond)
+				runtime.Gosched() // let any turn wrongly granted now run beside this one
 				running.Add(-1)
 				done.Add(1)
 			}))
 		}()
 	}
+	// Every turn waits before any runs, so an actor that granted two at once
+	// would have them to grant.
+	waitQueued(t, queued, turns)
+	close(release)
 	wg.Wait()
+	require.NoError(t, <-first)
 	assert.Equal(t, int32(1), maxRunning.Load())
-	assert.Equal(t, int32(32), done.Load())
+	assert.Equal(t, int32(turns), done.Load())
 }
 
 func TestSerial_TurnsRunInOrderOfAsking(t *testing.T) {
-	_, s := newSerial(t)
+	s, queued := newObservedSerial(t)
 	release := make(chan struct{})
-	started := make(chan struct{})
+	first := block(s, release)
 	var order []int
 	var mu sync.Mutex
-	go func() {
-		_ = s.Do(context.Background(), func(context.Context) { close(started); <-release })
-	}()
-	<-started
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = s.Do(context.Background(), func(context.Context) { mu.Lock(); order = append(order, i); mu.Unlock() })
+			assert.NoError(t, s.Do(context.Background(), func(context.Context) { mu.Lock(); order = append(order, i); mu.Unlock() }))
 		}()
-		time.Sleep(5 * time.Millisecond) // let each ask reach the mailbox before the next
+		waitQueued(t, queued, i+1) // turn i is asked for before turn i+1
 	}
 	close(release)
 	wg.Wait()
+	require.NoError(t, <-first)
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, order)
 }
 
 func TestSerial_QueuedTurnAbandonedWhenCtxEnds(t *testing.T) {
-	_, s := newSerial(t)
+	s, queued := newObservedSerial(t)
 	release := make(chan struct{})
-	started := make(chan struct{})
-	go func() { _ = s.Do(context.Background(), func(context.Context) { close(started); <-release }) }()
-	<-started
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	first := block(s, release)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ran := false
-	err := s.Do(ctx, func(context.Context) { ran = true })
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var ran atomic.Bool
+	abandoned := make(chan error, 1)
+	go func() { abandoned <- s.Do(ctx, func(context.Context) { ran.Store(true) }) }()
+	waitQueued(t, queued, 1)
+	cancel() // the turn waits in the queue when its ctx ends
+	require.ErrorIs(t, <-abandoned, context.Canceled)
 	close(release)
+	require.NoError(t, <-first)
 	// The next turn still runs: the abandoned one does not block the queue.
 	require.NoError(t, s.Do(context.Background(), func(context.Context) {}))
-	assert.False(t, ran)
+	assert.False(t, ran.Load())
 }
 
 func TestSerial_CloseRejectsQueuedAndLaterTurns(t *testing.T) {
-	_, s := newSerial(t)
+	s, queuedTurns := newObservedSerial(t)
 	release := make(chan struct{})
-	started := make(chan struct{})
-	firstDone := make(chan error, 1)
-	go func() {
-		firstDone <- s.Do(context.Background(), func(context.Context) { close(started); <-release })
-	}()
-	<-started
+	first := block(s, release)
 	queued := make(chan error, 1)
 	go func() {
 		queued <- s.Do(context.Background(), func(context.Context) { t.Error("a queued turn ran after Close") })
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitQueued(t, queuedTurns, 1)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(context.Background()) }()
+	// The rejection shows the actor has handled Close while the first turn
+	// still runs; Close must wait for that turn.
 	assert.ErrorIs(t, <-queued, actors.ErrClosed)
 	select {
 	case <-closed:
 		t.Fatal("Close returned while a turn was running")
-	case <-time.After(10 * time.Millisecond):
+	default:
 	}
 	close(release)
-	require.NoError(t, <-firstDone)
+	require.NoError(t, <-first)
 	require.NoError(t, <-closed)
 	assert.ErrorIs(t, s.Do(context.Background(), func(context.Context) {}), actors.ErrClosed)
 	assert.NoError(t, s.Close(context.Background()), "closing twice is a no-op")

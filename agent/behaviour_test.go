@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -533,15 +534,25 @@ func (o *bhOverlap) enter() (leave func()) {
 // SPEC A12: concurrent Invoke calls on one agent run one at a time.
 func TestSerialInvocations_ConcurrentCallersNeverOverlap(t *testing.T) {
 	const n = 8
-	var toolOverlap, modelOverlap bhOverlap
-	slow := tool.New("slow", "takes a while", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+	var toolOverlap, modelOverlap, workOverlap bhOverlap
+	// asking counts the callers that have not yet called Invoke. The first
+	// tool call holds its invocation until every caller has, so the others
+	// ask while one invocation is under way: if they were not made to wait,
+	// they would run beside it.
+	var asking sync.WaitGroup
+	asking.Add(n)
+	var first sync.Once
+	slow := tool.New("slow", "holds the first invocation", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		defer workOverlap.enter()()
 		defer toolOverlap.enter()()
-		time.Sleep(3 * time.Millisecond)
+		first.Do(asking.Wait)
+		runtime.Gosched() // let any invocation wrongly running now reach its model call or tool
 		return "slow ok", nil
 	})
 	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		defer workOverlap.enter()()
 		defer modelOverlap.enter()()
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 		last, _ := req.LastMessage()
 		if len(last.ToolResults()) > 0 {
 			return model.TextTurn("done"), nil
@@ -559,6 +570,7 @@ func TestSerialInvocations_ConcurrentCallersNeverOverlap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
+			asking.Done()
 			res, err := a.Invoke(context.Background(), agent.Text(fmt.Sprintf("prompt %d", i)))
 			errs[i] = err
 			if res != nil {
@@ -574,6 +586,7 @@ func TestSerialInvocations_ConcurrentCallersNeverOverlap(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), toolOverlap.max.Load(), "tools of different invocations overlapped")
 	assert.Equal(t, int32(1), modelOverlap.max.Load(), "model calls of different invocations overlapped")
+	assert.Equal(t, int32(1), workOverlap.max.Load(), "a model call and a tool of different invocations overlapped")
 	msgs := a.Messages()
 	require.Len(t, msgs, 4*n)
 	requireValidHistory(t, msgs)

@@ -2,7 +2,6 @@ package interrupt
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -18,11 +17,12 @@ type Scope struct {
 	source Source
 	idFor  func(name string) string
 
-	mu       sync.Mutex
-	callback int
-	names    map[string]int
-	raised   []Interrupt
-	dupErr   error
+	mu        sync.Mutex
+	callback  int
+	names     map[string]int      // name → callback that first raised it
+	raised    []Interrupt         // unanswered, in call order (SPEC I8)
+	raisedIDs map[string]struct{} // ids in raised, so each is listed once in O(1)
+	dupErr    error
 }
 
 // NewScope returns a Scope that records into state, with ids made by idFor
@@ -112,7 +112,11 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		return stored.Response, nil
 	}
 	s.mu.Lock()
-	if !slices.ContainsFunc(s.raised, func(in Interrupt) bool { return in.ID == stored.ID }) {
+	if _, listed := s.raisedIDs[stored.ID]; !listed {
+		if s.raisedIDs == nil {
+			s.raisedIDs = make(map[string]struct{}, 1)
+		}
+		s.raisedIDs[stored.ID] = struct{}{}
 		s.raised = append(s.raised, stored)
 	}
 	s.mu.Unlock()

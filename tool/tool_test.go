@@ -265,6 +265,7 @@ func (l *bhLog) list() []string {
 }
 
 // fakeTask is a Task whose answers are fixed and whose Run may block on body.
+// Run calls onDone, if set, as its last step before returning.
 type fakeTask struct {
 	name          string
 	log           *bhLog
@@ -272,6 +273,7 @@ type fakeTask struct {
 	prepInterrupt bool
 	runInterrupt  bool
 	body          func()
+	onDone        func()
 	mu            sync.Mutex
 	finished      bool
 }
@@ -289,6 +291,9 @@ func (f *fakeTask) Run(ctx context.Context) bool {
 	f.mu.Lock()
 	f.finished = true
 	f.mu.Unlock()
+	if f.onDone != nil {
+		f.onDone()
+	}
 	return f.runInterrupt
 }
 
@@ -298,8 +303,9 @@ func (f *fakeTask) done() bool {
 	return f.finished
 }
 
-func bhExecute(t *testing.T, ex tool.Executor, tasks ...*fakeTask) {
-	t.Helper()
+// startExecute runs ex.Execute on the tasks in a goroutine; the channel is
+// closed when it returns.
+func startExecute(ex tool.Executor, tasks ...*fakeTask) <-chan struct{} {
 	ts := make([]tool.Task, len(tasks))
 	for i, x := range tasks {
 		ts[i] = x
@@ -309,6 +315,13 @@ func bhExecute(t *testing.T, ex tool.Executor, tasks ...*fakeTask) {
 		ex.Execute(context.Background(), ts)
 		close(done)
 	}()
+	return done
+}
+
+// waitReturned waits for a startExecute channel. The time limit only turns a
+// deadlock into a failure; no outcome depends on it.
+func waitReturned(t *testing.T, done <-chan struct{}) {
+	t.Helper()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -316,15 +329,32 @@ func bhExecute(t *testing.T, ex tool.Executor, tasks ...*fakeTask) {
 	}
 }
 
+func bhExecute(t *testing.T, ex tool.Executor, tasks ...*fakeTask) {
+	t.Helper()
+	waitReturned(t, startExecute(ex, tasks...))
+}
+
 // SPEC A6: Concurrent prepares every task in order before running any, and
 // runs only the runnable ones.
 func TestConcurrent_PreparesAllInOrderBeforeRunning(t *testing.T) {
 	log := &bhLog{}
-	a := &fakeTask{name: "a", log: log, run: true, body: func() { time.Sleep(5 * time.Millisecond) }}
+	release := make(chan struct{})
+	var running sync.WaitGroup
+	running.Add(2)
+	body := func() { running.Done(); <-release }
+	a := &fakeTask{name: "a", log: log, run: true, body: body}
 	b := &fakeTask{name: "b", log: log, run: false}                      // cancelled
 	c := &fakeTask{name: "c", log: log, run: false, prepInterrupt: true} // interrupted
-	d := &fakeTask{name: "d", log: log, run: true, body: func() { time.Sleep(5 * time.Millisecond) }}
-	bhExecute(t, tool.Concurrent{}, a, b, c, d)
+	d := &fakeTask{name: "d", log: log, run: true, body: body}
+	returned := startExecute(tool.Concurrent{}, a, b, c, d)
+	running.Wait() // both runs are under way and held
+	select {
+	case <-returned:
+		require.FailNow(t, "Execute returned while runs were under way")
+	default:
+	}
+	close(release)
+	waitReturned(t, returned)
 	ops := log.list()
 	require.Len(t, ops, 6)
 	assert.Equal(t, []string{"prepare a", "prepare b", "prepare c", "prepare d"}, ops[:4])
@@ -362,8 +392,10 @@ func TestConcurrent_RunsTasksConcurrently(t *testing.T) {
 // the others; all of them run to completion before Execute returns.
 func TestConcurrent_InterruptedRunDoesNotStopOthers(t *testing.T) {
 	log := &bhLog{}
-	a := &fakeTask{name: "a", log: log, run: true, runInterrupt: true}
-	b := &fakeTask{name: "b", log: log, run: true, body: func() { time.Sleep(10 * time.Millisecond) }}
+	aInterrupted := make(chan struct{})
+	a := &fakeTask{name: "a", log: log, run: true, runInterrupt: true, onDone: func() { close(aInterrupted) }}
+	// b is still running when a is interrupted, and finishes only after.
+	b := &fakeTask{name: "b", log: log, run: true, body: func() { <-aInterrupted }}
 	c := &fakeTask{name: "c", log: log, run: true}
 	bhExecute(t, tool.Concurrent{}, a, b, c)
 	assert.True(t, a.done() && b.done() && c.done())

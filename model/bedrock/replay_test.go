@@ -123,6 +123,9 @@ type replay struct {
 	done      chan struct{} // closed at cleanup: held answers end
 	// gone gets a value when a held answer sees its client go away.
 	gone chan struct{}
+	// answered gets a value each time an answer has been written in full
+	// (up to 8 unread; later ones are dropped).
+	answered chan struct{}
 
 	mu       sync.Mutex
 	requests []recorded
@@ -147,7 +150,7 @@ func newReplay(t *testing.T, scenario, modelID string) *replay {
 // startReplay serves exchanges, reporting unexpected requests to t, until
 // Close.
 func startReplay(t assert.TestingT, exchanges []exchange, modelID string) *replay {
-	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8)}
+	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8), answered: make(chan struct{}, 8)}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	return r
 }
@@ -157,7 +160,7 @@ func newTLSReplay(t *testing.T, scenario, modelID string) *replay {
 	t.Helper()
 	exchanges, err := loadScenario(scenario)
 	require.NoError(t, err)
-	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8)}
+	r := &replay{t: t, model: modelID, exchanges: exchanges, done: make(chan struct{}), gone: make(chan struct{}, 8), answered: make(chan struct{}, 8)}
 	r.srv = httptest.NewTLSServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -177,6 +180,12 @@ func (r *replay) Requests() []recorded {
 }
 
 func (r *replay) serve(w http.ResponseWriter, req *http.Request) {
+	defer func() {
+		select {
+		case r.answered <- struct{}{}:
+		default:
+		}
+	}()
 	body, err := io.ReadAll(req.Body)
 	if !assert.NoError(r.t, err) {
 		return

@@ -107,10 +107,9 @@ func TestRetry_WaitsExponentiallyBetweenAttempts(t *testing.T) {
 func TestRetry_CancelDuringBackoffReturnsPromptly(t *testing.T) {
 	m, r := newReplayModel(t, "err_rate_limit", func(c *bedrock.Config) { c.RetryBaseDelay = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() {
-		for len(r.Requests()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		<-r.answered // the first attempt failed: the provider now waits a minute
 		cancel()
 	}()
 	start := time.Now()
