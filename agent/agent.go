@@ -51,6 +51,9 @@ type Agent struct {
 
 	kv State
 
+	// sess is the agent's writer in its session (nil without one).
+	sess *persistence.AgentSession
+
 	// The session. The running invocation owns interrupts and pending; mu
 	// guards messages for readers outside the invocation.
 	mu         sync.Mutex
@@ -87,12 +90,13 @@ func New(cfg Config) (*Agent, error) {
 	}
 	restore := cfg.Restore
 	if cfg.Session != nil {
-		rec, err := cfg.Session.LoadAgent(context.Background(), cfg.ID)
+		sess, rec, err := cfg.Session.OpenAgent(context.Background(), cfg.ID)
 		if err != nil {
 			return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
 		}
+		a.sess = sess
 		if rec != nil {
-			if restore, err = fromRecord(cfg.ID, rec); err != nil {
+			if restore, err = fromRecord(sess.Key(), rec); err != nil {
 				return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
 			}
 		}
@@ -230,7 +234,7 @@ func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message) error {
 		a.mu.Lock()
 		a.messages = model.CloneMessages(msgs)
 		a.mu.Unlock()
-		err = a.save(ctx, persistence.SaveInvocation)
+		err = a.saveFrom(ctx, persistence.SaveInvocation, 0)
 	}); derr != nil {
 		return derr
 	}

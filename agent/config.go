@@ -41,8 +41,10 @@ type Config struct {
 	// It cannot be combined with Session.
 	Restore *Snapshot
 	// Session, if set, restores the agent when it is created and saves it at
-	// every save point (SPEC S1, I9): persistence.FileSession(id, dir), or a
-	// persistence.NewSessionManager over any store.
+	// every save point (SPEC S1, I9): a persistence.NewSessionManager over a
+	// store the application opened once (sqlite.Open, postgres.New) and
+	// closes itself. The manager opens nothing, so an agent per request
+	// leaks nothing.
 	Session Session
 	// MaxAutoResumes bounds how often AfterInvocation hooks may call Resume
 	// within one Invoke (default 16).

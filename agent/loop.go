@@ -316,10 +316,20 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 			}
 		}
 	}
-	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results}
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results, started: map[string]ToolStart{}}
+	if p := a.pendingCopy(); p != nil {
+		for _, s := range p.Started { // cut off by a crash (SPEC S6)
+			cycle.started[s.ToolUseID] = s
+		}
+	}
 	if a.pending == nil {
-		// The cycle is in flight: saved with each finished tool from now on.
+		// The cycle is in flight: saved now, so a crash does not lose the
+		// model's answer (its tool uses are carried on, with the same ids),
+		// and with each finished tool from now on.
 		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: []model.ToolResult{}})
+		if err := a.save(ctx, persistence.SaveMessage); err != nil {
+			return nil, err
+		}
 	}
 
 	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeToolsID)
@@ -328,7 +338,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		return nil, fmt.Errorf("BeforeTools hook: %w", err)
 	}
 	if scope.Interrupted() {
-		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()})
+		a.setPending(cycle.pending())
 		return inv.stopForInterrupts(ctx, assistant)
 	}
 
@@ -368,7 +378,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	at := &AfterToolsEvent{Agent: a, Message: gathered}
 	herr := hook.Run(ctx, a.hooks, at)
 	if interrupted {
-		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: cycle.completed()})
+		a.setPending(cycle.pending())
 		res, err := inv.stopForInterrupts(ctx, assistant)
 		if herr != nil {
 			return nil, fmt.Errorf("AfterTools hook: %w", herr)
@@ -438,9 +448,16 @@ func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message
 	return nil
 }
 
-// save hands the session to the Session at a save point.
+// save hands the session to its writer at a save point. The history is
+// append-only: only the messages after the stored ones are encoded and sent.
 func (a *Agent) save(ctx context.Context, point persistence.SavePoint) error {
-	if a.cfg.Session == nil {
+	return a.saveFrom(ctx, point, -1)
+}
+
+// saveFrom saves like save, but keeps only the first keep stored messages
+// and replaces the rest (keep < 0: append).
+func (a *Agent) saveFrom(ctx context.Context, point persistence.SavePoint, keep int) error {
+	if a.sess == nil {
 		return nil
 	}
 	rec := &persistence.AgentRecord{State: a.kv.All(), Interrupts: a.interrupts}
@@ -454,10 +471,26 @@ func (a *Agent) save(ctx context.Context, point persistence.SavePoint) error {
 		}
 		rec.Pending = p
 	}
-	if err := a.cfg.Session.SaveAgent(context.WithoutCancel(ctx), a.cfg.ID, rec, point); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if keep < 0 {
+		err = a.sess.Save(ctx, rec, point)
+	} else {
+		err = a.sess.Rewrite(ctx, rec, keep, point)
+	}
+	if err != nil {
 		return fmt.Errorf("save session (%s): %w", point, err)
 	}
 	return nil
+}
+
+// idempotencyKey is the stable key of a tool use (SPEC S6): session,
+// agent and tool-use id.
+func (a *Agent) idempotencyKey(toolUseID string) string {
+	if a.sess == nil {
+		return a.cfg.ID + "/" + toolUseID
+	}
+	return a.sess.Key().SessionID + "/" + a.cfg.ID + "/" + toolUseID
 }
 
 func orDefault(s, def string) string {
@@ -475,6 +508,63 @@ type toolCycle struct {
 	uses      []model.ToolUse
 	mu        sync.Mutex
 	results   []*model.ToolResult
+	// started: at-most-once tools started and without a result, by tool-use
+	// id; those loaded with the pending cycle were cut off by a crash.
+	started map[string]ToolStart
+}
+
+// pending returns the cycle's pending work: its results so far and the
+// at-most-once tools started without one.
+func (c *toolCycle) pending() *Pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pendingLocked()
+}
+
+func (c *toolCycle) pendingLocked() *Pending {
+	p := &Pending{Kind: PendingTools, Message: &c.assistant, Completed: make([]model.ToolResult, 0, len(c.results))}
+	for i, x := range c.results {
+		if x != nil {
+			p.Completed = append(p.Completed, x.Clone())
+		} else if s, ok := c.started[c.uses[i].ToolUseID]; ok {
+			p.Started = append(p.Started, s)
+		}
+	}
+	return p
+}
+
+// crashed returns the start mark of a tool cut off by a crash, if any.
+func (c *toolCycle) crashed(id string) (ToolStart, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.started[id]
+	return s, ok
+}
+
+// start saves durably that an at-most-once tool starts (SPEC S6), before
+// it runs; a failed save fails the invocation and the tool does not run.
+func (c *toolCycle) start(id string) bool {
+	a := c.inv.a
+	if a.sess == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.started[id] = ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()}
+	a.setPending(c.pendingLocked())
+	if err := a.save(c.ctx, persistence.SaveToolStart); err != nil {
+		c.inv.fail(err)
+		return false
+	}
+	return true
+}
+
+// unstart forgets a start mark: the tool returned (an interrupt), it was
+// not cut off. The next save records it.
+func (c *toolCycle) unstart(id string) {
+	c.mu.Lock()
+	delete(c.started, id)
+	c.mu.Unlock()
 }
 
 // record keeps a finished tool's result and saves it with the pending cycle
@@ -483,14 +573,9 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 	a := c.inv.a
 	c.mu.Lock()
 	c.results[i] = &r
-	if a.cfg.Session != nil {
-		done := make([]model.ToolResult, 0, len(c.results))
-		for _, x := range c.results {
-			if x != nil {
-				done = append(done, x.Clone())
-			}
-		}
-		a.setPending(&Pending{Kind: PendingTools, Message: &c.assistant, Completed: done})
+	delete(c.started, r.ToolUseID)
+	if a.sess != nil {
+		a.setPending(c.pendingLocked())
 		if err := a.save(c.ctx, persistence.SaveToolResult); err != nil {
 			c.inv.fail(err)
 		}
@@ -499,19 +584,6 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 	if c.inv.emit != nil {
 		c.inv.emit(&ToolResultEvent{Result: r.Clone()})
 	}
-}
-
-// completed returns the results so far, in tool-use order.
-func (c *toolCycle) completed() []model.ToolResult {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]model.ToolResult, 0, len(c.results))
-	for _, r := range c.results {
-		if r != nil {
-			out = append(out, r.Clone())
-		}
-	}
-	return out
 }
 
 func (c *toolCycle) resultBlocks() []model.ContentBlock {
@@ -591,10 +663,21 @@ func (t *toolTask) Run(ctx context.Context) bool {
 	if failed {
 		return false
 	}
+	once := tool.RunsAtMostOnce(t.tool)
+	if mark, ok := t.cycle.crashed(id); ok && once {
+		if rerun, stop := t.recover(ctx, mark); !rerun {
+			return stop
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		tc := tool.NewContext(t.use, tool.ScopeFor(a.interrupts, id), &a.kv, inv.opts.values)
+		if once && !t.cycle.start(id) {
+			return false
+		}
+		tc := tool.NewContext(t.use, tool.ScopeFor(a.interrupts, id), &a.kv, inv.opts.values,
+			tool.WithIdempotencyKey(a.idempotencyKey(id)))
 		content, err := tool.Invoke(ctx, t.tool, tc, t.use.Input)
 		if tc.Interrupted() {
+			t.cycle.unstart(id)
 			inv.markInterrupted()
 			return true
 		}
@@ -612,6 +695,50 @@ func (t *toolTask) Run(ctx context.Context) bool {
 			return false
 		}
 	}
+}
+
+// RecoveryInterrupt is the name of the interrupt an agent raises for an
+// at-most-once tool cut off by a crash (SPEC S6); answer RecoveryRerun to
+// run it again.
+const (
+	RecoveryInterrupt = "braid.recovery"
+	RecoveryRerun     = "rerun"
+)
+
+// RecoveryReason is the reason of a RecoveryInterrupt.
+type RecoveryReason struct {
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	StartedAt time.Time       `json:"startedAt"`
+}
+
+// recover handles an at-most-once tool cut off by a crash: it raises the
+// recovery interrupt, or, answered, reports whether to run the tool again;
+// any answer but "rerun" records an error result. stop is Run's result
+// when the tool is not run.
+func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop bool) {
+	inv := t.cycle.inv
+	scope := tool.ScopeFor(inv.a.interrupts, t.use.ToolUseID)
+	input := t.use.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	ans, err := scope.Interrupt(RecoveryInterrupt, RecoveryReason{Tool: t.use.Name, Input: input, StartedAt: mark.StartedAt})
+	if scope.Interrupted() {
+		inv.markInterrupted()
+		return false, true
+	}
+	if err != nil {
+		inv.fail(fmt.Errorf("recovery of %s (%s): %w", t.use.Name, t.use.ToolUseID, err))
+		return false, false
+	}
+	if s, _ := ans.String(); s == RecoveryRerun {
+		return true, false
+	}
+	msg := fmt.Sprintf("the run of %s started at %s was cut off by a crash and was not run again (answer: %s)",
+		t.use.Name, mark.StartedAt.Format(time.RFC3339), ans.Raw())
+	t.finish(ctx, model.ErrorResult(t.use.ToolUseID, msg), nil, "", false)
+	return false, false
 }
 
 // finish fires AfterToolCall and records the result, unless a hook asked for

@@ -30,35 +30,52 @@ func rsSnapshotJSON(t *testing.T, a *agent.Agent) []byte {
 	return b
 }
 
-// rsSave is one call of rsSaver.
+// rsSave is one save rsSaver saw: whether it was durable, and the record
+// as stored after it, as {"messages","state","interrupts","pending"}.
 type rsSave struct {
-	why  persistence.SavePoint
-	snap []byte
+	durable bool
+	snap    []byte
 }
 
-// rsSaver is an agent.Session that records every save as (point, record JSON).
+// rsSaver is a memory store that records every save; session() is an
+// agent.Session over it.
 type rsSaver struct {
+	*persistence.MemoryStore
 	mu    sync.Mutex
 	saves []rsSave
 }
 
-func (s *rsSaver) LoadAgent(context.Context, string) (*persistence.AgentRecord, error) {
-	return nil, nil
+func newSaver() *rsSaver { return &rsSaver{MemoryStore: persistence.NewMemoryStore()} }
+
+func (s *rsSaver) session(t *testing.T) *persistence.SessionManager {
+	t.Helper()
+	m, err := persistence.NewSessionManager(s, "rs")
+	require.NoError(t, err)
+	return m
 }
 
-func (s *rsSaver) SaveAgent(_ context.Context, _ string, rec *persistence.AgentRecord, why persistence.SavePoint) error {
-	doc := map[string]any{"messages": rec.Messages, "state": rec.State, "interrupts": rec.Interrupts}
-	if rec.Pending != nil {
-		doc["pending"] = rec.Pending
+func (s *rsSaver) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	if err != nil {
+		return v, err
 	}
+	rec, err := s.MemoryStore.Load(ctx, changes[0].Key)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(rec.Data, &doc); err != nil {
+		return nil, err
+	}
+	doc["messages"] = rec.Messages
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.Lock()
-	s.saves = append(s.saves, rsSave{why: why, snap: b})
+	s.saves = append(s.saves, rsSave{durable: opts.Durable, snap: b})
 	s.mu.Unlock()
-	return nil
+	return v, nil
 }
 
 func (s *rsSaver) list() []rsSave {
@@ -81,10 +98,10 @@ type rsApproveAgent struct {
 func rsInterruptedApproveAgent(t *testing.T) rsApproveAgent {
 	t.Helper()
 	rec := &recorder{}
-	saver := &rsSaver{}
+	saver := newSaver()
 	del, runs := countingTool("delete_files")
 	m := toolThenText("deleted", model.Call("t1", "delete_files", map[string]any{"paths": []string{"a/b/c.txt"}}))
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver,
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver.session(t),
 		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval"), rec}})
 	res, err := a.Invoke(context.Background(), agent.Text("delete old files"))
 	require.NoError(t, err)
@@ -338,10 +355,10 @@ func TestStream_BreakAtInterruptEventKeepsAgentInterrupted(t *testing.T) {
 // cycle set (and not in the history, SPEC A3).
 func TestStream_InterruptEventSentAfterSave(t *testing.T) {
 	ctx := context.Background()
-	saver := &rsSaver{}
+	saver := newSaver()
 	del, _ := countingTool("delete_files")
 	m := toolThenText("deleted", model.Call("t1", "delete_files", map[string]any{"paths": []string{"x"}}))
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver,
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver.session(t),
 		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval")}})
 
 	var atEvent []rsSave
@@ -358,7 +375,7 @@ func TestStream_InterruptEventSentAfterSave(t *testing.T) {
 
 	var snap *rsSave
 	for i := range atEvent {
-		if atEvent[i].why == persistence.SaveInterrupt {
+		if atEvent[i].durable && strings.Contains(string(atEvent[i].snap), `"activated":true`) {
 			snap = &atEvent[i]
 		}
 	}

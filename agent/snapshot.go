@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -46,6 +48,16 @@ type Pending struct {
 	Kind      PendingKind        `json:"kind"`
 	Message   *model.Message     `json:"assistantMessage,omitempty"`
 	Completed []model.ToolResult `json:"completedToolResults"`
+	// Started are the at-most-once tools of the cycle that started and
+	// have no result yet (SPEC S6): one found on loading was cut off by a
+	// crash, and is not run again without an answer.
+	Started []ToolStart `json:"startedTools,omitempty"`
+}
+
+// ToolStart marks the start of an at-most-once tool.
+type ToolStart struct {
+	ToolUseID string    `json:"toolUseId"`
+	StartedAt time.Time `json:"startedAt"`
 }
 
 func (p *Pending) clone() *Pending {
@@ -61,6 +73,7 @@ func (p *Pending) clone() *Pending {
 	for i, r := range p.Completed {
 		c.Completed[i] = r.Clone()
 	}
+	c.Started = slices.Clone(p.Started)
 	return c
 }
 
@@ -80,43 +93,113 @@ func (s *Snapshot) Validate(agentID string) error {
 	if activated && s.Pending == nil {
 		return fmt.Errorf("%w: interrupt state activated without pending work", ErrSnapshot)
 	}
+	if err := validateHistory(s.Messages); err != nil {
+		return fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
 	if s.Pending != nil {
-		switch s.Pending.Kind {
-		case PendingTools:
-			if s.Pending.Message == nil || len(s.Pending.Message.ToolUses()) == 0 {
-				return fmt.Errorf("%w: pending tool cycle without tool uses", ErrSnapshot)
-			}
-		case PendingModel:
-		default:
-			return fmt.Errorf("%w: unknown pending kind %q", ErrSnapshot, s.Pending.Kind)
+		if err := s.Pending.validate(); err != nil {
+			return fmt.Errorf("%w: pending work: %v", ErrSnapshot, err)
 		}
 	}
 	return nil
 }
 
-// Session keeps an agent's session across processes (SPEC S1);
-// *persistence.SessionManager implements it. The agent loads its record when
-// it is created and saves at every save point, from its invocation, one call
-// at a time, and does not go on (nor tell anyone about an interrupt) until the
-// save returns. A failed save fails the invocation; after a
-// persistence.ErrConflict the agent is stale: build a new one.
-type Session interface {
-	LoadAgent(ctx context.Context, agentID string) (*persistence.AgentRecord, error)
-	SaveAgent(ctx context.Context, agentID string, rec *persistence.AgentRecord, point persistence.SavePoint) error
+// validate checks that pending work fits together: a tool cycle's message
+// is a valid assistant message with tool uses, and its finished results and
+// start marks are of those tool uses, once each.
+func (p *Pending) validate() error {
+	switch p.Kind {
+	case PendingModel:
+		if p.Message != nil || len(p.Completed) > 0 || len(p.Started) > 0 {
+			return errors.New("a pending model call carries no tool cycle")
+		}
+		return nil
+	case PendingTools:
+	default:
+		return fmt.Errorf("unknown kind %q", p.Kind)
+	}
+	if p.Message == nil || len(p.Message.ToolUses()) == 0 {
+		return errors.New("tool cycle without tool uses")
+	}
+	if p.Message.Role != model.RoleAssistant {
+		return fmt.Errorf("tool cycle message of role %q", p.Message.Role)
+	}
+	if err := p.Message.Validate(); err != nil {
+		return err
+	}
+	uses := map[string]bool{}
+	for _, u := range p.Message.ToolUses() {
+		uses[u.ToolUseID] = true
+	}
+	seen := map[string]bool{}
+	for _, r := range p.Completed {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		if !uses[r.ToolUseID] || seen[r.ToolUseID] {
+			return fmt.Errorf("finished result %q is not one of the cycle's tool uses, or is there twice", r.ToolUseID)
+		}
+		seen[r.ToolUseID] = true
+	}
+	for _, st := range p.Started {
+		if !uses[st.ToolUseID] || seen[st.ToolUseID] {
+			return fmt.Errorf("started tool %q is not an unfinished tool use of the cycle", st.ToolUseID)
+		}
+		seen[st.ToolUseID] = true
+	}
+	return nil
 }
 
-// fromRecord turns a stored record into a snapshot.
-func fromRecord(agentID string, rec *persistence.AgentRecord) (*Snapshot, error) {
-	s := &Snapshot{Version: SnapshotVersion, AgentID: agentID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts}
+// validateHistory checks the pairing of SPEC A3: every message of tool
+// results answers the tool uses of the assistant message before it, each
+// once, in order.
+func validateHistory(msgs []model.Message) error {
+	for i, m := range msgs {
+		rs := m.ToolResults()
+		if len(rs) == 0 {
+			continue
+		}
+		var uses []model.ToolUse
+		if i > 0 && msgs[i-1].Role == model.RoleAssistant {
+			uses = msgs[i-1].ToolUses()
+		}
+		if len(uses) != len(rs) {
+			return fmt.Errorf("message %d: %d tool results for %d tool uses", i, len(rs), len(uses))
+		}
+		for k := range rs {
+			if rs[k].ToolUseID != uses[k].ToolUseID {
+				return fmt.Errorf("message %d: result %q answers no tool use (want %q)", i, rs[k].ToolUseID, uses[k].ToolUseID)
+			}
+		}
+	}
+	return nil
+}
+
+// Session opens an agent's writer in a session (SPEC S1);
+// *persistence.SessionManager implements it. The agent opens its record once,
+// when it is created, and saves through the writer at every save point, one
+// save at a time, and does not go on (nor tell anyone about an interrupt)
+// until the save returns. A failed save fails the invocation; after a
+// persistence.ErrConflict the agent is stale (another writer changed the
+// record): build a new one, which loads the newer record.
+type Session interface {
+	OpenAgent(ctx context.Context, agentID string) (*persistence.AgentSession, *persistence.AgentRecord, error)
+}
+
+// fromRecord turns a stored record into a snapshot. Stored work that does not
+// decode exactly, or does not fit together, is a *persistence.DamageError
+// naming the record (SPEC S5); it also matches ErrSnapshot.
+func fromRecord(key persistence.Key, rec *persistence.AgentRecord) (*Snapshot, error) {
+	s := &Snapshot{Version: SnapshotVersion, AgentID: key.ID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts}
 	if len(rec.Pending) > 0 {
 		var p Pending
-		if err := json.Unmarshal(rec.Pending, &p); err != nil {
-			return nil, fmt.Errorf("%w: pending work: %v", ErrSnapshot, err)
+		if err := persistence.DecodeExact(rec.Pending, &p); err != nil {
+			return nil, &persistence.DamageError{Key: key, Part: "pending work", Err: fmt.Errorf("%w: %v", ErrSnapshot, err)}
 		}
 		s.Pending = &p
 	}
-	if err := s.Validate(agentID); err != nil {
-		return nil, err
+	if err := s.Validate(key.ID); err != nil {
+		return nil, &persistence.DamageError{Key: key, Part: "record", Err: err}
 	}
 	return s, nil
 }

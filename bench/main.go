@@ -13,13 +13,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,8 +31,11 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/internal/benchcase"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/postgres"
+	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 func main() {
@@ -51,8 +57,13 @@ func run(args []string, w io.Writer) error {
 	peerFile := fs.String("peer", "", "JSON lines written by the peer's run-bench.sh (optional)")
 	pgDSN := fs.String("postgres", os.Getenv("BRAID_TEST_POSTGRES_DSN"), "PostgreSQL DSN for the b4 postgres row (default $BRAID_TEST_POSTGRES_DSN; none: no row)")
 	rounds := fs.Int("rounds", 3, "run each benchmark this many times and keep the best")
+	child := fs.String("fsync-child", "", "internal: run the b4 cycles that strace counts (durable|nofsync)")
+	childDir := fs.String("fsync-dir", "", "internal: the store folder of -fsync-child")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *child != "" {
+		return fsyncChild(*child, *childDir)
 	}
 	peer, err := readPeer(*peerFile)
 	if err != nil {
@@ -75,11 +86,12 @@ func run(args []string, w io.Writer) error {
 		{scenario: "b2 interrupt + resume", mode: "reused", peerBench: "b2_interrupt_resume", peerMode: "reused-reset",
 			res: best(*rounds, scenario(ctx, env, false, benchcase.InterruptResume, benchcase.Approval()))},
 	}
-	b4, fsyncs, err := sessionRows(ctx, env, *rounds, *pgDSN)
+	b4, err := sessionRows(ctx, env, *rounds, *pgDSN)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, b4...)
+	fsyncs := countFsyncs()
 	hop := best(*rounds, func(b *testing.B) {
 		s, err := actors.NewSerial(env.Sys)
 		if err != nil {
@@ -117,17 +129,27 @@ func run(args []string, w io.Writer) error {
 		fmt.Fprintf(w, "| %s | %s | %.0f | %.1f | %d | %s | %s |\n", r.scenario, r.mode, ops,
 			float64(r.res.NsPerOp())/1e3, r.res.AllocsPerOp(), peerCol, ratio)
 	}
-	fmt.Fprintf(w, "\nb4 with fsync: %d fsyncs per cycle, in %d rounds (one fdatasync of the redo log per durable point)", fsyncs.calls, fsyncs.rounds)
-	if n := fsyncs.syncfs.Load(); n > 0 {
-		fmt.Fprintf(w, ",\n  and one syncfs per %.0f cycles (the %d KiB redo log starting over; %d in %d cycles, inside the timings)",
-			float64(fsyncs.cycles.Load())/float64(n), redoLogSize>>10, n, fsyncs.cycles.Load())
+	byName := map[string]testing.BenchmarkResult{}
+	for _, r := range rows {
+		byName[r.scenario+"/"+r.mode] = r.res
 	}
-	fmt.Fprintln(w)
+	single, multi := byName["b4 session interrupt + resume/sqlite, durable"], byName["b4, 32 clients on one store/sqlite, durable"]
+	fmt.Fprintf(w, "\n32 clients on one durable sqlite store: %.1f× the cycles/s of one client (group commit)\n",
+		float64(single.NsPerOp())/float64(multi.NsPerOp()))
+	a10, a10k := byName["append 1 message/to 10 messages"], byName["append 1 message/to 10000 messages"]
+	fmt.Fprintf(w, "append to 10,000 messages costs %.2f× an append to 10 (SPEC S1: flat in history length)\n",
+		float64(a10k.NsPerOp())/float64(a10.NsPerOp()))
+	if fsyncs.err != nil {
+		fmt.Fprintf(w, "\nb4 fsyncs per cycle: not counted: %v\n", fsyncs.err)
+	} else {
+		fmt.Fprintf(w, "\nb4 fsyncs per cycle (strace, %d cycles, store open and close included): sqlite durable %.2f, sqlite no fsync %.2f\n",
+			fsyncs.cycles, fsyncs.byMode["durable"], fsyncs.byMode["nofsync"])
+	}
 	hopNs, lifeNs := float64(hop.NsPerOp()), float64(life.NsPerOp())
 	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: ask, grant, done): %.2f µs\n", hopNs/1e3)
 	fmt.Fprintf(w, "actor life (spawn and stop an agent's actor, fresh mode only): %.2f µs\n", lifeNs/1e3)
 	for _, r := range rows {
-		if r.peerBench == "b4_session_interrupt_resume" {
+		if !strings.HasPrefix(r.scenario, "b1") && !strings.HasPrefix(r.scenario, "b2") {
 			continue // the disk, not the actors
 		}
 		hops := 1.0
@@ -147,94 +169,193 @@ func run(args []string, w io.Writer) error {
 	return nil
 }
 
+// fsyncCount is what strace counted for fsyncCycles b4 cycles on a store.
 type fsyncCount struct {
-	calls, rounds int
-	// syncfs counts the redo log's resets over every b4 file run, cycles
-	// the cycles of those runs.
-	syncfs, cycles *atomic.Int64
+	cycles int
+	byMode map[string]float64 // mode -> fsync + fdatasync calls per cycle
+	err    error              // why nothing was counted
 }
 
-// redoLogSize is the bench's file store's redo log: small enough that each
-// run resets it many times.
-const redoLogSize = 512 << 10
+const fsyncCycles = 50
 
-// sessionRows measures b4, the seed's session pattern, on a file store in a
-// new folder under $TMPDIR (run the peer with the same TMPDIR) with and
-// without fsync, and on PostgreSQL when dsn is set. It also counts the fsyncs
-// of one cycle.
-func sessionRows(ctx context.Context, env *benchcase.Env, rounds int, dsn string) ([]row, fsyncCount, error) {
-	count := fsyncCount{syncfs: new(atomic.Int64), cycles: new(atomic.Int64)}
+// sessionRows measures b4, the seed's session pattern, on the SQLite store
+// in a new folder under $TMPDIR (run the peer with the same TMPDIR), with
+// and without fsync, and on PostgreSQL when dsn is set; then 32 clients on
+// one durable SQLite store, and the cost of one append as the history grows.
+func sessionRows(ctx context.Context, env *benchcase.Env, rounds int, dsn string) ([]row, error) {
 	dir, err := os.MkdirTemp("", "braid-b4-")
 	if err != nil {
-		return nil, count, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var mu sync.Mutex
-	counting, err := persistence.NewFileStore(filepath.Join(dir, "count"), persistence.OnSync(func(_ persistence.Key, paths []string) {
-		mu.Lock()
-		count.calls += len(paths)
-		count.rounds++
-		mu.Unlock()
-	}))
-	if err != nil {
-		return nil, count, err
-	}
-	// The first cycle is the store's first durable saves: the first is
-	// made with fsyncs of the files and the second makes the redo log.
-	// Count a cycle of a store that runs.
-	if err := env.SessionCycle(ctx, counting, "warm"); err != nil {
-		return nil, count, err
-	}
-	mu.Lock()
-	count.calls, count.rounds = 0, 0
-	mu.Unlock()
-	if err := env.SessionCycle(ctx, counting, "count"); err != nil {
-		return nil, count, err
-	}
-	defer counting.Close()
 	var seq atomic.Int64
-	cycles := func(store persistence.Store, counted bool, opts ...persistence.ManagerOption) func(*testing.B) {
+	cycles := func(store persistence.Store) func(*testing.B) {
 		return func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if counted {
-					count.cycles.Add(1)
-				}
-				if err := env.SessionCycle(ctx, store, fmt.Sprintf("b4-%d", seq.Add(1)), opts...); err != nil {
+				if err := env.SessionCycle(ctx, store, fmt.Sprintf("b4-%d", seq.Add(1))); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 	}
-	// A small redo log, so that the runs include its resets (a syncfs that
-	// makes the files of the cycles before durable, every few dozen
-	// cycles): the deferred cost is paid inside the measurement.
-	file, err := persistence.NewFileStore(filepath.Join(dir, "sessions"), persistence.RedoLogSize(redoLogSize),
-		persistence.OnSync(func(_ persistence.Key, paths []string) {
-			if len(paths) == 1 && filepath.Base(paths[0]) == persistence.SyncFSName {
-				count.syncfs.Add(1)
-			}
-		}))
-	if err != nil {
-		return nil, count, err
-	}
-	defer file.Close()
 	const peer, peerMode = "b4_session_interrupt_resume", "new-instance-per-request"
-	rows := []row{
-		{scenario: "b4 session interrupt + resume", mode: "file, fsync", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(file, true))},
-		{scenario: "b4 session interrupt + resume", mode: "file, no fsync", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(file, false, persistence.NoFsync()))},
+	var rows []row
+	var durable persistence.Store
+	for _, noFsync := range []bool{false, true} {
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: filepath.Join(dir, fmt.Sprintf("sqlite-%v", noFsync)), NoFsync: noFsync})
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		mode := "sqlite, durable"
+		if noFsync {
+			mode = "sqlite, no fsync"
+		} else {
+			durable = st
+		}
+		rows = append(rows, row{scenario: "b4 session interrupt + resume", mode: mode, peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(st))})
 	}
 	if dsn != "" {
 		cfg := postgres.DefaultConfig()
-		cfg.DSN, cfg.TablePrefix = dsn, "braid_bench_"
+		cfg.DSN = dsn
 		pg, err := postgres.New(ctx, cfg)
 		if err != nil {
-			return nil, count, err
+			return nil, err
 		}
 		defer pg.Close()
-		rows = append(rows, row{scenario: "b4 session interrupt + resume", mode: "postgres", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(pg, false))})
+		rows = append(rows, row{scenario: "b4 session interrupt + resume", mode: "postgres", peerBench: peer, peerMode: peerMode, res: best(rounds, cycles(pg))})
 	}
-	return rows, count, nil
+	// 32 clients, each its own sessions, one store: their durable points
+	// share the WAL fsyncs (group commit). ops/s counts cycles of all.
+	rows = append(rows, row{scenario: "b4, 32 clients on one store", mode: "sqlite, durable", res: best(rounds, func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := env.SessionCycle(ctx, durable, fmt.Sprintf("b4p-%d", seq.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})})
+	for _, n := range []int{10, 100, 1000, 10000} {
+		rows = append(rows, row{scenario: "append 1 message", mode: fmt.Sprintf("to %d messages", n), res: best(rounds, appendRow(ctx, durable, n))})
+	}
+	return rows, nil
+}
+
+// appendRow measures one agent save that appends one message to a history
+// of n (SPEC S1), through the session manager, on store: the save point of
+// every message an agent adds. Every 64 appends the history is cut back to
+// n, outside the timing.
+func appendRow(ctx context.Context, store persistence.Store, n int) func(*testing.B) {
+	return func(b *testing.B) {
+		b.ReportAllocs()
+		m, err := persistence.NewSessionManager(store, fmt.Sprintf("append-%d-%d", n, time.Now().UnixNano()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, _, err := m.OpenAgent(ctx, "agent")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec := &persistence.AgentRecord{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
+		for i := range n {
+			rec.Messages = append(rec.Messages, model.UserText(fmt.Sprintf("message %d: some words of a conversation", i)))
+		}
+		if err := w.Save(ctx, rec, persistence.SaveInvocation); err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		for b.Loop() {
+			if i++; i%64 == 0 {
+				b.StopTimer()
+				rec.Messages = rec.Messages[:n]
+				if err := w.Rewrite(ctx, rec, n, persistence.SaveMessage); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			rec.Messages = append(rec.Messages, model.AssistantText("one more message"))
+			if err := w.Save(ctx, rec, persistence.SaveMessage); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// countFsyncs runs fsyncCycles b4 cycles per SQLite mode in a child
+// process under strace, and returns the fsync and fdatasync calls per
+// cycle: the durable points' WAL fsyncs, counted by the kernel.
+func countFsyncs() fsyncCount {
+	out := fsyncCount{cycles: fsyncCycles, byMode: map[string]float64{}}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		out.err = errors.New("strace not found (apt-get install strace)")
+		return out
+	}
+	self, err := os.Executable()
+	if err != nil {
+		out.err = err
+		return out
+	}
+	for _, mode := range []string{"durable", "nofsync"} {
+		tmp, err := os.MkdirTemp("", "braid-fsync-")
+		if err != nil {
+			out.err = err
+			return out
+		}
+		defer os.RemoveAll(tmp)
+		log := filepath.Join(tmp, "strace.txt")
+		cmd := exec.Command(strace, "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", log, self, "-fsync-child", mode, "-fsync-dir", tmp)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			out.err = fmt.Errorf("strace: %w", err)
+			return out
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		calls := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			// % time, seconds, usecs/call, calls, [errors,] syscall
+			if len(f) >= 5 && (f[len(f)-1] == "fsync" || f[len(f)-1] == "fdatasync") {
+				if n, err := strconv.Atoi(f[3]); err == nil {
+					calls += n
+				}
+			}
+		}
+		out.byMode[mode] = float64(calls) / fsyncCycles
+	}
+	return out
+}
+
+// fsyncChild is the child countFsyncs traces: it opens the store, runs one
+// warm-up cycle, then fsyncCycles cycles, and closes it. The warm-up and
+// the open are counted too, so the figure is a little high, never low.
+func fsyncChild(mode, dir string) error {
+	env, err := benchcase.NewEnv()
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir, NoFsync: mode == "nofsync"})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range fsyncCycles {
+		if err := env.SessionCycle(ctx, st, fmt.Sprintf("fsync-%d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func scenario(ctx context.Context, env *benchcase.Env, fresh bool, op func(context.Context, *agent.Agent) error, hooks ...hook.Provider) func(*testing.B) {

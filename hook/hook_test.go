@@ -17,7 +17,7 @@ import (
 type pingEvent struct{ log []string }
 
 // pongEvent is another plain event type.
-type pongEvent struct{ log []string }
+type pongEvent struct{}
 
 // afterEvent runs its callbacks in reverse order.
 type afterEvent struct{ log []string }

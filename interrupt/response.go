@@ -36,13 +36,6 @@ func (r Response) Err() error {
 	return nil
 }
 
-// ResponseBlock is one element of the Strands resume list:
-// {"interruptResponse":{"interruptId":..,"response":..}}.
-type responseBlock struct {
-	Type              string          `json:"type,omitempty"`
-	InterruptResponse json.RawMessage `json:"interruptResponse"`
-}
-
 type responseBody struct {
 	InterruptID *string         `json:"interruptId"`
 	Response    json.RawMessage `json:"response"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Role is who wrote a message.
@@ -314,4 +315,88 @@ func marshalNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Validate checks what the JSON form cannot: the role is user or assistant;
+// every block is one kind; tool-use and tool-result blocks carry their ids
+// (and a tool use its name, a result its status and content blocks of one
+// kind each); a block kept whole (Other) is an object with one key that is
+// not a misspelt known kind. A stored message that fails it is damage.
+func (m Message) Validate() error {
+	if m.Role != RoleUser && m.Role != RoleAssistant {
+		return fmt.Errorf("message role %q: want %q or %q", m.Role, RoleUser, RoleAssistant)
+	}
+	for i, b := range m.Content {
+		if err := b.validate(); err != nil {
+			return fmt.Errorf("content block %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func (b ContentBlock) validate() error {
+	n := 0
+	for _, set := range []bool{b.Text != nil, b.ToolUse != nil, b.ToolResult != nil, b.Other != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%d kinds set, want one", n)
+	}
+	switch {
+	case b.ToolUse != nil:
+		if b.ToolUse.ToolUseID == "" || b.ToolUse.Name == "" {
+			return errors.New("toolUse without toolUseId or name")
+		}
+	case b.ToolResult != nil:
+		return b.ToolResult.Validate()
+	case b.Other != nil:
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b.Other, &obj); err != nil || len(obj) != 1 {
+			return fmt.Errorf("block %s: want an object with one key", clipJSON(b.Other))
+		}
+		for k := range obj {
+			if known := knownKind(k); known != "" {
+				return fmt.Errorf("block key %q is not %q: a malformed %s block", k, known, known)
+			}
+		}
+	}
+	return nil
+}
+
+// knownKind returns the known block kind that k spells, ignoring case and
+// '_' ("Text", "tool_use", "toolUse" itself when malformed), or "".
+func knownKind(k string) string {
+	norm := strings.ToLower(strings.ReplaceAll(k, "_", ""))
+	for _, kind := range []string{"text", "toolUse", "toolResult"} {
+		if norm == strings.ToLower(kind) {
+			return kind
+		}
+	}
+	return ""
+}
+
+// Validate checks a tool result: its id, its status, and that each content
+// block is text or JSON.
+func (r ToolResult) Validate() error {
+	if r.ToolUseID == "" {
+		return errors.New("toolResult without toolUseId")
+	}
+	if r.Status != ToolSuccess && r.Status != ToolError {
+		return fmt.Errorf("toolResult %s: status %q", r.ToolUseID, r.Status)
+	}
+	for i, c := range r.Content {
+		if (c.Text == nil) == (c.JSON == nil) {
+			return fmt.Errorf("toolResult %s: content %d: want one of text or json", r.ToolUseID, i)
+		}
+	}
+	return nil
+}
+
+func clipJSON(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "..."
+	}
+	return string(b)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/braidhq/braid/internal/benchcase"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/postgres"
+	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 // BenchmarkSessionCycle is peer scenario b4: a persisted interrupt + resume
@@ -21,29 +22,25 @@ func BenchmarkSessionCycle(b *testing.B) {
 	}
 	defer env.Close()
 	ctx := context.Background()
-	run := func(b *testing.B, store persistence.Store, opts ...persistence.ManagerOption) {
+	run := func(b *testing.B, store persistence.Store) {
+		defer store.Close()
 		n := 0
 		for b.Loop() {
 			n++
-			if err := env.SessionCycle(ctx, store, fmt.Sprintf("bench-%d-%d", b.N, n), opts...); err != nil {
+			if err := env.SessionCycle(ctx, store, fmt.Sprintf("bench-%d-%d", b.N, n)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	b.Run("file-fsync", func(b *testing.B) {
-		st, err := persistence.NewFileStore(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, st)
-	})
-	b.Run("file-nofsync", func(b *testing.B) {
-		st, err := persistence.NewFileStore(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		run(b, st, persistence.NoFsync())
-	})
+	for _, noFsync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sqlite-nofsync=%v", noFsync), func(b *testing.B) {
+			st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir(), NoFsync: noFsync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run(b, st)
+		})
+	}
 	b.Run("postgres", func(b *testing.B) {
 		dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
 		if dsn == "" {
@@ -53,7 +50,6 @@ func BenchmarkSessionCycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer st.Close()
 		run(b, st)
 	})
 }

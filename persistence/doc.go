@@ -1,23 +1,28 @@
 // Package persistence keeps sessions: an agent's (or orchestrator's) state,
 // interrupt state and messages, so that a run interrupted in one process can
-// be answered and finished in another (SPEC S1–S5).
+// be answered and finished in another (SPEC S1–S6).
 //
 // A Store keeps Records by (session id, kind, id) with optimistic versions:
-// every save names the version it was based on, and a stale save fails with
-// ErrConflict and changes nothing. Stores:
+// every change names the version it was based on, and a stale save fails
+// with a *ConflictError and changes nothing. A record's history is kept one
+// message per row, so a save carries only the new messages and the new
+// state (Change.From), and one Save may commit several owners of one
+// session in one transaction. Stores:
 //
 //   - NewMemoryStore, for tests;
-//   - NewFileStore, the embedded default: a folder per session of
-//     person-readable JSON, written atomically at durable saves, with a
-//     journal file per owner for the saves in between, and a redo log that
-//     makes a durable save durable with one fdatasync (keep one FileStore
-//     per process and folder, shared by the requests' session managers,
-//     and Close it on shutdown);
+//   - package persistence/sqlite, the embedded default: one braid.db per
+//     folder, shared by the processes of one machine;
 //   - package persistence/postgres, for several processes and machines.
 //
 // Every store passes the conformance suite in package persistencetest.
+// Open a store once per process and close it on shutdown: everything built
+// on it (session managers, agents) opens nothing of its own.
 //
-// A SessionManager binds a store to one session id and speaks in
-// AgentRecords; agent.Config.Session takes one. It restores an agent when the
-// agent is created and saves at every save point the agent reports.
+// A SessionManager binds a store to one session id. Each OpenAgent (or
+// Open) returns a writer of its own that knows the version it loaded, so
+// two agents built on one manager are two writers, and of two resuming one
+// interrupt exactly one proceeds. agent.Config.Session takes a manager.
+//
+// Export and Import turn a session into person-readable JSON and back
+// (`braid session export`).
 package persistence

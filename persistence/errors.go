@@ -11,13 +11,16 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: the record changed since the version the save was based on.
 	ErrConflict = errors.New("conflict: the session was changed by another writer")
-	// ErrDamaged: a stored file or row cannot be read (truncated, corrupt,
-	// from another agent, inconsistent).
+	// ErrDamaged: stored data cannot be read as it was written (invalid or
+	// truncated JSON, unknown or missing fields, inconsistent contents).
 	ErrDamaged = errors.New("damaged session data")
 	// ErrSchemaVersion: the record was written by a newer (or unknown) schema.
 	ErrSchemaVersion = errors.New("unsupported schema version")
-	// ErrBadID: a session or record id that is empty or could escape its folder.
+	// ErrBadID: a session or record id that a store cannot keep (SPEC S2).
 	ErrBadID = errors.New("invalid id")
+	// ErrBadSave: a save's arguments are inconsistent (no changes, changes
+	// of several sessions, a key twice, From past the stored messages).
+	ErrBadSave = errors.New("invalid save")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
 )
@@ -37,17 +40,18 @@ func (e *ConflictError) Error() string {
 // Is matches ErrConflict.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
-// DamageError reports stored data that cannot be used (SPEC S5). File names
-// the file (file store) or table row; Err says what is wrong and matches
-// ErrDamaged, or ErrSchemaVersion for a record of another schema version.
+// DamageError reports stored data that cannot be used (SPEC S5): it names
+// the session and owner (Key) and the part of the record (Part: "data",
+// "message 3", "pending work", ...). Err says what is wrong; the error
+// matches ErrDamaged, and ErrSchemaVersion for a record of another schema.
 type DamageError struct {
-	SessionID string
-	File      string
-	Err       error
+	Key  Key
+	Part string
+	Err  error
 }
 
 func (e *DamageError) Error() string {
-	return fmt.Sprintf("session %q: %s: %v", e.SessionID, e.File, e.Err)
+	return fmt.Sprintf("session %q %s %q: %s: %v", e.Key.SessionID, e.Key.Kind, e.Key.ID, e.Part, e.Err)
 }
 
 // Unwrap returns the cause.
@@ -56,6 +60,19 @@ func (e *DamageError) Unwrap() error { return e.Err }
 // Is matches ErrDamaged always (a record of another schema version cannot be
 // used either), and whatever the cause matches through Unwrap.
 func (e *DamageError) Is(target error) bool { return target == ErrDamaged }
+
+// Damaged returns a *DamageError for part of key's record, with a cause
+// that matches ErrDamaged.
+func Damaged(key Key, part string, format string, args ...any) *DamageError {
+	return &DamageError{Key: key, Part: part, Err: fmt.Errorf("%w: %s", ErrDamaged, fmt.Sprintf(format, args...))}
+}
+
+// SchemaDamage returns the *DamageError for a stored record of another
+// schema version.
+func SchemaDamage(key Key, part string, version int) *DamageError {
+	return &DamageError{Key: key, Part: part,
+		Err: fmt.Errorf("%w: schema version %d, this build reads %d", ErrSchemaVersion, version, SchemaVersion)}
+}
 
 // IDError reports an id that cannot be used as a key.
 type IDError struct {
@@ -70,3 +87,9 @@ func (e *IDError) Error() string {
 
 // Is matches ErrBadID.
 func (e *IDError) Is(target error) bool { return target == ErrBadID }
+
+// ErrFromPastEnd returns the error a store gives for a change whose From
+// is past the stored messages.
+func ErrFromPastEnd(c Change, stored int) error {
+	return fmt.Errorf("%w: %s: From %d is past the %d stored messages", ErrBadSave, c.Key, c.From, stored)
+}

@@ -2,8 +2,10 @@ package persistence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 )
@@ -35,34 +37,68 @@ func (s *MemoryStore) Load(ctx context.Context, key Key) (*Record, error) {
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return cloneRecord(r), nil
+	c := cloneRecord(r)
+	if err := CheckLoaded(c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Save implements Store.
-func (s *MemoryStore) Save(ctx context.Context, rec *Record, opts SaveOptions) (int64, error) {
-	if err := CheckSave(rec, opts); err != nil {
-		return 0, err
+func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change) ([]int64, error) {
+	if err := CheckSave(changes); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, ErrClosed
+		return nil, ErrClosed
 	}
-	var cur int64
-	if old, ok := s.records[rec.Key]; ok {
-		cur = old.Version
+	for _, c := range changes {
+		var cur int64
+		old, ok := s.records[c.Key]
+		if ok {
+			cur = old.Version
+		}
+		if cur != c.Base {
+			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
+		}
+		if ok && old.SchemaVersion != SchemaVersion {
+			return nil, SchemaDamage(c.Key, "record", old.SchemaVersion)
+		}
+		if ok && c.From > len(old.Messages) {
+			return nil, ErrFromPastEnd(c, len(old.Messages))
+		}
 	}
-	if cur != opts.Base {
-		return 0, &ConflictError{Key: rec.Key, Expected: opts.Base, Actual: cur}
+	now := time.Now().UTC()
+	versions := make([]int64, len(changes))
+	for i, c := range changes {
+		r := s.records[c.Key]
+		if r == nil {
+			r = &Record{Key: c.Key}
+			s.records[c.Key] = r
+		}
+		r.SchemaVersion, r.Version, r.UpdatedAt, r.Data = SchemaVersion, r.Version+1, now, bytes.Clone(c.Data)
+		r.Messages = r.Messages[:c.From]
+		for _, m := range c.Messages {
+			r.Messages = append(r.Messages, bytes.Clone(m))
+		}
+		versions[i] = r.Version
 	}
-	c := cloneRecord(rec)
-	c.Version = cur + 1
-	c.UpdatedAt = time.Now().UTC()
-	s.records[rec.Key] = c
-	return c.Version, nil
+	return versions, nil
+}
+
+// Sync implements Store: memory has nothing to make durable.
+func (s *MemoryStore) Sync(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return ctx.Err()
 }
 
 // Delete implements Store.
@@ -79,12 +115,79 @@ func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
 	return nil
 }
 
+// Session implements Store.
+func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record, error) {
+	if err := ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var out []*Record
+	for k, r := range s.records {
+		if k.SessionID != sessionID {
+			continue
+		}
+		c := cloneRecord(r)
+		if err := CheckLoaded(c); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *Record) int {
+		return cmp.Or(cmp.Compare(a.Key.Kind, b.Key.Kind), cmp.Compare(a.Key.ID, b.Key.ID))
+	})
+	return out, nil
+}
+
+// Sessions implements Store.
+func (s *MemoryStore) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	by := map[string]*SessionInfo{}
+	for k, r := range s.records {
+		in := by[k.SessionID]
+		if in == nil {
+			in = &SessionInfo{SessionID: k.SessionID}
+			by[k.SessionID] = in
+		}
+		in.Records++
+		if r.UpdatedAt.After(in.UpdatedAt) {
+			in.UpdatedAt = r.UpdatedAt
+		}
+	}
+	out := make([]SessionInfo, 0, len(by))
+	for _, in := range by {
+		out = append(out, *in)
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.SessionID, b.SessionID) })
+	return out, nil
+}
+
 // Close implements Store.
 func (s *MemoryStore) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	return nil
+}
+
+// Tamper lets fn change a stored record in place, bypassing every check,
+// as a person editing the database by hand would: for damage tests. It
+// reports whether the record exists.
+func (s *MemoryStore) Tamper(key Key, fn func(*Record)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[key]
+	if ok {
+		fn(r)
+	}
+	return ok
 }
 
 func cloneRecord(r *Record) *Record {
@@ -95,30 +198,4 @@ func cloneRecord(r *Record) *Record {
 		c.Messages[i] = bytes.Clone(m)
 	}
 	return &c
-}
-
-// CheckSave validates a save's arguments, the same way for every store.
-// Stores call it first, so bad input is refused alike everywhere.
-func CheckSave(rec *Record, opts SaveOptions) error {
-	if rec == nil {
-		return errNilRecord
-	}
-	if err := rec.Key.Validate(); err != nil {
-		return err
-	}
-	if rec.SchemaVersion != SchemaVersion {
-		return &DamageError{SessionID: rec.Key.SessionID, File: "record to save", Err: errSchema(rec.SchemaVersion)}
-	}
-	if opts.Base < 0 || opts.Unchanged < 0 || opts.Unchanged > len(rec.Messages) {
-		return errBadOptions
-	}
-	if !validObject(rec.Data) {
-		return &DamageError{SessionID: rec.Key.SessionID, File: "record to save", Err: errDataNotObject}
-	}
-	for i, m := range rec.Messages {
-		if !validObject(m) {
-			return &DamageError{SessionID: rec.Key.SessionID, File: "record to save", Err: errMessageNotObject(i)}
-		}
-	}
-	return nil
 }

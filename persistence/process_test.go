@@ -3,8 +3,9 @@ package persistence_test
 // Tests that cross OS processes (SPEC S1, S4, S5): the test binary re-executes
 // itself as a helper (TestMain runs the helper when BRAID_HELPER is set), so
 // an interrupt raised in one process is answered in another, processes are
-// killed with SIGKILL at every save point, and two processes race to resume
-// one run.
+// killed with SIGKILL at every save point and inside a tool, and two
+// processes race to resume one run. Every test runs on the embedded SQLite
+// store and on PostgreSQL (which CI always provides).
 
 import (
 	"bufio"
@@ -31,6 +32,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/postgres"
+	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -71,7 +73,14 @@ func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
 		return true, record("delete_files")
 	})
 	insp := tool.New("inspect_files", "inspect", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
-		return "inspected", record("inspect_files")
+		if err := record("inspect_files"); err != nil {
+			return "", err
+		}
+		if os.Getenv("BRAID_CRASH_IN_TOOL") == "inspect_files" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // cut off mid-tool: it ran, its result is not saved
+			select {}
+		}
+		return "inspected", nil
 	})
 	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 		last, _ := req.LastMessage()
@@ -104,13 +113,14 @@ func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
 }
 
 // helperStore opens the store named by the environment.
-func helperStore(opts ...persistence.FileOption) (persistence.Store, error) {
+func helperStore(ctx context.Context) (persistence.Store, error) {
 	switch os.Getenv("BRAID_HELPER_STORE") {
 	case "postgres":
-		return postgres.New(context.Background(), postgres.Config{DSN: os.Getenv("BRAID_TEST_POSTGRES_DSN")})
-	default:
-		return persistence.NewFileStore(os.Getenv("BRAID_HELPER_DIR"), opts...)
+		return postgres.New(ctx, postgres.Config{DSN: os.Getenv("BRAID_TEST_POSTGRES_DSN")})
+	case "sqlite":
+		return sqlite.Open(ctx, sqlite.Config{Dir: os.Getenv("BRAID_HELPER_DIR")})
 	}
+	return nil, fmt.Errorf("unknown store %q", os.Getenv("BRAID_HELPER_STORE"))
 }
 
 func helperMain(mode string) int {
@@ -118,27 +128,19 @@ func helperMain(mode string) int {
 	session := os.Getenv("BRAID_HELPER_SESSION")
 	runs := os.Getenv("BRAID_HELPER_RUNS")
 	crashAt, _ := strconv.Atoi(os.Getenv("BRAID_CRASH_AT"))
-	crashStage := os.Getenv("BRAID_CRASH_STAGE") // "after-save" or "before-commit"
-	saves, commits := 0, 0
-	kill := func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL); select {} }
-	var fileOpts []persistence.FileOption
-	if crashStage == "before-commit" {
-		fileOpts = append(fileOpts, persistence.BeforeCommit(func(persistence.Key, int64) {
-			if commits++; commits == crashAt {
-				kill()
-			}
-		}))
-	}
-	st, err := helperStore(fileOpts...)
+	saves := 0
+	st, err := helperStore(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper: store:", err)
 		return exitFailed
 	}
+	defer st.Close()
 	var mopts []persistence.ManagerOption
-	if crashStage == "after-save" {
-		mopts = append(mopts, persistence.AfterSave(func(persistence.Key, persistence.SavePoint, int64) {
+	if crashAt > 0 {
+		mopts = append(mopts, persistence.AfterSaveForTest(func(persistence.Key, persistence.SavePoint, int64) {
 			if saves++; saves == crashAt {
-				kill()
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
 			}
 		}))
 	}
@@ -242,6 +244,9 @@ type env struct {
 	store, dir, session, runs string
 }
 
+// stores are the stores every process test runs on.
+var stores = []string{"sqlite", "postgres"}
+
 func newEnv(t *testing.T, store string) env {
 	dir := t.TempDir()
 	e := env{store: store, dir: dir, session: fmt.Sprintf("sess-%d", time.Now().UnixNano()), runs: filepath.Join(dir, "runs.txt")}
@@ -334,7 +339,7 @@ func interruptInProcess(t *testing.T, e env) string {
 // a brand-new process resumes it from the store and finishes; every tool
 // runs exactly once.
 func TestProcess_InterruptKillResume(t *testing.T) {
-	for _, store := range []string{"file", "postgres"} {
+	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
 			e := newEnv(t, store)
 			id := interruptInProcess(t, e)
@@ -356,7 +361,7 @@ func TestProcess_InterruptKillResume(t *testing.T) {
 // proceeds, the other gets the conflict error; the tool runs once and the
 // stored session is the winner's.
 func TestProcess_TwoResumesOneWins(t *testing.T) {
-	for _, store := range []string{"file", "postgres"} {
+	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
 			e := newEnv(t, store)
 			id := interruptInProcess(t, e)
@@ -390,80 +395,79 @@ func TestProcess_TwoResumesOneWins(t *testing.T) {
 	}
 }
 
-// SPEC S5: the process is killed at every save point (after the save, and
-// in the middle of the file store's save, before its head is replaced);
-// every restart finds the old or the new record, never a mix, carries on,
-// and ends with a valid history. A tool whose result was saved never runs
-// again; only a kill inside the save that records a tool's result lets that
-// one tool run a second time (its completion was not recorded).
-func TestProcess_KilledAtEverySavePoint(t *testing.T) {
-	type point struct {
-		stage string
-		n     int
+// openStore opens e's store in the test process.
+func openStore(t *testing.T, e env) persistence.Store {
+	t.Helper()
+	ctx := context.Background()
+	var st persistence.Store
+	var err error
+	if e.store == "postgres" {
+		st, err = postgres.New(ctx, postgres.Config{DSN: pgDSN(t)})
+	} else {
+		st, err = sqlite.Open(ctx, sqlite.Config{Dir: e.dir})
 	}
-	var points []point
-	for n := 1; n <= 8; n++ {
-		points = append(points, point{"after-save", n}, point{"before-commit", n})
-	}
-	var mu sync.Mutex
-	finishedWithoutCrash := 0
-	for _, p := range points {
-		t.Run(fmt.Sprintf("%s-%d", p.stage, p.n), func(t *testing.T) {
-			e := newEnv(t, "file")
-			h := startHelper(t, e, "run", "BRAID_CRASH_AT="+strconv.Itoa(p.n), "BRAID_CRASH_STAGE="+p.stage)
-			code := h.wait(t)
-			if code == exitOK {
-				mu.Lock()
-				finishedWithoutCrash++
-				mu.Unlock()
-			} else {
-				require.Equal(t, -1, code, "the helper must die by SIGKILL, not fail: %s", h.stderr.String())
-				// The store holds the record of the last finished save, or,
-				// killed inside a save, that or the new one: a durable save
-				// is in the redo log before its files are replaced, and the
-				// next store recovers it from there.
-				st, err := persistence.NewFileStore(e.dir)
-				require.NoError(t, err)
-				rec, err := st.Load(context.Background(), persistence.Key{SessionID: e.session, Kind: persistence.KindAgent, ID: agent.DefaultID})
-				want := []int64{int64(p.n)}
-				if p.stage == "before-commit" {
-					want = []int64{int64(p.n - 1), int64(p.n)}
-				}
-				if errors.Is(err, persistence.ErrNotFound) {
-					assert.Contains(t, want, int64(0))
-				} else {
-					require.NoError(t, err)
-					assert.Contains(t, want, rec.Version)
-				}
-				require.NoError(t, st.Close())
-			}
-			// Restart: must load cleanly and finish.
-			r := startHelper(t, e, "run")
-			var fin struct{ Messages []model.Message }
-			r.readJSON(t, &fin)
-			require.Equal(t, exitOK, r.wait(t), r.stderr.String())
-			requireValidHistory(t, fin.Messages)
-			last := fin.Messages[len(fin.Messages)-1]
-			assert.Equal(t, "done: true, inspected", last.Text())
-			runs := runCounts(t, e.runs)
-			if p.stage == "after-save" || code == exitOK {
-				assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runs)
-			} else {
-				twice := 0
-				for name, n := range runs {
-					assert.LessOrEqual(t, n, 2, name)
-					assert.GreaterOrEqual(t, n, 1, name)
-					if n == 2 {
-						twice++
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// finishInNewProcess runs the seed's client loop in a new process and
+// checks that it ends with the finished run and a valid history.
+func finishInNewProcess(t *testing.T, e env) {
+	t.Helper()
+	r := startHelper(t, e, "run")
+	var fin struct{ Messages []model.Message }
+	r.readJSON(t, &fin)
+	require.Equal(t, exitOK, r.wait(t), r.stderr.String())
+	requireValidHistory(t, fin.Messages)
+	assert.Equal(t, "done: true, inspected", fin.Messages[len(fin.Messages)-1].Text())
+}
+
+// SPEC S1, S5, S6: the process is killed (SIGKILL) right after each of its
+// saves in turn; the store holds exactly that save (committed saves survive
+// the process), and a new process carries on from it and finishes with a
+// valid history. No tool whose result was saved runs again.
+func TestProcess_KilledAfterEverySavePoint(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			finished := false
+			for n := 1; !finished; n++ {
+				require.LessOrEqual(t, n, 20, "the run should finish within 20 saves")
+				t.Run(fmt.Sprintf("save-%d", n), func(t *testing.T) {
+					e := newEnv(t, store)
+					h := startHelper(t, e, "run", "BRAID_CRASH_AT="+strconv.Itoa(n))
+					code := h.wait(t)
+					if code == exitOK {
+						finished = true // fewer than n saves: every point before was covered
+						return
 					}
-				}
-				assert.LessOrEqual(t, twice, 1, "only the tool whose result save was cut may run again: %v", runs)
+					require.Equal(t, -1, code, "the helper must die by SIGKILL, not fail: %s", h.stderr.String())
+					rec, err := openStore(t, e).Load(context.Background(),
+						persistence.Key{SessionID: e.session, Kind: persistence.KindAgent, ID: agent.DefaultID})
+					require.NoError(t, err)
+					assert.Equal(t, int64(n), rec.Version, "the killed process's last save is stored")
+					finishInNewProcess(t, e)
+					assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runCounts(t, e.runs))
+				})
 			}
 		})
 	}
-	// The run has fewer than 8 saves: the last points let it finish, which
-	// shows every save point before them was covered.
-	assert.Greater(t, finishedWithoutCrash, 0)
+}
+
+// SPEC S6: a process killed inside a tool (it ran, its result was not
+// saved) is carried on by a new process, which runs that tool again (at
+// least once) and no other tool twice.
+func TestProcess_KilledInsideATool(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, store)
+			h := startHelper(t, e, "run", "BRAID_CRASH_IN_TOOL=inspect_files")
+			require.Equal(t, -1, h.wait(t), h.stderr.String())
+			assert.Equal(t, map[string]int{"inspect_files": 1}, runCounts(t, e.runs))
+			finishInNewProcess(t, e)
+			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 2}, runCounts(t, e.runs))
+		})
+	}
 }
 
 func requireValidHistory(t *testing.T, msgs []model.Message) {

@@ -2,17 +2,13 @@ package persistence_test
 
 // SPEC I3 ("a reason that cannot be encoded as JSON is an error at the call,
 // not later at save"), I7 and S5 at the persistence level: the bad reason
-// fails the invocation before anything about it reaches the session on disk,
+// fails the invocation before anything about it reaches the stored session,
 // and the session stays usable by a fresh agent.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -39,21 +35,59 @@ var badReasons = []struct {
 	{"NaN", func() any { return math.NaN() }},
 }
 
-// reasonRig is a file session and the pieces of an agent on it: the model
-// asks for delete_files (t1) and inspect_files (t2), then answers "done".
+// reasonRig is a session in a store shared by the rig's agents and the
+// pieces of an agent on it: the model asks for delete_files (t1) and
+// inspect_files (t2), then answers "done".
 type reasonRig struct {
-	root string
-	runs *goldenRuns
+	store *reasonStore
+	runs  *goldenRuns
 }
 
 func newReasonRig(t *testing.T) *reasonRig {
-	return &reasonRig{root: t.TempDir(), runs: &goldenRuns{}}
+	return &reasonRig{store: &reasonStore{MemoryStore: persistence.NewMemoryStore()}, runs: &goldenRuns{}}
 }
 
-func (r *reasonRig) dir() string { return filepath.Join(r.root, "session_"+reasonSession) }
+// reasonStore is a MemoryStore that keeps the JSON of every change it is
+// asked to save, so a test sees that nothing of a failed interrupt was ever
+// sent to the store, not only that none of it is there at the end.
+type reasonStore struct {
+	*persistence.MemoryStore
+	mu   sync.Mutex
+	sent []string
+}
 
-// agent builds a fresh agent over a fresh store and manager on the session;
-// approve is its BeforeToolCallEvent hook for delete_files.
+func (s *reasonStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	s.mu.Lock()
+	for _, c := range changes {
+		s.sent = append(s.sent, string(c.Data))
+		for _, m := range c.Messages {
+			s.sent = append(s.sent, string(m))
+		}
+	}
+	s.mu.Unlock()
+	return s.MemoryStore.Save(ctx, opts, changes...)
+}
+
+// requireNeverSent checks that no save ever carried id.
+func (s *reasonStore) requireNeverSent(t *testing.T, id string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NotEmpty(t, s.sent)
+	for _, b := range s.sent {
+		assert.NotContains(t, b, id, "a save carried the failed interrupt")
+	}
+}
+
+// export is the stored session (nil when there is none yet), from
+// goroutines other than the test's too (hooks).
+func (r *reasonRig) export() (*persistence.SessionExport, error) {
+	return exportErr(r.store, reasonSession)
+}
+
+// agent builds a fresh agent over a fresh session manager on the rig's
+// store, as a new process or request would; approve is its
+// BeforeToolCallEvent hook for delete_files.
 func (r *reasonRig) agent(t *testing.T, approve func(ev *agent.BeforeToolCallEvent) error) *agent.Agent {
 	t.Helper()
 	counting := func(name string) tool.Tool {
@@ -80,7 +114,7 @@ func (r *reasonRig) agent(t *testing.T, approve func(ev *agent.BeforeToolCallEve
 		Model:   m,
 		Tools:   []tool.Tool{counting("delete_files"), counting("inspect_files")},
 		Hooks:   []hook.Provider{h},
-		Session: goldenManager(t, r.root, reasonSession),
+		Session: goldenManager(t, r.store, reasonSession),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
@@ -90,7 +124,7 @@ func (r *reasonRig) agent(t *testing.T, approve func(ev *agent.BeforeToolCallEve
 // load reads the stored record through a fresh manager.
 func (r *reasonRig) load(t *testing.T) *persistence.AgentRecord {
 	t.Helper()
-	rec, err := goldenManager(t, r.root, reasonSession).LoadAgent(context.Background(), agent.DefaultID)
+	_, rec, err := goldenManager(t, r.store, reasonSession).OpenAgent(context.Background(), agent.DefaultID)
 	require.NoError(t, err)
 	return rec
 }
@@ -101,63 +135,44 @@ func askApproval(ev *agent.BeforeToolCallEvent) error {
 	return err
 }
 
-// storedForm is a record as the store gives it back, less its timestamp,
-// with its JSON compacted.
-type storedForm struct {
-	Version       int64
-	SchemaVersion int
-	Data          string
-	Messages      []string
-}
-
-// storedRecord writes tree (a readTree of the session folder) into a fresh
-// root and loads the agent's record from it with a new FileStore: the
-// session as any reader would find it (nil when there is none).
-//
-// Tests compare this rather than the raw files: a store may rewrite its
-// files at a durable point without changing the record (the file store
-// folds its journal into the head), and the failed invocation still ends
-// at one (SaveInvocation, skipped because nothing changed).
-func storedRecord(t *testing.T, tree map[string]string) *storedForm {
+// requireSessionAsBefore checks that the stored session is exactly what it
+// was at the snapshot (every record's version, timestamp, data and
+// messages: persistence.Export, compared whole), and that nothing stored
+// mentions the interrupt the bad reason was given to.
+func requireSessionAsBefore(t *testing.T, before, after *persistence.SessionExport, badID string) {
 	t.Helper()
-	root := t.TempDir()
-	for rel, b := range tree {
-		p := filepath.Join(root, "session_"+reasonSession, rel)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(b), 0o644))
-	}
-	st, err := persistence.NewFileStore(root)
+	assert.Equal(t, before, after, "the stored session is as it was before the call")
+	b, err := json.Marshal(after)
 	require.NoError(t, err)
-	rec, err := st.Load(context.Background(), persistence.Key{SessionID: reasonSession, Kind: persistence.KindAgent, ID: agent.DefaultID})
-	if errors.Is(err, persistence.ErrNotFound) {
-		return nil
+	assert.NotContains(t, string(b), badID, "the stored session mentions the failed interrupt")
+}
+
+// requireSessionAsBeforeCycle is requireSessionAsBefore for a first pass
+// that fails: the agent drops the failed pass's tool cycle "with the model
+// turn that asked for it", and a store that saved the cycle while it was
+// in flight has it dropped again by the invocation's last save. So the one
+// record holds what it held at the snapshot, byte for byte (schema version,
+// every message, the state and the interrupt state), less the cycle; its
+// version and timestamp may have moved on by that save.
+func requireSessionAsBeforeCycle(t *testing.T, before, after *persistence.SessionExport, badID string) {
+	t.Helper()
+	require.Len(t, before.Records, 1)
+	require.Len(t, after.Records, 1)
+	b, a := before.Records[0], after.Records[0]
+	assert.Equal(t, b.SchemaVersion, a.SchemaVersion)
+	assert.Equal(t, b.Messages, a.Messages, "the messages are as they were before the call")
+	var bd, ad map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b.Data, &bd))
+	require.NoError(t, json.Unmarshal(a.Data, &ad))
+	assert.NotContains(t, ad, "pending", "the failed pass's cycle is dropped")
+	delete(bd, "pending")
+	assert.Equal(t, bd, ad, "the state and interrupt state are as they were before the call")
+	if b.Version == a.Version {
+		assert.Equal(t, before, after, "no save: the stored session is as it was before the call")
 	}
+	all, err := json.Marshal(after)
 	require.NoError(t, err)
-	out := &storedForm{Version: rec.Version, SchemaVersion: rec.SchemaVersion, Data: compactJSON(t, rec.Data)}
-	for _, m := range rec.Messages {
-		out.Messages = append(out.Messages, compactJSON(t, m))
-	}
-	return out
-}
-
-// compactJSON drops insignificant space: a store may keep a record indented
-// in one file and compact in another.
-func compactJSON(t *testing.T, b []byte) string {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, json.Compact(&buf, b))
-	return buf.String()
-}
-
-// requireSessionAsBefore checks that the session on disk holds exactly the
-// record it held at the snapshot, and that no file mentions the interrupt
-// the bad reason was given to.
-func requireSessionAsBefore(t *testing.T, before, after map[string]string, badID string) {
-	t.Helper()
-	assert.Equal(t, storedRecord(t, before), storedRecord(t, after), "the stored record is as it was before the call")
-	for rel, b := range after {
-		assert.NotContains(t, b, badID, "%s mentions the failed interrupt", rel)
-	}
+	assert.NotContains(t, string(all), badID, "the stored session mentions the failed interrupt")
 }
 
 // requireReasonError checks the error of an invocation failed by a bad reason.
@@ -173,21 +188,21 @@ func requireReasonError(t *testing.T, err error, name string) {
 }
 
 // SPEC I3, S5: in a first invocation, a hook's Interrupt with a reason that
-// cannot be encoded fails the invocation at the call: the session on disk is
-// byte for byte what it was just before the call (the prompt, saved at its
-// message save point, and nothing of the interrupt), no tool gated by it
-// runs, and a fresh agent on the session carries on and finishes.
-// "As before" is the record any reader loads from the files (version, data,
-// every message, byte for byte); see storedRecord.
+// cannot be encoded fails the invocation at the call: no save ever carries
+// anything of the interrupt, the stored session is what it was just before
+// the call (the prompt, saved at its message save point, byte for byte,
+// less the failed pass's tool cycle; see requireSessionAsBeforeCycle), no
+// tool gated by it runs, and a fresh agent on the session carries on and
+// finishes.
 func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 	for _, bad := range badReasons {
 		t.Run(bad.name, func(t *testing.T) {
 			r := newReasonRig(t)
-			var before map[string]string
+			var before *persistence.SessionExport
 			var callErr error
 			a := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
 				var err error
-				if before, err = readTreeErr(r.dir()); err != nil {
+				if before, err = r.export(); err != nil {
 					return err
 				}
 				_, callErr = ev.Interrupt("approval", bad.reason())
@@ -199,8 +214,11 @@ func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 			assert.False(t, a.Interrupted())
 			require.NoError(t, a.Close(context.Background()))
 
-			require.NotNil(t, before, "the hook ran")
-			requireSessionAsBefore(t, before, readTree(t, r.dir()), interrupt.BeforeToolCallID("t1", "approval"))
+			require.NotNil(t, before, "the hook ran, and the prompt was saved before it")
+			after, err := r.export()
+			require.NoError(t, err)
+			requireSessionAsBeforeCycle(t, before, after, interrupt.BeforeToolCallID("t1", "approval"))
+			r.store.requireNeverSent(t, interrupt.BeforeToolCallID("t1", "approval"))
 			rec := r.load(t)
 			require.NotNil(t, rec, "the prompt was saved at its message save point")
 			assert.Equal(t, []string{"user:delete a.txt"}, texts(rec.Messages))
@@ -230,10 +248,11 @@ func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 
 // SPEC I3, I7, S4, S5: while resuming an interrupted session in a fresh
 // agent, a hook that gets its answer and then interrupts again with a reason
-// that cannot be encoded fails the invocation: the session on disk is byte
-// for byte what it was just before the call (the accepted answer, saved when
-// the resume was claimed, and the finished sibling; no new interrupt), and
-// a third agent carries on without running the finished tool again.
+// that cannot be encoded fails the invocation: no save ever carries the new
+// interrupt, the stored session is exactly what it was just before the call
+// (the accepted answer, saved when the resume was claimed, and the finished
+// sibling; same version, data and messages), and a third agent carries on
+// without running the finished tool again.
 func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 	for _, bad := range badReasons {
 		t.Run(bad.name, func(t *testing.T) {
@@ -250,7 +269,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 
 			// 2: a fresh agent resumes; the hook gets "y", then raises
 			// "confirm" with a bad reason.
-			var before map[string]string
+			var before *persistence.SessionExport
 			var mu sync.Mutex
 			b := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
 				ans, err := ev.Interrupt("approval", map[string]any{"paths": []string{"a.txt"}})
@@ -261,7 +280,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 					ev.CancelTool("denied")
 					return nil
 				}
-				snap, err := readTreeErr(r.dir())
+				snap, err := r.export()
 				if err != nil {
 					return err
 				}
@@ -277,7 +296,10 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 
 			mu.Lock()
 			require.NotNil(t, before, "the hook got its answer")
-			requireSessionAsBefore(t, before, readTree(t, r.dir()), interrupt.BeforeToolCallID("t1", "confirm"))
+			after, err := r.export()
+			require.NoError(t, err)
+			requireSessionAsBefore(t, before, after, interrupt.BeforeToolCallID("t1", "confirm"))
+			r.store.requireNeverSent(t, interrupt.BeforeToolCallID("t1", "confirm"))
 			mu.Unlock()
 			rec := r.load(t)
 			require.NotNil(t, rec)
@@ -320,7 +342,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 // error result (as for any tool error) and the loop goes on. Nothing of
 // the interrupt reaches the session.
 func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
-	root := t.TempDir()
+	st := persistence.NewMemoryStore()
 	var callErr error
 	bad := tool.New("bad", "bad", func(ctx context.Context, tc *tool.Context, in goldenPaths) (string, error) {
 		_, callErr = tc.Interrupt("confirm", math.NaN())
@@ -333,7 +355,7 @@ func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
 		}
 		return model.ToolTurn(model.Call("t1", "bad", goldenPaths{})), nil
 	})
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{bad}, Session: goldenManager(t, root, reasonSession)})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{bad}, Session: goldenManager(t, st, reasonSession)})
 	require.NoError(t, err)
 	defer a.Close(context.Background())
 
@@ -349,8 +371,9 @@ func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
 	assert.Equal(t, model.ToolError, rs[0].Status)
 	assert.Contains(t, rs[0].Text(), "not JSON-encodable")
 
-	rec, err := goldenManager(t, root, reasonSession).LoadAgent(context.Background(), agent.DefaultID)
+	_, rec, err := goldenManager(t, st, reasonSession).OpenAgent(context.Background(), agent.DefaultID)
 	require.NoError(t, err)
+	require.NotNil(t, rec)
 	assert.Equal(t, texts(msgs), texts(rec.Messages))
 	assert.Equal(t, 0, rec.Interrupts.Len())
 	assert.Empty(t, rec.Pending)

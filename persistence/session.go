@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -22,9 +21,12 @@ const (
 	// SaveMessage: messages were appended (or the history replaced).
 	SaveMessage SavePoint = "message"
 	// SaveResume: interrupt answers were accepted; saving them first claims
-	// the resume, so of two processes resuming one run, one fails with
+	// the resume, so of two writers resuming one run, one fails with
 	// ErrConflict before it runs anything (SPEC S4).
 	SaveResume SavePoint = "resume"
+	// SaveToolStart: an at-most-once tool is about to run (SPEC S6); the
+	// save is durable, so a crash cannot hide that it started.
+	SaveToolStart SavePoint = "tool_start"
 	// SaveToolResult: a tool of the running cycle finished; saving its
 	// result means it is not run again after a crash.
 	SaveToolResult SavePoint = "tool_result"
@@ -35,7 +37,155 @@ const (
 )
 
 // Durable reports whether saves at p are durable.
-func (p SavePoint) Durable() bool { return p == SaveInterrupt || p == SaveInvocation }
+func (p SavePoint) Durable() bool {
+	return p == SaveInterrupt || p == SaveInvocation || p == SaveToolStart
+}
+
+// SessionManager binds a Store to one session id. It holds no state of the
+// owners: each OpenAgent returns a writer of its own, so two agents built
+// on one manager are two writers, and of two that resume one interrupted
+// run exactly one proceeds (SPEC S4). Safe for concurrent use; it does not
+// own the store (close the store when every manager on it is done).
+type SessionManager struct {
+	store     Store
+	sessionID string
+	opts      managerOptions
+}
+
+// ManagerOption tweaks a SessionManager.
+type ManagerOption func(*managerOptions)
+
+type managerOptions struct {
+	afterSave func(key Key, point SavePoint, version int64) // tests: export_test.go
+}
+
+// NewSessionManager returns a manager for session sessionID in store. It
+// opens nothing: a server builds one per request over a store it opened
+// once.
+func NewSessionManager(store Store, sessionID string, opts ...ManagerOption) (*SessionManager, error) {
+	if store == nil {
+		return nil, errors.New("session manager: nil store")
+	}
+	if err := ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	m := &SessionManager{store: store, sessionID: sessionID}
+	for _, o := range opts {
+		o(&m.opts)
+	}
+	return m, nil
+}
+
+// SessionID returns the session id.
+func (m *SessionManager) SessionID() string { return m.sessionID }
+
+// Store returns the store.
+func (m *SessionManager) Store() Store { return m.store }
+
+// Owner is one writer of one owner's record: it knows the version it last
+// loaded or saved and how many messages are stored, so a save sends only
+// what changed (SPEC S1) and is checked against that version (SPEC S4).
+// It belongs to one owner, which calls it one call at a time.
+type Owner struct {
+	m       *SessionManager
+	key     Key
+	version int64
+	data    []byte // the data last loaded or saved
+	count   int    // messages stored
+	// durable: the last write was at a durable point, so a durable point
+	// with nothing new has nothing to make durable.
+	durable bool
+}
+
+// Open loads the record of owner (kind, id) and returns its writer, and
+// the record (nil when the session has none for it yet).
+func (m *SessionManager) Open(ctx context.Context, kind Kind, id string) (*Owner, *Record, error) {
+	key := Key{SessionID: m.sessionID, Kind: kind, ID: id}
+	if err := key.Validate(); err != nil {
+		return nil, nil, err
+	}
+	rec, err := m.store.Load(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return &Owner{m: m, key: key, durable: true}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &Owner{m: m, key: key, version: rec.Version, data: rec.Data, count: len(rec.Messages), durable: true}, rec, nil
+}
+
+// Key returns the owner's key.
+func (o *Owner) Key() Key { return o.key }
+
+// Version returns the version last loaded or saved (0: none).
+func (o *Owner) Version() int64 { return o.version }
+
+// Messages returns how many messages are stored.
+func (o *Owner) Messages() int { return o.count }
+
+// Stage prepares a change: data replaces the record's data, and appended
+// follows the first keep stored messages (keep = Messages() to append).
+// A change that would change nothing is staged as empty: Commit skips it.
+func (o *Owner) Stage(data json.RawMessage, keep int, appended []json.RawMessage) (*Staged, error) {
+	if keep < 0 || keep > o.count {
+		return nil, fmt.Errorf("%w: %s: keep %d of %d stored messages", ErrBadSave, o.key, keep, o.count)
+	}
+	empty := o.version > 0 && keep == o.count && len(appended) == 0 && bytes.Equal(data, o.data)
+	return &Staged{owner: o, empty: empty, change: Change{Key: o.key, Base: o.version, Data: data, From: keep, Messages: appended}}, nil
+}
+
+// Staged is one owner's prepared change; Commit saves several at once.
+type Staged struct {
+	owner  *Owner
+	empty  bool
+	change Change
+}
+
+// Commit saves the staged changes in one transaction, durably if point is
+// durable (SPEC S4, M10): all or nothing. Empty changes are skipped; at a
+// durable point with nothing to save it makes the earlier saves durable
+// (Store.Sync), unless the owners' last writes already were.
+func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) error {
+	var changes []Change
+	var owners []*Owner
+	stale := false // an owner whose last write was not durable
+	for _, s := range staged {
+		if s.owner.m != m {
+			return fmt.Errorf("%w: %s was opened by another session manager", ErrBadSave, s.owner.key)
+		}
+		stale = stale || !s.owner.durable
+		if s.empty {
+			continue
+		}
+		changes = append(changes, s.change)
+		owners = append(owners, s.owner)
+	}
+	if len(changes) == 0 {
+		if !point.Durable() || !stale {
+			return nil
+		}
+		if err := m.store.Sync(ctx); err != nil {
+			return err
+		}
+		for _, s := range staged {
+			s.owner.durable = true
+		}
+		return nil
+	}
+	durable := point.Durable()
+	versions, err := m.store.Save(ctx, SaveOptions{Durable: durable}, changes...)
+	if err != nil {
+		return err
+	}
+	for i, o := range owners {
+		c := changes[i]
+		o.version, o.data, o.count, o.durable = versions[i], c.Data, c.From+len(c.Messages), durable
+		if m.opts.afterSave != nil {
+			m.opts.afterSave(o.key, point, o.version)
+		}
+	}
+	return nil
+}
 
 // AgentRecord is what a session keeps for one agent.
 type AgentRecord struct {
@@ -43,7 +193,7 @@ type AgentRecord struct {
 	State      map[string]json.RawMessage
 	Interrupts *interrupt.State
 	// Pending is the agent's interrupted work, in the agent's own JSON form
-	// (null when none).
+	// (nil when none).
 	Pending json.RawMessage
 }
 
@@ -53,129 +203,73 @@ type agentData struct {
 	Pending    json.RawMessage            `json:"pending,omitempty"`
 }
 
-// SessionManager binds a Store to one session and tracks, per owner, the
-// version it last loaded or saved, so every save is checked against it
-// (SPEC S4). Build a new one (or a new agent) after ErrConflict: the session
-// changed under it. Safe for concurrent use by several owners of the session.
-type SessionManager struct {
-	store     Store
-	sessionID string
-	opts      managerOptions
-
-	mu     sync.Mutex
-	owners map[Key]*ownerState
+// AgentSession is one agent's writer (an Owner that speaks AgentRecords).
+type AgentSession struct {
+	*Owner
 }
 
-type ownerState struct {
-	version  int64
-	data     []byte
-	messages [][]byte
-	// durable: this manager's last write of the record was at a durable
-	// point, so a durable point with nothing new has nothing to make durable.
-	durable bool
-}
-
-// ManagerOption tweaks a SessionManager.
-type ManagerOption func(*managerOptions)
-
-type managerOptions struct {
-	afterSave func(key Key, point SavePoint, version int64)
-	noDurable bool
-}
-
-// AfterSave calls fn after every successful save, with the new version:
-// tests use it to stop a process at each save point.
-func AfterSave(fn func(key Key, point SavePoint, version int64)) ManagerOption {
-	return func(o *managerOptions) { o.afterSave = fn }
-}
-
-// NoFsync makes every save skip what makes it survive a machine crash
-// (SaveOptions.NoSync): saves stay atomic, and safe when the process is
-// killed. For tests and benchmarks that want to measure without the disk.
-func NoFsync() ManagerOption { return func(o *managerOptions) { o.noDurable = true } }
-
-// NewSessionManager returns a manager for session sessionID in store.
-func NewSessionManager(store Store, sessionID string, opts ...ManagerOption) (*SessionManager, error) {
-	if store == nil {
-		return nil, errors.New("session manager: nil store")
-	}
-	if err := ValidateID("session", sessionID); err != nil {
-		return nil, err
-	}
-	m := &SessionManager{store: store, sessionID: sessionID, owners: map[Key]*ownerState{}}
-	for _, o := range opts {
-		o(&m.opts)
-	}
-	return m, nil
-}
-
-// FileSession is the seed's FileSessionManager(session_id, storage_dir): a
-// session manager over a FileStore rooted at dir.
-func FileSession(sessionID, dir string, opts ...ManagerOption) (*SessionManager, error) {
-	st, err := NewFileStore(dir)
-	if err != nil {
-		return nil, err
-	}
-	return NewSessionManager(st, sessionID, opts...)
-}
-
-// SessionID returns the session id.
-func (m *SessionManager) SessionID() string { return m.sessionID }
-
-// Store returns the store.
-func (m *SessionManager) Store() Store { return m.store }
-
-func (m *SessionManager) key(kind Kind, id string) Key {
-	return Key{SessionID: m.sessionID, Kind: kind, ID: id}
-}
-
-// LoadAgent returns the agent's record, or nil (and no error) when the
-// session has none for it yet.
-func (m *SessionManager) LoadAgent(ctx context.Context, agentID string) (*AgentRecord, error) {
-	key := m.key(KindAgent, agentID)
-	rec, err := m.store.Load(ctx, key)
-	if errors.Is(err, ErrNotFound) {
-		m.track(key, &ownerState{})
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
+// OpenAgent loads the agent's record and returns its writer, and the record
+// (nil when the session has none for it yet). Every call is a writer of
+// its own. The record is decoded strictly (SPEC S5): data or a message that
+// does not read back exactly as stored is a *DamageError naming the part.
+func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentSession, *AgentRecord, error) {
+	o, rec, err := m.Open(ctx, KindAgent, agentID)
+	if err != nil || rec == nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		return &AgentSession{o}, nil, nil
 	}
 	var d agentData
-	if err := json.Unmarshal(rec.Data, &d); err != nil {
-		return nil, &DamageError{SessionID: m.sessionID, File: "agent " + agentID + " data", Err: fmt.Errorf("%w: %v", ErrDamaged, err)}
+	if err := DecodeExact(rec.Data, &d); err != nil {
+		return nil, nil, Damaged(o.key, "data", "%v", err)
 	}
-	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending}
-	if out.Interrupts == nil {
-		out.Interrupts = interrupt.NewState()
+	if d.State == nil || d.Interrupts == nil {
+		return nil, nil, Damaged(o.key, "data", `"state" and "interrupts" are required`)
 	}
-	if bytes.Equal(bytes.TrimSpace(out.Pending), []byte("null")) {
-		out.Pending = nil
-	}
-	st := &ownerState{version: rec.Version}
+	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(rec.Messages))}
 	for i, raw := range rec.Messages {
-		var msg model.Message
-		if err := json.Unmarshal(raw, &msg); err != nil {
-			return nil, &DamageError{SessionID: m.sessionID, File: fmt.Sprintf("agent %s message %d", agentID, i), Err: fmt.Errorf("%w: %v", ErrDamaged, err)}
+		if err := DecodeExact(raw, &out.Messages[i]); err != nil {
+			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
 		}
-		out.Messages = append(out.Messages, msg)
+		if err := out.Messages[i].Validate(); err != nil {
+			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
+		}
 	}
-	// Track the bytes as this build writes them, to spot unchanged saves.
-	st.data, st.messages, err = encodeAgent(out)
+	return &AgentSession{o}, out, nil
+}
+
+// Save saves the agent at a save point. The history is append-only: the
+// first Messages() messages of rec.Messages are the stored ones, and only
+// the rest are encoded and sent (SPEC S1); use Rewrite to change earlier
+// ones. Nothing new to save is no save; at a durable point that makes the
+// earlier saves durable. A save against a record changed by another writer
+// fails with a *ConflictError and changes nothing: the agent is stale.
+func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoint) error {
+	if len(rec.Messages) < s.count {
+		return fmt.Errorf("%w: %s: the history has %d messages, %d are stored: a shorter history is a Rewrite",
+			ErrBadSave, s.key, len(rec.Messages), s.count)
+	}
+	return s.Rewrite(ctx, rec, s.count, point)
+}
+
+// Rewrite saves the agent like Save, but with a history whose first keep
+// messages are the stored ones and the rest replace what is stored after
+// them: SetMessages (keep 0), or an invocation that takes its prompt back.
+func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
+	st, err := s.StageAgent(rec, keep)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m.track(key, st)
-	return out, nil
+	return s.m.Commit(ctx, point, st)
 }
 
-func (m *SessionManager) track(key Key, st *ownerState) {
-	m.mu.Lock()
-	m.owners[key] = st
-	m.mu.Unlock()
-}
-
-func encodeAgent(rec *AgentRecord) ([]byte, [][]byte, error) {
+// StageAgent prepares the agent's change for Commit; keep as in Rewrite.
+// Only the data and the messages after keep are encoded.
+func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
+	if keep < 0 || keep > len(rec.Messages) {
+		return nil, fmt.Errorf("%w: %s: keep %d of a %d-message history", ErrBadSave, s.key, keep, len(rec.Messages))
+	}
 	d := agentData{State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
 	if d.State == nil {
 		d.State = map[string]json.RawMessage{}
@@ -185,83 +279,17 @@ func encodeAgent(rec *AgentRecord) ([]byte, [][]byte, error) {
 	}
 	data, err := marshalCompact(d)
 	if err != nil {
-		return nil, nil, fmt.Errorf("session: agent data is not JSON-encodable: %w", err)
+		return nil, fmt.Errorf("session: agent data is not JSON-encodable: %w", err)
 	}
-	msgs := make([][]byte, len(rec.Messages))
-	for i, msg := range rec.Messages {
-		if msgs[i], err = marshalCompact(msg); err != nil {
-			return nil, nil, fmt.Errorf("session: message %d is not JSON-encodable: %w", i, err)
+	appended := make([]json.RawMessage, 0, len(rec.Messages)-keep)
+	for i, msg := range rec.Messages[keep:] {
+		b, err := marshalCompact(msg)
+		if err != nil {
+			return nil, fmt.Errorf("session: message %d is not JSON-encodable: %w", keep+i, err)
 		}
+		appended = append(appended, b)
 	}
-	return data, msgs, nil
-}
-
-// SaveAgent saves the agent's record at a save point. It is skipped when
-// nothing changed since the last save; a durable point then only makes the
-// earlier saves durable (Checkpointer), unless the last save was durable. A save against a session changed by someone else
-// fails with a *ConflictError and changes nothing.
-func (m *SessionManager) SaveAgent(ctx context.Context, agentID string, rec *AgentRecord, point SavePoint) error {
-	key := m.key(KindAgent, agentID)
-	if err := key.Validate(); err != nil {
-		return err
-	}
-	data, msgs, err := encodeAgent(rec)
-	if err != nil {
-		return err
-	}
-	durable := point.Durable()
-
-	m.mu.Lock()
-	st, ok := m.owners[key]
-	if !ok {
-		st = &ownerState{}
-		m.owners[key] = st
-	}
-	base := *st
-	m.mu.Unlock()
-
-	unchanged := 0
-	for unchanged < len(msgs) && unchanged < len(base.messages) && bytes.Equal(msgs[unchanged], base.messages[unchanged]) {
-		unchanged++
-	}
-	if base.version > 0 && unchanged == len(msgs) && len(msgs) == len(base.messages) && bytes.Equal(data, base.data) {
-		if c, ok := m.store.(Checkpointer); ok && durable && !base.durable {
-			if err := c.Checkpoint(ctx, key, !m.opts.noDurable); err != nil {
-				return err
-			}
-			m.mu.Lock()
-			st.durable = true
-			m.mu.Unlock()
-		}
-		return nil
-	}
-	raw := make([]json.RawMessage, len(msgs))
-	for i, b := range msgs {
-		raw[i] = b
-	}
-	v, err := m.store.Save(ctx, &Record{Key: key, SchemaVersion: SchemaVersion, Data: data, Messages: raw},
-		SaveOptions{Base: base.version, Unchanged: unchanged, Durable: durable, NoSync: m.opts.noDurable})
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	st.version, st.data, st.messages, st.durable = v, data, msgs, durable
-	m.mu.Unlock()
-	if m.opts.afterSave != nil {
-		m.opts.afterSave(key, point, v)
-	}
-	return nil
-}
-
-// Version returns the version of an owner's record as last loaded or saved
-// by this manager (0: none).
-func (m *SessionManager) Version(kind Kind, id string) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if st, ok := m.owners[m.key(kind, id)]; ok {
-		return st.version
-	}
-	return 0
+	return s.Stage(data, keep, appended)
 }
 
 func marshalCompact(v any) ([]byte, error) {

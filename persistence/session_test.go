@@ -1,87 +1,64 @@
 package persistence_test
 
-// Unit tests of SessionManager over the memory store and the file store,
-// through exported APIs only: skipped saves, AfterSave, durability per save
-// point, conflicts, the Unchanged count, id checks and loading a missing
-// record (SPEC S1, S2, S4).
+// Unit tests of SessionManager and its writers over the memory store,
+// through exported APIs only: what a save sends (only what changed), skipped
+// saves, durable points, conflicts between writers, batch commits, id checks
+// (SPEC S1, S2, S4).
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
 )
 
-// spyStore wraps a Store and records every Save it forwards, and every
-// Checkpoint (a durable point with nothing new to save). It forwards
-// Checkpoint to the wrapped store when it has it, so wrapping hides nothing.
+// spyStore wraps a Store and records every Save and Sync it forwards.
 type spyStore struct {
 	persistence.Store
 
 	mu    sync.Mutex
 	saves []spySave
-	// durables records each Checkpoint's sync flag.
-	durables []bool
+	syncs int
 }
 
 type spySave struct {
-	Key     persistence.Key
 	Opts    persistence.SaveOptions
-	Version int64
+	Changes []persistence.Change
 	Err     error
 }
 
-func (s *spyStore) Save(ctx context.Context, rec *persistence.Record, opts persistence.SaveOptions) (int64, error) {
-	v, err := s.Store.Save(ctx, rec, opts)
+func (s *spyStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	v, err := s.Store.Save(ctx, opts, changes...)
 	s.mu.Lock()
-	s.saves = append(s.saves, spySave{Key: rec.Key, Opts: opts, Version: v, Err: err})
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.saves = append(s.saves, spySave{Opts: opts, Changes: changes, Err: err})
 	return v, err
 }
 
-// Checkpoint records a request to bring key to its durable form, synced or
-// not.
-func (s *spyStore) Checkpoint(ctx context.Context, key persistence.Key, sync bool) error {
+func (s *spyStore) Sync(ctx context.Context) error {
 	s.mu.Lock()
-	s.durables = append(s.durables, sync)
+	s.syncs++
 	s.mu.Unlock()
-	if c, ok := s.Store.(persistence.Checkpointer); ok {
-		return c.Checkpoint(ctx, key, sync)
-	}
-	return nil
+	return s.Store.Sync(ctx)
 }
 
-func (s *spyStore) saveCount() int {
+func (s *spyStore) counts() (saves, syncs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.saves)
+	return len(s.saves), s.syncs
 }
-
-// durableRequests returns how many Checkpoint calls the spy saw, and
-// how many of them asked for a sync.
-func (s *spyStore) durableRequests() (all, synced int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, sy := range s.durables {
-		if sy {
-			synced++
-		}
-	}
-	return len(s.durables), synced
-}
-
-// asksSync reports whether a save asks the store to survive a machine crash
-// before it returns: Durable, unless NoSync leaves the sync out.
-func asksSync(o persistence.SaveOptions) bool { return o.Durable && !o.NoSync }
 
 func (s *spyStore) last(t *testing.T) spySave {
 	t.Helper()
@@ -91,38 +68,12 @@ func (s *spyStore) last(t *testing.T) spySave {
 	return s.saves[len(s.saves)-1]
 }
 
-// sessionStores are the stores every test runs against. The file store's
-// root is returned so tests can look at the folder.
-var sessionStores = []struct {
-	name string
-	open func(t *testing.T) (persistence.Store, string)
-}{
-	{"memory", func(t *testing.T) (persistence.Store, string) { return persistence.NewMemoryStore(), "" }},
-	{"file", func(t *testing.T) (persistence.Store, string) {
-		root := t.TempDir()
-		st, err := persistence.NewFileStore(root)
-		require.NoError(t, err)
-		return st, root
-	}},
-}
+const (
+	smSession = "sm-session"
+	smAgent   = "sm-agent"
+)
 
-func forEachStore(t *testing.T, fn func(t *testing.T, open func() (*spyStore, string))) {
-	for _, sc := range sessionStores {
-		t.Run(sc.name, func(t *testing.T) {
-			fn(t, func() (*spyStore, string) {
-				st, root := sc.open(t)
-				return &spyStore{Store: st}, root
-			})
-		})
-	}
-}
-
-const smSession = "sm-session"
-const smAgent = "agent-1"
-
-func smKey() persistence.Key {
-	return persistence.Key{SessionID: smSession, Kind: persistence.KindAgent, ID: smAgent}
-}
+func newSpy() *spyStore { return &spyStore{Store: persistence.NewMemoryStore()} }
 
 func newManager(t *testing.T, st persistence.Store, opts ...persistence.ManagerOption) *persistence.SessionManager {
 	t.Helper()
@@ -131,408 +82,287 @@ func newManager(t *testing.T, st persistence.Store, opts ...persistence.ManagerO
 	return m
 }
 
-// agentRec builds a record with state {"n": n} and the given messages.
+func openAgent(t *testing.T, m *persistence.SessionManager) (*persistence.AgentSession, *persistence.AgentRecord) {
+	t.Helper()
+	s, rec, err := m.OpenAgent(context.Background(), smAgent)
+	require.NoError(t, err)
+	return s, rec
+}
+
 func agentRec(n int, msgs ...model.Message) *persistence.AgentRecord {
 	return &persistence.AgentRecord{
-		Messages: msgs,
-		State:    map[string]json.RawMessage{"n": json.RawMessage(jsonInt(n))},
+		Messages:   msgs,
+		State:      map[string]json.RawMessage{"n": json.RawMessage(fmt.Sprint(n))},
+		Interrupts: interrupt.NewState(),
 	}
 }
 
-func jsonInt(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
-
-// userMsgs returns alternating user and assistant text messages.
 func userMsgs(ss ...string) []model.Message {
 	out := make([]model.Message, len(ss))
 	for i, s := range ss {
-		if i%2 == 0 {
-			out[i] = model.UserText(s)
-		} else {
-			out[i] = model.AssistantText(s)
-		}
+		out[i] = model.UserText(s)
 	}
 	return out
 }
 
-func saveOK(t *testing.T, m *persistence.SessionManager, rec *persistence.AgentRecord, p persistence.SavePoint) {
-	t.Helper()
-	require.NoError(t, m.SaveAgent(context.Background(), smAgent, rec, p))
+func msgTexts(msgs []model.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Text())
+	}
+	return out
 }
 
-func storedVersion(t *testing.T, st persistence.Store) int64 {
-	t.Helper()
-	r, err := st.Load(context.Background(), smKey())
-	require.NoError(t, err)
-	return r.Version
+// SPEC S1: appending sends only the new messages (From = stored count), so
+// the cost of a save does not grow with the history; a save with nothing
+// new is no save; what was saved reads back exactly.
+func TestSessionManager_SaveSendsOnlyWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	st := newSpy()
+	s, rec := openAgent(t, newManager(t, st))
+	require.Nil(t, rec)
+
+	history := userMsgs("a", "b")
+	require.NoError(t, s.Save(ctx, agentRec(1, history...), persistence.SaveMessage))
+	c := st.last(t).Changes
+	require.Len(t, c, 1)
+	assert.Equal(t, int64(0), c[0].Base)
+	assert.Equal(t, 0, c[0].From)
+	assert.Len(t, c[0].Messages, 2)
+
+	history = append(history, userMsgs("c")...)
+	require.NoError(t, s.Save(ctx, agentRec(1, history...), persistence.SaveMessage))
+	c = st.last(t).Changes
+	assert.Equal(t, int64(1), c[0].Base)
+	assert.Equal(t, 2, c[0].From, "the stored messages are not sent again")
+	require.Len(t, c[0].Messages, 1)
+	assert.JSONEq(t, `{"role":"user","content":[{"text":"c"}]}`, string(c[0].Messages[0]))
+
+	saves, _ := st.counts()
+	require.NoError(t, s.Save(ctx, agentRec(1, history...), persistence.SaveMessage))
+	after, syncs := st.counts()
+	assert.Equal(t, saves, after, "nothing new: no save")
+	assert.Equal(t, 0, syncs)
+
+	require.NoError(t, s.Save(ctx, agentRec(2, history...), persistence.SaveMessage))
+	c = st.last(t).Changes
+	assert.Equal(t, 3, c[0].From)
+	assert.Empty(t, c[0].Messages, "a state change alone sends no message")
+
+	_, got := openAgent(t, newManager(t, st))
+	assert.Equal(t, []string{"a", "b", "c"}, msgTexts(got.Messages))
+	assert.JSONEq(t, "2", string(got.State["n"]))
+	assert.Equal(t, int64(3), s.Version())
 }
 
-// SPEC S1: a save with nothing changed since the last save (or load) is
-// skipped: the store is not written and the version does not move, at any
-// save point.
-func TestSessionManager_UnchangedSaveIsSkipped(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		ctx := context.Background()
-		st, _ := open()
-		m := newManager(t, st)
-		saveOK(t, m, agentRec(1, userMsgs("hi", "hello")...), persistence.SaveMessage)
-		require.Equal(t, 1, st.saveCount())
-		require.Equal(t, int64(1), m.Version(persistence.KindAgent, smAgent))
+// SPEC S1: a shorter history through Save is refused (a rewrite is its own
+// call); Rewrite keeps the first keep messages and replaces the rest.
+func TestSessionManager_RewriteIsExplicit(t *testing.T) {
+	ctx := context.Background()
+	st := newSpy()
+	s, _ := openAgent(t, newManager(t, st))
+	require.NoError(t, s.Save(ctx, agentRec(0, userMsgs("a", "b", "c")...), persistence.SaveMessage))
 
-		// An equal record, built afresh, at every save point.
-		for _, p := range []persistence.SavePoint{persistence.SaveMessage, persistence.SaveResume,
-			persistence.SaveToolResult, persistence.SaveInterrupt, persistence.SaveInvocation} {
-			rec := agentRec(1, userMsgs("hi", "hello")...)
-			rec.Interrupts = interrupt.NewState()
-			saveOK(t, m, rec, p)
-		}
-		assert.Equal(t, 1, st.saveCount(), "no write for unchanged records")
-		assert.Equal(t, int64(1), m.Version(persistence.KindAgent, smAgent))
-		assert.Equal(t, int64(1), storedVersion(t, st))
+	err := s.Save(ctx, agentRec(0, userMsgs("a")...), persistence.SaveMessage)
+	assert.ErrorIs(t, err, persistence.ErrBadSave)
 
-		// A fresh manager that loaded the record skips saving it unchanged.
-		m2 := newManager(t, st)
-		rec, err := m2.LoadAgent(ctx, smAgent)
-		require.NoError(t, err)
-		require.NotNil(t, rec)
-		require.NoError(t, m2.SaveAgent(ctx, smAgent, rec, persistence.SaveInvocation))
-		assert.Equal(t, 1, st.saveCount(), "a loaded record saved unchanged is not written")
-		assert.Equal(t, int64(1), storedVersion(t, st))
+	require.NoError(t, s.Rewrite(ctx, agentRec(0, userMsgs("a", "x")...), 1, persistence.SaveInvocation))
+	c := st.last(t).Changes[0]
+	assert.Equal(t, 1, c.From)
+	assert.Len(t, c.Messages, 1)
+	_, got := openAgent(t, newManager(t, st))
+	assert.Equal(t, []string{"a", "x"}, msgTexts(got.Messages))
 
-		// Any change is written.
-		rec.State["n"] = json.RawMessage("2")
-		require.NoError(t, m2.SaveAgent(ctx, smAgent, rec, persistence.SaveMessage))
-		assert.Equal(t, 2, st.saveCount())
-		assert.Equal(t, int64(2), storedVersion(t, st))
-		rec.Interrupts.Register(interrupt.Interrupt{ID: "i1", Name: "n1", Source: interrupt.SourceHook})
-		require.NoError(t, m2.SaveAgent(ctx, smAgent, rec, persistence.SaveMessage))
-		assert.Equal(t, 3, st.saveCount(), "a change of the interrupt state is written")
-		rec.Pending = json.RawMessage(`{"kind":"tools"}`)
-		require.NoError(t, m2.SaveAgent(ctx, smAgent, rec, persistence.SaveMessage))
-		assert.Equal(t, 4, st.saveCount(), "a change of the pending work is written")
-		assert.Equal(t, int64(4), storedVersion(t, st))
-	})
+	require.NoError(t, s.Rewrite(ctx, agentRec(0, userMsgs("new")...), 0, persistence.SaveInvocation))
+	_, got = openAgent(t, newManager(t, st))
+	assert.Equal(t, []string{"new"}, msgTexts(got.Messages))
 }
 
-// SPEC S1, I9: a save skipped at a durable point still makes the earlier
-// non-durable saves durable (it asks the store to sync them, through Sync or
-// Checkpoint where the store has one) without a new version; a save skipped
-// at a non-durable point asks nothing; under NoFsync nothing asks for a sync.
-func TestSessionManager_SkippedDurableSaveSyncsEarlierSaves(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		for _, noFsync := range []bool{false, true} {
-			st, _ := open()
-			var opts []persistence.ManagerOption
-			if noFsync {
-				opts = append(opts, persistence.NoFsync())
-			}
-			m := newManager(t, st, opts...)
-			saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveMessage)
-			saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveToolResult)
-			all, _ := st.durableRequests()
-			assert.Equal(t, 0, all, "nothing asked for a skipped non-durable save")
-			saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveInvocation)
-			assert.Equal(t, 1, st.saveCount(), "skipped: no Save")
-			assert.Equal(t, int64(1), storedVersion(t, st), "skipped: the version does not move")
-			_, synced := st.durableRequests()
-			if noFsync {
-				assert.Equal(t, 0, synced, "NoFsync: no sync asked")
-			} else {
-				assert.Equal(t, 1, synced, "a skipped durable save makes the earlier saves durable")
-			}
-		}
-	})
+// SPEC I9: interrupt, invocation and tool-start saves are durable; message,
+// resume and tool-result saves are not. A durable point with nothing new
+// syncs the earlier saves once, and asks nothing after a durable save.
+func TestSessionManager_DurablePoints(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []persistence.SavePoint{persistence.SaveMessage, persistence.SaveResume,
+		persistence.SaveToolStart, persistence.SaveToolResult, persistence.SaveInterrupt, persistence.SaveInvocation} {
+		st := newSpy()
+		s, _ := openAgent(t, newManager(t, st))
+		require.NoError(t, s.Save(ctx, agentRec(0, userMsgs("a")...), p))
+		assert.Equal(t, p.Durable(), st.last(t).Opts.Durable, p)
+	}
+
+	st := newSpy()
+	s, _ := openAgent(t, newManager(t, st))
+	rec := agentRec(0, userMsgs("a")...)
+	require.NoError(t, s.Save(ctx, rec, persistence.SaveMessage))
+	require.NoError(t, s.Save(ctx, rec, persistence.SaveInvocation))
+	saves, syncs := st.counts()
+	assert.Equal(t, 1, saves)
+	assert.Equal(t, 1, syncs, "the durable point made the earlier save durable")
+	require.NoError(t, s.Save(ctx, rec, persistence.SaveInvocation))
+	_, syncs = st.counts()
+	assert.Equal(t, 1, syncs, "already durable: nothing asked")
 }
 
-// SPEC S1, I9: a durable point with nothing new right after a durable save
-// (an interrupt save, then the end of the invocation) asks the store for
-// nothing: the saves are durable already. After a non-durable save, or a
-// load, it asks again.
-func TestSessionManager_DurablePointAfterDurableSaveAsksNothing(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		st, _ := open()
-		m := newManager(t, st)
-		saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveMessage)
-		saveOK(t, m, agentRec(2, userMsgs("hi")...), persistence.SaveInterrupt)
-		saveOK(t, m, agentRec(2, userMsgs("hi")...), persistence.SaveInvocation)
-		_, synced := st.durableRequests()
-		assert.Equal(t, 0, synced, "the interrupt save was durable")
-		assert.Equal(t, 2, st.saveCount())
-
-		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveMessage)
-		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
-		_, synced = st.durableRequests()
-		assert.Equal(t, 1, synced, "a non-durable save came between")
-		saveOK(t, m, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
-		_, synced = st.durableRequests()
-		assert.Equal(t, 1, synced, "the checkpoint made it durable")
-
-		m2 := newManager(t, st)
-		_, err := m2.LoadAgent(context.Background(), smAgent)
-		require.NoError(t, err)
-		saveOK(t, m2, agentRec(3, userMsgs("hi")...), persistence.SaveInvocation)
-		_, synced = st.durableRequests()
-		assert.Equal(t, 2, synced, "a manager that only loaded does not know how the record was saved")
-	})
+// AfterSaveForTest runs once per committed save, never for skipped ones.
+func TestSessionManager_AfterSaveOncePerCommittedSave(t *testing.T) {
+	ctx := context.Background()
+	var points []persistence.SavePoint
+	var versions []int64
+	m := newManager(t, persistence.NewMemoryStore(), persistence.AfterSaveForTest(func(k persistence.Key, p persistence.SavePoint, v int64) {
+		points = append(points, p)
+		versions = append(versions, v)
+	}))
+	s, _ := openAgent(t, m)
+	rec := agentRec(0, userMsgs("a")...)
+	require.NoError(t, s.Save(ctx, rec, persistence.SaveMessage))
+	require.NoError(t, s.Save(ctx, rec, persistence.SaveInvocation))
+	require.NoError(t, s.Save(ctx, agentRec(1, userMsgs("a")...), persistence.SaveInterrupt))
+	assert.Equal(t, []persistence.SavePoint{persistence.SaveMessage, persistence.SaveInterrupt}, points)
+	assert.Equal(t, []int64{1, 2}, versions)
 }
 
-type afterSaveCall struct {
-	Key     persistence.Key
-	Point   persistence.SavePoint
-	Version int64
-}
-
-// SPEC S1: AfterSave is called once per real save, after it, with the key,
-// the save point and the new version; not for skipped or failed saves.
-func TestSessionManager_AfterSaveOncePerRealSave(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		ctx := context.Background()
-		st, _ := open()
-		var mu sync.Mutex
-		var calls []afterSaveCall
-		m := newManager(t, st, persistence.AfterSave(func(k persistence.Key, p persistence.SavePoint, v int64) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, afterSaveCall{k, p, v})
-		}))
-		other := newManager(t, st)
-		_, err := other.LoadAgent(ctx, smAgent)
-		require.NoError(t, err)
-
-		saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveMessage)             // v1
-		saveOK(t, m, agentRec(1, userMsgs("hi")...), persistence.SaveInvocation)          // skipped
-		saveOK(t, m, agentRec(2, userMsgs("hi")...), persistence.SaveToolResult)          // v2
-		saveOK(t, m, agentRec(2, userMsgs("hi", "hello")...), persistence.SaveInterrupt)  // v3
-		saveOK(t, m, agentRec(2, userMsgs("hi", "hello")...), persistence.SaveMessage)    // skipped
-		saveOK(t, m, agentRec(3, userMsgs("hi", "hello")...), persistence.SaveResume)     // v4
-		saveOK(t, m, agentRec(3, userMsgs("hi", "hello")...), persistence.SaveInvocation) // skipped
-
-		// Failed saves call nothing: a stale save by another manager, and
-		// one by m after someone else wrote.
-		require.Error(t, other.SaveAgent(ctx, smAgent, agentRec(9), persistence.SaveMessage))
-		m2 := newManager(t, st)
-		rec, err := m2.LoadAgent(ctx, smAgent)
-		require.NoError(t, err)
-		rec.State["n"] = json.RawMessage("10")
-		require.NoError(t, m2.SaveAgent(ctx, smAgent, rec, persistence.SaveMessage)) // v5, not m's
-		require.ErrorIs(t, m.SaveAgent(ctx, smAgent, agentRec(11), persistence.SaveInvocation), persistence.ErrConflict)
-
-		k := smKey()
-		mu.Lock()
-		defer mu.Unlock()
-		assert.Equal(t, []afterSaveCall{
-			{k, persistence.SaveMessage, 1},
-			{k, persistence.SaveToolResult, 2},
-			{k, persistence.SaveInterrupt, 3},
-			{k, persistence.SaveResume, 4},
-		}, calls)
-	})
-}
-
-// SPEC S1, I9: Interrupt and Invocation saves are durable (they ask the
-// store for a sync), the others are not; under NoFsync no save asks for a
-// sync.
-func TestSessionManager_DurablePointsAndNoFsync(t *testing.T) {
-	points := []persistence.SavePoint{persistence.SaveMessage, persistence.SaveResume,
-		persistence.SaveToolResult, persistence.SaveInterrupt, persistence.SaveInvocation}
-	durable := map[persistence.SavePoint]bool{persistence.SaveInterrupt: true, persistence.SaveInvocation: true}
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		for _, noFsync := range []bool{false, true} {
-			st, _ := open()
-			var opts []persistence.ManagerOption
-			if noFsync {
-				opts = append(opts, persistence.NoFsync())
-			}
-			m := newManager(t, st, opts...)
-			for i, p := range points {
-				saveOK(t, m, agentRec(i, userMsgs("hi")...), p) // a change each time: a real save
-				require.Equal(t, i+1, st.saveCount())
-				got := st.last(t).Opts
-				assert.Equal(t, durable[p] && !noFsync, asksSync(got), "sync asked: point %s, NoFsync %v", p, noFsync)
-				if !durable[p] {
-					assert.False(t, got.Durable, "point %s is never durable", p)
-				} else if !noFsync {
-					assert.True(t, got.Durable, "point %s is durable", p)
-				}
-				assert.Equal(t, durable[p], p.Durable(), "SavePoint.Durable(%s)", p)
-			}
-		}
-	})
-}
-
-// SPEC S4: two managers load one session; the first save wins, the
-// second fails with a *ConflictError carrying both versions, and the stored
-// record is the first one's.
-func TestSessionManager_ConflictStaleSaveFails(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		for _, existing := range []bool{true, false} {
-			name := "new record"
+// SPEC S4: two writers of one owner from one manager (two agents built on
+// it) are two writers: the second's stale save fails with a
+// *ConflictError naming the key and versions, and changes nothing.
+func TestSessionManager_TwoWritersOfOneOwnerConflict(t *testing.T) {
+	ctx := context.Background()
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
+			st := persistence.NewMemoryStore()
+			m := newManager(t, st)
+			var base int64
 			if existing {
-				name = "existing record"
+				s, _ := openAgent(t, m)
+				require.NoError(t, s.Save(ctx, agentRec(0, userMsgs("hi")...), persistence.SaveInvocation))
+				base = 1
 			}
-			t.Run(name, func(t *testing.T) {
-				ctx := context.Background()
-				st, root := open()
-				var base int64
-				if existing {
-					saveOK(t, newManager(t, st), agentRec(0, userMsgs("hi")...), persistence.SaveInvocation)
-					base = 1
-				}
-				m1, m2 := newManager(t, st), newManager(t, st)
-				r1, err := m1.LoadAgent(ctx, smAgent)
-				require.NoError(t, err)
-				r2, err := m2.LoadAgent(ctx, smAgent)
-				require.NoError(t, err)
-				assert.Equal(t, existing, r1 != nil && r2 != nil)
+			w1, _ := openAgent(t, m)
+			w2, _ := openAgent(t, m)
+			require.NoError(t, w1.Save(ctx, agentRec(1, userMsgs("hi", "one")...), persistence.SaveResume))
+			err := w2.Save(ctx, agentRec(2, userMsgs("hi", "two")...), persistence.SaveResume)
+			require.ErrorIs(t, err, persistence.ErrConflict)
+			var ce *persistence.ConflictError
+			require.True(t, errors.As(err, &ce), "%T %v", err, err)
+			assert.Equal(t, persistence.Key{SessionID: smSession, Kind: persistence.KindAgent, ID: smAgent}, ce.Key)
+			assert.Equal(t, base, ce.Expected)
+			assert.Equal(t, base+1, ce.Actual)
+			assert.Equal(t, base, w2.Version(), "the failed save does not move the writer's version")
 
-				first := agentRec(1, userMsgs("hi", "from one")...)
-				require.NoError(t, m1.SaveAgent(ctx, smAgent, first, persistence.SaveMessage))
-				var before map[string]string
-				if root != "" {
-					before = readTree(t, root)
-				}
-				err = m2.SaveAgent(ctx, smAgent, agentRec(2, userMsgs("hi", "from two", "more")...), persistence.SaveInterrupt)
-				require.Error(t, err)
-				assert.ErrorIs(t, err, persistence.ErrConflict)
-				var ce *persistence.ConflictError
-				require.True(t, errors.As(err, &ce), "%T %v", err, err)
-				assert.Equal(t, smKey(), ce.Key)
-				assert.Equal(t, base, ce.Expected, "the version m2 loaded")
-				assert.Equal(t, base+1, ce.Actual, "the version m1 wrote")
-				assert.Contains(t, err.Error(), smSession)
-				assert.Equal(t, base, m2.Version(persistence.KindAgent, smAgent), "the failed save does not move m2's version")
-				if root != "" {
-					assert.Equal(t, before, readTree(t, root), "the stale save changed no file")
-				}
-
-				rec, err := newManager(t, st).LoadAgent(ctx, smAgent)
-				require.NoError(t, err)
-				require.NotNil(t, rec)
-				assert.Equal(t, texts(first.Messages), texts(rec.Messages))
-				assert.JSONEq(t, "1", string(rec.State["n"]))
-				assert.Equal(t, base+1, storedVersion(t, st))
-
-				// m1 goes on from its own save.
-				require.NoError(t, m1.SaveAgent(ctx, smAgent, agentRec(3, userMsgs("hi", "from one")...), persistence.SaveInvocation))
-				assert.Equal(t, base+2, storedVersion(t, st))
-			})
-		}
-	})
+			_, got := openAgent(t, newManager(t, st))
+			assert.Equal(t, []string{"hi", "one"}, msgTexts(got.Messages))
+			assert.JSONEq(t, "1", string(got.State["n"]))
+			require.NoError(t, w1.Save(ctx, agentRec(3, userMsgs("hi", "one")...), persistence.SaveInvocation), "the winner goes on")
+		})
+	}
 }
 
-// SPEC S1, S2: SaveOptions.Unchanged is the number of leading messages equal
-// to those of the last save, so appending writes only the new ones; a
-// replaced history counts 0; every save reads back exactly.
-func TestSessionManager_UnchangedCountsLeadingMessages(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		ctx := context.Background()
-		st, _ := open()
-		m := newManager(t, st)
-		steps := []struct {
-			name      string
-			rec       *persistence.AgentRecord
-			unchanged int
-		}{
-			{"first save", agentRec(0, userMsgs("a", "b")...), 0},
-			{"append two", agentRec(0, userMsgs("a", "b", "c", "d")...), 2},
-			{"state only", agentRec(1, userMsgs("a", "b", "c", "d")...), 4},
-			{"append one", agentRec(1, userMsgs("a", "b", "c", "d", "e")...), 4},
-			{"replaced", agentRec(1, userMsgs("x", "y")...), 0},
-			{"append after replace", agentRec(1, userMsgs("x", "y", "z")...), 2},
-			{"first message changed", agentRec(1, userMsgs("X", "y", "z")...), 0},
-			{"trimmed", agentRec(1, userMsgs("X")...), 1},
-			{"emptied", agentRec(1), 0},
-			{"refilled", agentRec(1, userMsgs("p", "q")...), 0},
-		}
-		for i, s := range steps {
-			saveOK(t, m, s.rec, persistence.SaveMessage)
-			require.Equal(t, i+1, st.saveCount(), s.name)
-			last := st.last(t)
-			assert.Equal(t, s.unchanged, last.Opts.Unchanged, s.name)
-			assert.Equal(t, int64(i), last.Opts.Base, "%s: based on the last save", s.name)
+// SPEC S4, M10: Commit saves several owners of one session in one
+// transaction: a stale member fails the whole commit and nothing of it is
+// written; the writers' versions move only on success.
+func TestSessionManager_CommitIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	m := newManager(t, st)
+	orch, _, err := m.Open(ctx, persistence.KindMultiAgent, "graph")
+	require.NoError(t, err)
+	node, _ := openAgent(t, m)
+	stO, err := orch.Stage(json.RawMessage(`{"step":1}`), 0, nil)
+	require.NoError(t, err)
+	stN, err := node.StageAgent(agentRec(1, userMsgs("a")...), 0)
+	require.NoError(t, err)
+	require.NoError(t, m.Commit(ctx, persistence.SaveInvocation, stO, stN))
+	assert.Equal(t, int64(1), orch.Version())
+	assert.Equal(t, int64(1), node.Version())
 
-			rec, err := newManager(t, st).LoadAgent(ctx, smAgent)
-			require.NoError(t, err, s.name)
-			assert.Equal(t, texts(s.rec.Messages), texts(rec.Messages), s.name)
-		}
-	})
+	// Another writer moves the node on: the next batch is stale as a whole.
+	other, _ := openAgent(t, m)
+	require.NoError(t, other.Save(ctx, agentRec(9, userMsgs("a")...), persistence.SaveMessage))
+	stO, err = orch.Stage(json.RawMessage(`{"step":2}`), 0, nil)
+	require.NoError(t, err)
+	stN, err = node.StageAgent(agentRec(2, userMsgs("a", "b")...), 1)
+	require.NoError(t, err)
+	err = m.Commit(ctx, persistence.SaveInvocation, stO, stN)
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	assert.Equal(t, int64(1), orch.Version())
+	rec, err := st.Load(ctx, orch.Key())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"step":1}`, string(rec.Data), "the orchestrator's part was not written either")
+
+	m2 := newManager(t, persistence.NewMemoryStore())
+	foreign, _ := openAgent(t, m2)
+	stF, err := foreign.StageAgent(agentRec(0), 0)
+	require.NoError(t, err)
+	assert.ErrorIs(t, m.Commit(ctx, persistence.SaveMessage, stF), persistence.ErrBadSave)
 }
 
-// SPEC S2: NewSessionManager refuses a nil store and session ids that could
-// escape the folder; agent ids are checked at load and save alike. Nothing
-// is created on disk.
+// SPEC S2: a manager needs a store and a valid session id; an owner id is
+// checked when it is opened; nothing touches the store.
 func TestSessionManager_RejectsNilStoreAndBadIDs(t *testing.T) {
 	_, err := persistence.NewSessionManager(nil, "s")
-	assert.Error(t, err, "nil store")
-
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		ctx := context.Background()
-		st, root := open()
-		for _, id := range []string{"", ".", "..", "a/b", `a\b`, "a\x00b", "a\nb", "../escape"} {
-			m, err := persistence.NewSessionManager(st, id)
-			require.Error(t, err, "session id %q", id)
-			assert.Nil(t, m)
-			assert.ErrorIs(t, err, persistence.ErrBadID, "session id %q", id)
-			var ie *persistence.IDError
-			require.True(t, errors.As(err, &ie), "session id %q: %T", id, err)
-			assert.Equal(t, "session", ie.What)
+	assert.Error(t, err)
+	for _, id := range []string{"", "a/b", `a\b`, "..", "a\x00b", "bad\xff", "\u0085", string(make([]byte, 256))} {
+		_, err := persistence.NewSessionManager(persistence.NewMemoryStore(), id)
+		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
+		m := newManager(t, persistence.NewMemoryStore())
+		_, _, err = m.OpenAgent(context.Background(), id)
+		assert.ErrorIs(t, err, persistence.ErrBadID, "agent %q", id)
+		if id != "" { // agent.New takes "" as the default id
+			_, err = agent.New(agent.Config{ID: id, Model: model.Scripted(), Session: m})
+			assert.ErrorIs(t, err, persistence.ErrBadID, "agent.New %q", id)
 		}
-		for _, id := range []string{"ok", "my-app_1", "with space", "ünïcode"} {
-			_, err := persistence.NewSessionManager(st, id)
-			assert.NoError(t, err, "session id %q", id)
-		}
-
-		m := newManager(t, st)
-		for _, id := range []string{"", "..", "a/b", `a\b`, "a\x00b"} {
-			_, err := m.LoadAgent(ctx, id)
-			assert.ErrorIs(t, err, persistence.ErrBadID, "load agent id %q", id)
-			err = m.SaveAgent(ctx, id, agentRec(1, userMsgs("hi")...), persistence.SaveMessage)
-			assert.ErrorIs(t, err, persistence.ErrBadID, "save agent id %q", id)
-		}
-		assert.Equal(t, 0, st.saveCount(), "bad ids never reach the store's Save")
-		if root != "" {
-			entries, err := os.ReadDir(root)
-			require.NoError(t, err)
-			assert.Empty(t, entries, "nothing created on disk")
-		}
-	})
+	}
 }
 
-// SPEC S1: LoadAgent on a session without a record for the agent returns
-// nil and no error, creates nothing, and the first save then creates the
-// record (version 1).
-func TestSessionManager_LoadWithoutRecordIsNil(t *testing.T) {
-	forEachStore(t, func(t *testing.T, open func() (*spyStore, string)) {
-		ctx := context.Background()
-		st, root := open()
-		m := newManager(t, st)
-		rec, err := m.LoadAgent(ctx, smAgent)
-		assert.NoError(t, err)
-		assert.Nil(t, rec)
-		assert.Equal(t, int64(0), m.Version(persistence.KindAgent, smAgent))
-		if root != "" {
-			entries, err := os.ReadDir(root)
-			require.NoError(t, err)
-			assert.Empty(t, entries, "loading creates nothing")
-		}
-
-		// Another agent of the same session has a record; this one still has none.
-		require.NoError(t, m.SaveAgent(ctx, "other", agentRec(1, userMsgs("hi")...), persistence.SaveInvocation))
-		rec, err = newManager(t, st).LoadAgent(ctx, smAgent)
-		assert.NoError(t, err)
-		assert.Nil(t, rec)
-
-		saveOK(t, m, agentRec(1), persistence.SaveMessage)
-		assert.Equal(t, int64(0), st.last(t).Opts.Base, "created from nothing")
-		assert.Equal(t, int64(1), m.Version(persistence.KindAgent, smAgent))
-		rec, err = newManager(t, st).LoadAgent(ctx, smAgent)
+// SPEC S4 (the hole of one manager keeping one version per key): two agents
+// built on one SessionManager both resume one interrupt: exactly one
+// proceeds, the other gets ErrConflict before anything runs, and the
+// approved tool runs once.
+func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t, persistence.NewMemoryStore())
+	var mu sync.Mutex
+	runs := 0
+	build := func() *agent.Agent {
+		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+			mu.Lock()
+			runs++
+			mu.Unlock()
+			return "deleted", nil
+		})
+		gate := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+			ans, err := ev.Interrupt("approval", nil)
+			if err != nil {
+				return err
+			}
+			if s, _ := ans.String(); s != "y" {
+				ev.CancelTool("denied")
+			}
+			return nil
+		})
+		a, err := agent.New(agent.Config{ID: smAgent, Session: m, Tools: []tool.Tool{del}, Hooks: []hook.Provider{gate},
+			Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+				if last, _ := req.LastMessage(); len(last.ToolResults()) > 0 {
+					return model.TextTurn("done"), nil
+				}
+				return model.ToolTurn(model.Call("t1", "delete_files", struct{}{})), nil
+			})})
 		require.NoError(t, err)
-		require.NotNil(t, rec)
-		assert.Empty(t, rec.Messages)
-		require.NotNil(t, rec.Interrupts, "a loaded record always has an interrupt state")
-		assert.Equal(t, 0, rec.Interrupts.Len())
-		assert.Empty(t, rec.Pending)
-	})
+		t.Cleanup(func() { _ = a.Close(ctx) })
+		return a
+	}
+	res, err := build().Invoke(ctx, agent.Text("delete"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	id := res.Interrupts[0].ID
+
+	a1, a2 := build(), build()
+	require.True(t, a1.Interrupted())
+	require.True(t, a2.Interrupted())
+	res, err = a1.Invoke(ctx, agent.Resume(interrupt.Respond(id, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Message.Text())
+	_, err = a2.Invoke(ctx, agent.Resume(interrupt.Respond(id, "y")))
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	assert.Equal(t, 1, runs, "the approved tool ran once")
 }

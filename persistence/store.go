@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SchemaVersion is the version of the records this build writes and reads.
-// A record with another version is refused with ErrSchemaVersion; golden
-// files of every version live in testdata/ so old sessions keep loading.
+// A stored record of another version is refused with a *DamageError that
+// matches ErrSchemaVersion, and is never overwritten (SPEC S5).
 const SchemaVersion = 1
 
 // Kind is the kind of owner a record belongs to.
@@ -28,7 +29,10 @@ type Key struct {
 	ID        string
 }
 
-// Validate checks the ids against path escapes and the kind.
+// String returns "session/kind/id", for messages.
+func (k Key) String() string { return k.SessionID + "/" + string(k.Kind) + "/" + k.ID }
+
+// Validate checks the ids and the kind (SPEC S2).
 func (k Key) Validate() error {
 	if err := ValidateID("session", k.SessionID); err != nil {
 		return err
@@ -39,22 +43,24 @@ func (k Key) Validate() error {
 	return ValidateID(string(k.Kind), k.ID)
 }
 
-// ValidateID rejects ids that could escape a folder or a file name (SPEC
-// S2): empty, ".", "..", or containing '/', '\', NUL or other control
-// characters, and ids longer than 255 bytes.
+// ValidateID rejects ids that every store cannot keep alike (SPEC S2):
+// empty, longer than 255 bytes, not valid UTF-8, ".", "..", or containing
+// '/', '\', NUL or another control character. It does no I/O.
 func ValidateID(what, id string) error {
 	switch {
 	case id == "":
 		return &IDError{What: what, ID: id, Why: "empty"}
+	case len(id) > 255:
+		return &IDError{What: what, ID: strings.ToValidUTF8(id[:32], "?") + "...", Why: "longer than 255 bytes"}
+	case !utf8.ValidString(id):
+		return &IDError{What: what, ID: strings.ToValidUTF8(id, "?"), Why: "not valid UTF-8"}
 	case id == "." || id == "..":
 		return &IDError{What: what, ID: id, Why: "a path element"}
-	case len(id) > 255:
-		return &IDError{What: what, ID: id[:32] + "...", Why: "longer than 255 bytes"}
 	case strings.ContainsAny(id, `/\`):
 		return &IDError{What: what, ID: id, Why: "contains a path separator"}
 	}
 	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
 			return &IDError{What: what, ID: id, Why: "contains a control character"}
 		}
 	}
@@ -65,7 +71,7 @@ func ValidateID(what, id string) error {
 //
 // Data is the owner's state (for an agent: its key/value state, interrupt
 // state and pending work) as one JSON object. Messages are the owner's
-// history, one JSON message each, kept apart so that appending a message
+// history, one JSON object each, kept apart so that appending a message
 // does not rewrite the others.
 type Record struct {
 	Key           Key
@@ -77,49 +83,70 @@ type Record struct {
 	Messages  []json.RawMessage
 }
 
+// Change is one owner's part of a save: its new data and the messages that
+// follow the first From messages it keeps (SPEC S1). Appending is
+// From = the number of stored messages; a rewrite of the history (a
+// conversation manager's trim, a failed invocation taking its prompt back)
+// keeps fewer. A save costs O(len(Messages) + len(Data)), never O(history).
+type Change struct {
+	Key Key
+	// Base is the version the change is based on: 0 to create the record
+	// (it must not exist), else the version last loaded or saved. A stored
+	// version that differs fails the whole save with a *ConflictError.
+	Base int64
+	// Data replaces the record's data: a JSON object.
+	Data json.RawMessage
+	// From is how many of the stored messages stay; it must not exceed the
+	// stored count. Messages replace the rest.
+	From int
+	// Messages are the messages From, From+1, ...: JSON objects.
+	Messages []json.RawMessage
+}
+
 // SaveOptions tell a store how to save.
 type SaveOptions struct {
-	// Base is the version the save is based on: 0 to create the record (it
-	// must not exist), else the version last loaded or saved. A stored
-	// version that differs fails the save with a *ConflictError.
-	Base int64
-	// Unchanged says the first Unchanged messages are the same as those of
-	// the Base version, so only the rest need writing. 0 rewrites them all.
-	Unchanged int
 	// Durable marks a durable point (SPEC I9): the save, and every save
-	// before it, must survive a machine crash before Save returns (fsync,
-	// synchronous commit). Without it a save is still atomic, and survives
-	// the process being killed. The file store writes its full layout only
-	// at durable saves and keeps the others in its journal.
+	// before it, survives a machine crash before Save returns (an fsync of
+	// the database's log). Without it a save is still atomic, and survives
+	// the process being killed.
 	Durable bool
-	// NoSync, with Durable, leaves out the waits that make the save survive a
-	// machine crash (fsync, synchronous commit), and keeps the rest of what a
-	// durable save does. For tests and benchmarks.
-	NoSync bool
 }
 
-// Checkpointer is implemented by stores whose durable saves do more than the
-// others (the file store writes out its journal). At a durable point with
-// nothing new to save, the session manager calls Checkpoint instead of Save:
-// the record keeps its version and reaches its durable form (with sync, on
-// disk, like a durable save; without, like one with NoSync).
-type Checkpointer interface {
-	Checkpoint(ctx context.Context, key Key, sync bool) error
+// SessionInfo describes one stored session.
+type SessionInfo struct {
+	SessionID string
+	Records   int
+	UpdatedAt time.Time
 }
 
-// Store keeps records. Implementations must be safe for concurrent use, by
+// Store keeps records. Implementations are safe for concurrent use, by
 // several goroutines and, for stores that share data between processes, by
-// several processes: the Base check and the write are one atomic step.
+// several processes: every Base check and its write are one atomic step.
+//
+// Every call validates its keys first (ErrBadID) and its JSON (a
+// *DamageError naming "record to save"); bad input does no I/O.
 type Store interface {
-	// Load returns the record, or an error matching ErrNotFound. Stored data
-	// that cannot be read gives a *DamageError.
+	// Load returns the record, or an error matching ErrNotFound. A stored
+	// record that cannot be read as written gives a *DamageError naming the
+	// record; other records stay usable.
 	Load(ctx context.Context, key Key) (*Record, error)
-	// Save writes rec (its Key, SchemaVersion, Data and Messages) if the
-	// stored version equals opts.Base, and returns the new version. On any
-	// error nothing has changed.
-	Save(ctx context.Context, rec *Record, opts SaveOptions) (int64, error)
+	// Save commits the changes, all of one session, in one transaction:
+	// every Base matches and every change is written, or nothing changes
+	// and the error says why (a *ConflictError names the first stale key).
+	// It returns the new versions, in the order of changes. A record of
+	// another schema version is never overwritten.
+	Save(ctx context.Context, opts SaveOptions, changes ...Change) ([]int64, error)
+	// Sync makes every save committed so far through this store durable,
+	// as a durable Save would (SPEC I9): the session manager calls it at a
+	// durable point that has nothing new to save.
+	Sync(ctx context.Context) error
 	// Delete removes the record; deleting a missing record is not an error.
 	Delete(ctx context.Context, key Key) error
-	// Close releases the store's resources.
+	// Session returns every record of a session (possibly none), ordered
+	// by kind and id. A damaged record makes it fail with a *DamageError.
+	Session(ctx context.Context, sessionID string) ([]*Record, error)
+	// Sessions lists the stored sessions, ordered by id.
+	Sessions(ctx context.Context) ([]SessionInfo, error)
+	// Close releases the store's resources; later calls fail with ErrClosed.
 	Close() error
 }

@@ -7,18 +7,19 @@ import (
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
-// SPEC S3, S4: every store passes the same suite.
+// SPEC S1–S5: the memory store passes the conformance suite.
 func TestMemoryStore_Conformance(t *testing.T) {
-	persistencetest.Run(t, func(t *testing.T) persistence.Store { return persistence.NewMemoryStore() })
+	persistencetest.Run(t, func(t *testing.T) persistencetest.Harness {
+		s := persistence.NewMemoryStore()
+		return persistencetest.Harness{Store: s, Tamper: func(t *testing.T, key persistence.Key, fn func(*persistence.Record)) {
+			t.Helper()
+			if !s.Tamper(key, fn) {
+				t.Fatalf("tamper: no record %s", key)
+			}
+		}}
+	})
 }
 
-func TestFileStore_Conformance(t *testing.T) {
-	dir := t.TempDir()
-	persistencetest.Run(t, func(t *testing.T) persistence.Store {
-		s, err := persistence.NewFileStore(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+func BenchmarkMemoryStore(b *testing.B) {
+	persistencetest.Bench(b, func(b *testing.B) persistence.Store { return persistence.NewMemoryStore() })
 }

@@ -3,25 +3,116 @@ package persistence
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"reflect"
+	"unicode/utf8"
 )
 
-var (
-	errNilRecord     = errors.New("nil record")
-	errBadOptions    = errors.New("invalid save options: Base and Unchanged must be >= 0 and Unchanged <= len(Messages)")
-	errDataNotObject = fmt.Errorf("%w: record data is not a JSON object", ErrDamaged)
-)
-
-func errMessageNotObject(i int) error {
-	return fmt.Errorf("%w: message %d is not a JSON object", ErrDamaged, i)
+// CheckSave validates a save's arguments the same way for every store;
+// stores call it before any I/O, so bad input is refused alike everywhere
+// (ErrBadID, ErrBadSave, or a *DamageError naming "record to save").
+func CheckSave(changes []Change) error {
+	if len(changes) == 0 {
+		return fmt.Errorf("%w: no changes", ErrBadSave)
+	}
+	seen := make(map[Key]bool, len(changes))
+	for i, c := range changes {
+		if err := c.Key.Validate(); err != nil {
+			return err
+		}
+		if c.Key.SessionID != changes[0].Key.SessionID {
+			return fmt.Errorf("%w: change %d is of session %q, change 0 of %q: one save is one session",
+				ErrBadSave, i, c.Key.SessionID, changes[0].Key.SessionID)
+		}
+		if seen[c.Key] {
+			return fmt.Errorf("%w: %s changed twice in one save", ErrBadSave, c.Key)
+		}
+		seen[c.Key] = true
+		if c.Base < 0 || c.From < 0 {
+			return fmt.Errorf("%w: %s: Base and From must be >= 0", ErrBadSave, c.Key)
+		}
+		if c.Base == 0 && c.From != 0 {
+			return fmt.Errorf("%w: %s: a new record keeps no messages (From %d)", ErrBadSave, c.Key, c.From)
+		}
+		if !validObject(c.Data) {
+			return Damaged(c.Key, "record to save", "data is not a JSON object in UTF-8")
+		}
+		for j, m := range c.Messages {
+			if !validObject(m) {
+				return Damaged(c.Key, "record to save", "message %d is not a JSON object in UTF-8", c.From+j)
+			}
+		}
+	}
+	return nil
 }
 
-func errSchema(v int) error {
-	return fmt.Errorf("%w: schema version %d, this build reads %d", ErrSchemaVersion, v, SchemaVersion)
-}
-
+// validObject reports whether b is one JSON object in valid UTF-8, which
+// every store can keep as text.
 func validObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+	return len(b) > 1 && b[0] == '{' && utf8.Valid(b) && json.Valid(b)
+}
+
+// DecodeExact decodes raw into v strictly (SPEC S5): raw must be valid JSON
+// that v's type reads whole, with no unknown, missing or mistyped field.
+// It checks this by encoding v again and comparing the two JSON values, so
+// any field the type would drop, rename or invent makes it fail. The error
+// does not match ErrDamaged; callers wrap it in a *DamageError.
+func DecodeExact(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	a, err := genericJSON(raw)
+	if err != nil {
+		return err
+	}
+	b, err := genericJSON(again)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Errorf("does not read back as written (a renamed, missing or extra field): stored %s, read %s",
+			clip(raw), clip(again))
+	}
+	return nil
+}
+
+func genericJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func clip(b []byte) string {
+	const n = 120
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}
+
+// CheckLoaded checks a record as a store read it: its schema version, and
+// that its data and messages are JSON objects. Stores call it before
+// returning a record, so damage is reported alike everywhere.
+func CheckLoaded(rec *Record) error {
+	if rec.SchemaVersion != SchemaVersion {
+		return SchemaDamage(rec.Key, "record", rec.SchemaVersion)
+	}
+	if !validObject(rec.Data) {
+		return Damaged(rec.Key, "data", "not a JSON object: %s", clip(rec.Data))
+	}
+	for i, m := range rec.Messages {
+		if !validObject(m) {
+			return Damaged(rec.Key, fmt.Sprintf("message %d", i), "not a JSON object: %s", clip(m))
+		}
+	}
+	return nil
 }

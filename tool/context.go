@@ -25,14 +25,38 @@ type Context struct {
 	// Invocation holds per-invocation values given by the caller; read-only.
 	Invocation map[string]any
 
-	scope *interrupt.Scope
+	scope          *interrupt.Scope
+	idempotencyKey string
+}
+
+// ContextOption sets an optional part of a Context.
+type ContextOption func(*Context)
+
+// WithIdempotencyKey sets the key IdempotencyKey returns.
+func WithIdempotencyKey(key string) ContextOption {
+	return func(c *Context) { c.idempotencyKey = key }
 }
 
 // NewContext returns the context of one call. scope may be nil, in which case
 // Interrupt fails with interrupt.ErrNotInterruptible (direct tool calls).
-func NewContext(tu model.ToolUse, scope *interrupt.Scope, state KV, invocation map[string]any) *Context {
-	return &Context{ToolUse: tu, scope: scope, State: state, Invocation: invocation}
+func NewContext(tu model.ToolUse, scope *interrupt.Scope, state KV, invocation map[string]any, opts ...ContextOption) *Context {
+	c := &Context{ToolUse: tu, scope: scope, State: state, Invocation: invocation}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.idempotencyKey == "" {
+		c.idempotencyKey = tu.ToolUseID
+	}
+	return c
 }
+
+// IdempotencyKey identifies this tool use across re-runs (SPEC S6): the
+// session, the owner path and the tool-use id, the same every time the call
+// is run again (after an interrupt, a retry or a crash). A tool whose side
+// effect must not happen twice passes it to the system it calls, or keeps
+// it with the effect and checks it first. Outside an agent it is the
+// tool-use id.
+func (c *Context) IdempotencyKey() string { return c.idempotencyKey }
 
 // ScopeFor returns the interrupt scope for a tool call on the owner's state.
 func ScopeFor(state *interrupt.State, toolUseID string) *interrupt.Scope {

@@ -53,6 +53,35 @@ func ValidateSpec(s model.ToolSpec) error {
 	return nil
 }
 
+// Option declares how a tool made by New is run.
+type Option func(*options)
+
+type options struct {
+	atMostOnce bool
+}
+
+// AtMostOnce declares that the tool must not run twice for one tool use
+// (SPEC S6): the agent saves its start durably before it runs it, and if a
+// crash cuts the run off, the agent does not run it again silently on
+// recovery but stops with a "braid.recovery" interrupt (source tool; the
+// reason gives the tool name, input and start time) and runs it again only
+// if the answer is "rerun". Any other answer gives the model an error result
+// saying the run was cut off. Tools without it are run again after a crash
+// (at least once): use Context.IdempotencyKey to deduplicate.
+func AtMostOnce() Option { return func(o *options) { o.atMostOnce = true } }
+
+// OnceRunner is implemented by tools that declare how often they may run;
+// FuncTool implements it.
+type OnceRunner interface {
+	RunsAtMostOnce() bool
+}
+
+// RunsAtMostOnce reports whether t was declared AtMostOnce.
+func RunsAtMostOnce(t Tool) bool {
+	o, ok := t.(OnceRunner)
+	return ok && o.RunsAtMostOnce()
+}
+
 // Func is the function behind a typed tool.
 type Func[In, Out any] func(ctx context.Context, tc *Context, in In) (Out, error)
 
@@ -61,6 +90,7 @@ type FuncTool[In, Out any] struct {
 	spec model.ToolSpec
 	fn   Func[In, Out]
 	err  error
+	opts options
 }
 
 // New makes a tool from fn. The input schema is derived from In, which
@@ -68,8 +98,11 @@ type FuncTool[In, Out any] struct {
 // returned to the model as text when it is a string, as a JSON block when it
 // encodes to a JSON object, and as JSON text otherwise. A schema that cannot
 // be derived, or a bad name, is reported by Validate (and so by agent.New).
-func New[In, Out any](name, description string, fn Func[In, Out]) *FuncTool[In, Out] {
+func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option) *FuncTool[In, Out] {
 	t := &FuncTool[In, Out]{fn: fn, spec: model.ToolSpec{Name: name, Description: description}}
+	for _, o := range opts {
+		o(&t.opts)
+	}
 	schema, err := jsonschema.For[In](nil)
 	if err == nil {
 		t.spec.InputSchema, err = json.Marshal(schema)
@@ -90,6 +123,9 @@ func New[In, Out any](name, description string, fn Func[In, Out]) *FuncTool[In, 
 
 // Spec returns the tool's spec.
 func (t *FuncTool[In, Out]) Spec() model.ToolSpec { return t.spec }
+
+// RunsAtMostOnce reports whether the tool was declared AtMostOnce.
+func (t *FuncTool[In, Out]) RunsAtMostOnce() bool { return t.opts.atMostOnce }
 
 // Validate reports a problem found when the tool was built.
 func (t *FuncTool[In, Out]) Validate() error { return t.err }

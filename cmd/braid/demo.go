@@ -21,6 +21,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -40,7 +41,7 @@ type fileInfo struct {
 }
 
 // sessionsDir is where, under the workspace, the demo keeps its session
-// (the file store); the tools and the listing leave it out.
+// (the SQLite store, braid.db); the tools and the listing leave it out.
 const sessionsDir = ".braid"
 
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
@@ -48,7 +49,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	fset.SetOutput(stdout)
 	yes := fset.Bool("yes", false, "approve without asking")
 	no := fset.Bool("no", false, "deny without asking")
-	later := fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the file store)")
+	later := fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the SQLite store)")
 	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder); its .braid folder keeps the session")
 	modelSpec := provider.Flag(fset)
 	if err := fset.Parse(args); err != nil {
@@ -73,9 +74,10 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		ws = tmp
 	}
 
-	// The session lives in a file store under the workspace: an interrupted
-	// run waits there for its answer, which may come from another process.
-	store, err := persistence.NewFileStore(filepath.Join(ws, sessionsDir))
+	// The session lives in the SQLite store under the workspace: an
+	// interrupted run waits there for its answer, which may come from
+	// another process (or `braid session show demo -dir DIR/.braid`).
+	store, err := sqlite.Open(ctx, sqlite.Config{Dir: filepath.Join(ws, sessionsDir)})
 	if err != nil {
 		return err
 	}
@@ -301,7 +303,7 @@ func deleteTool(ws string) tool.Tool {
 				deleted = append(deleted, p)
 			}
 			return map[string]any{"deleted": deleted}, nil
-		})
+		}, tool.AtMostOnce()) // cut off by a crash, it asks before deleting again (SPEC S6)
 }
 
 // demoModel plays the conversation as a function of its last message:

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/persistence"
 )
 
 func remaining(t *testing.T, ws string) []string {
@@ -63,8 +66,8 @@ func TestDemo_DenyKeepsEverything(t *testing.T) {
 
 // SPEC S1, I9: with -later the run stops at the approval and the process
 // ends; the next run on the same folder (a new store and agent) finds the
-// run waiting in the file store and resumes it with the answer, without
-// asking the model again.
+// run waiting in the SQLite store and resumes it with the answer, without
+// asking the model again. In between, `braid session` shows the waiting run.
 func TestDemo_AnswerInALaterRun(t *testing.T) {
 	ws := t.TempDir()
 	var out bytes.Buffer
@@ -72,7 +75,24 @@ func TestDemo_AnswerInALaterRun(t *testing.T) {
 	assert.Contains(t, out.String(), `!! interrupt "demo-approval"`)
 	assert.Contains(t, out.String(), "braid demo -dir "+ws+" [-yes|-no]")
 	assert.Len(t, remaining(t, ws), 5, "nothing deleted yet")
-	assert.DirExists(t, filepath.Join(ws, ".braid", "session_demo"))
+	assert.FileExists(t, filepath.Join(ws, ".braid", "braid.db"))
+
+	store := filepath.Join(ws, ".braid")
+	var so, se bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"session", "list", "-dir", store}, nil, &so, &se), se.String())
+	assert.Regexp(t, `(?m)^demo\s+1\s`, so.String())
+	so.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"session", "show", "-dir", store, "demo"}, nil, &so, &se), se.String())
+	assert.Contains(t, so.String(), "agent default")
+	assert.Contains(t, so.String(), "waiting for:")
+	assert.Contains(t, so.String(), "name=demo-approval source=hook")
+	so.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"session", "export", "-dir", store, "demo"}, nil, &so, &se), se.String())
+	var exp persistence.SessionExport
+	require.NoError(t, json.Unmarshal(so.Bytes(), &exp), so.String())
+	require.Len(t, exp.Records, 1)
+	assert.Equal(t, "demo", exp.SessionID)
+	assert.Regexp(t, `"activated":\s*true`, string(exp.Records[0].Data))
 
 	out.Reset()
 	require.NoError(t, runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
@@ -118,6 +138,19 @@ func TestWorkspacePaths_RejectEscapes(t *testing.T) {
 	got, err = inWorkspace("/ws", ".")
 	require.NoError(t, err)
 	assert.Equal(t, "/ws", got)
+}
+
+// The session commands refuse bad input with a clear error, and reading
+// creates no store.
+func TestSession_CommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"session"}, {"session", "nope"}, {"session", "show", "-dir", dir},
+		{"session", "show", "-dir", dir, "a/b"}, {"session", "list", "-dir", dir}, {"session", "show", "-dir", dir, "x"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 1, run(context.Background(), args, nil, &out, &errOut), "%v", args)
+		assert.Contains(t, errOut.String(), "braid session:", "%v", args)
+	}
+	assert.NoFileExists(t, filepath.Join(dir, "braid.db"))
 }
 
 func TestRun_Commands(t *testing.T) {

@@ -1,6 +1,7 @@
 // Command braid is Braid's command line.
 //
 //	braid demo [-yes|-no|-later] [-dir DIR]   the "delete old files" agent on the scripted model
+//	braid session list|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
 //
 // Run "braid help" for the list of commands.
 package main
@@ -31,6 +32,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 1
 		}
 		return 0
+	case "session":
+		if err := runSession(ctx, args[1:], stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "braid session:", err)
+			return 1
+		}
+		return 0
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -47,8 +54,10 @@ func usage(w io.Writer) {
 commands:
   demo    run the "delete files older than 5 days" agent on the scripted model;
           it stops for your approval before deleting, and keeps the run in a
-          file store under the workspace, so -later can leave the answer to a
-          later run (flags: -yes, -no, -later, -dir, -model)
+          SQLite store under the workspace (DIR/.braid), so -later can leave
+          the answer to a later run (flags: -yes, -no, -later, -dir, -model)
+  session read stored sessions: list, show <id>, export <id>
+          (flags: -dir DIR, the store's folder; -postgres DSN)
   help    show this text
 `)
 }

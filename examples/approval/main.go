@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		func(ctx context.Context, tc *tool.Context, in seed.Paths) (bool, error) {
 			deleted = append(deleted, in.Paths...) // a real tool would delete here
 			return true, nil
-		})
+		}, tool.AtMostOnce())
 	inspectFiles := tool.New("inspect_files", "Inspect files at the given paths",
 		func(ctx context.Context, tc *tool.Context, in seed.Paths) (map[string]any, error) {
 			return map[string]any{"files": in.Paths, "olderThan5Days": true}, nil

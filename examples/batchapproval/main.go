@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			defer mu.Unlock()
 			deleted = append(deleted, in.Paths...)
 			return true, nil
-		})
+		}, tool.AtMostOnce())
 	m := seed.Model(
 		[]model.ToolCall{
 			model.Call("tooluse_1", "delete_files", seed.Paths{Paths: []string{"a/b/c.txt"}}),

@@ -1,7 +1,11 @@
 // Command session is the seed's session example: a "server" builds a fresh
-// agent with a file session manager on every request, and a client loop
-// answers the interrupts. Answering "t" (trust) is stored in the agent's
-// state, so the second delete is not asked again, across requests.
+// agent with a session manager on every request, and a client loop answers
+// the interrupts. Answering "t" (trust) is stored in the agent's state, so
+// the second delete is not asked again, across requests.
+//
+// The server opens its store (SQLite, braid.db in -dir) once and closes it
+// on shutdown; a session manager per request opens nothing, so nothing
+// leaks however many requests it serves.
 //
 //	go run ./examples/session -answer t -dir /tmp/braid-sessions
 package main
@@ -21,6 +25,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/provider"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -60,23 +65,26 @@ func (h approvalHook) approve(_ context.Context, ev *agent.BeforeToolCallEvent) 
 	return ev.Agent.State().Set(key, s)
 }
 
-// server builds a fresh agent per request, as the seed does.
+// server builds a fresh agent per request, as the seed does, over the
+// store it opened once.
 type server struct {
-	dir     string
+	store   persistence.Store
 	model   string // the --model spec
 	deleted *[]string
 }
 
 func (s server) handle(ctx context.Context, input agent.Input) (*agent.Result, error) {
-	sess, err := persistence.FileSession("myapp", s.dir)
+	sess, err := persistence.NewSessionManager(s.store, "myapp")
 	if err != nil {
 		return nil, err
 	}
+	// Deleting twice is not harmless: cut off by a crash, it is not run
+	// again without asking (SPEC S6).
 	deleteFiles := tool.New("delete_files", "Delete files at the given paths",
 		func(ctx context.Context, tc *tool.Context, in seed.Paths) (bool, error) {
 			*s.deleted = append(*s.deleted, in.Paths...)
 			return true, nil
-		})
+		}, tool.AtMostOnce())
 	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 		last, _ := req.LastMessage()
 		if rs := last.ToolResults(); len(rs) > 0 {
@@ -134,7 +142,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (t/y/n); empty asks at the terminal")
 	modelSpec := provider.Flag(fs)
-	dir := fs.String("dir", "", "session storage folder (default: a new temporary folder)")
+	dir := fs.String("dir", "", "session store folder, holding braid.db (default: a new temporary folder)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -146,8 +154,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		defer os.RemoveAll(tmp)
 		*dir = tmp
 	}
+	store, err := sqlite.Open(ctx, sqlite.Config{Dir: *dir})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	var deleted []string
-	srv := server{dir: *dir, model: *modelSpec, deleted: &deleted}
+	srv := server{store: store, model: *modelSpec, deleted: &deleted}
 	ask := seed.NewAsker(*answer, stdin, stdout)
 	for _, paths := range [][]string{{"a/b/c.txt"}, {"d/e/f.txt"}} {
 		if err := client(ctx, srv, ask, paths, stdout); err != nil {

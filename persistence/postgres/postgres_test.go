@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,10 +16,12 @@ import (
 	"github.com/braidhq/braid/persistence/postgres"
 )
 
+var bg = context.Background()
+
 // DSN returns the test server's DSN from BRAID_TEST_POSTGRES_DSN. Without
 // it the test is skipped, except under CI=true, where it fails: CI must
 // run these (.ci/run starts a server).
-func DSN(t *testing.T) string {
+func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
 	if dsn == "" {
@@ -29,36 +33,47 @@ func DSN(t *testing.T) string {
 	return dsn
 }
 
-func newStore(t *testing.T) *postgres.Store {
+func newStore(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.New(context.Background(), postgres.Config{DSN: DSN(t)})
+	s, err := postgres.New(bg, postgres.Config{DSN: DSN(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-// SPEC S3, S4: the postgres store passes the same suite as the others.
-func TestPostgresStore_Conformance(t *testing.T) {
-	persistencetest.Run(t, func(t *testing.T) persistence.Store { return newStore(t) })
+// SPEC S3, S4, S5: the postgres store passes the same suite as the others.
+func TestStore_Conformance(t *testing.T) {
+	dsn := DSN(t)
+	persistencetest.Run(t, func(t *testing.T) persistencetest.Harness {
+		return persistencetest.Harness{Store: newStore(t), Tamper: func(t *testing.T, k persistence.Key, fn func(*persistence.Record)) {
+			require.NoError(t, postgres.Tamper(bg, dsn, k, fn))
+		}}
+	})
 }
 
-func TestPostgresStore_ConfigErrors(t *testing.T) {
+func TestConfig_Errors(t *testing.T) {
 	for _, cfg := range []postgres.Config{
 		{},
-		{DSN: "postgres://x@127.0.0.1:1/db", TablePrefix: "Bad-Prefix"},
+		{DSN: "postgres://x@127.0.0.1:1/db", MaxConns: -1},
+		{DSN: "not a dsn = = ="},
 	} {
-		_, err := postgres.New(context.Background(), cfg)
-		assert.Error(t, err)
+		_, err := postgres.New(bg, cfg)
+		assert.Error(t, err, "%+v", cfg)
 	}
+	d := postgres.DefaultConfig()
+	assert.Error(t, d.Validate(), "no DSN")
+	d.DSN = "postgres://localhost/x"
+	assert.NoError(t, d.Validate())
 }
 
-// Two stores (as two processes would) racing to create the tables.
-func TestPostgresStore_ConcurrentStart(t *testing.T) {
+// SPEC S3: stores starting together (as processes would) create the
+// tables once, without failing.
+func TestNew_ConcurrentStarts(t *testing.T) {
 	dsn := DSN(t)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			s, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, TablePrefix: "braid_start_"})
+			s, err := postgres.New(bg, postgres.Config{DSN: dsn})
 			if err == nil {
 				s.Close()
 			}
@@ -70,22 +85,64 @@ func TestPostgresStore_ConcurrentStart(t *testing.T) {
 	}
 }
 
-// SPEC S1, I9: at a durable point with nothing new to save the session
-// manager calls Checkpoint; it leaves the record as it was.
-func TestPostgresStore_CheckpointKeepsTheRecord(t *testing.T) {
+// SPEC S3, S4: two stores (two pools, as two processes or machines) race
+// writers on one record: every update lands once, and a stale save
+// conflicts.
+func TestTwoStores_LoseNoUpdate(t *testing.T) {
+	a, b := newStore(t), newStore(t)
+	k := persistence.Key{SessionID: "race-" + uuid.NewString(), Kind: persistence.KindAgent, ID: "a"}
+	_, err := a.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":0}`)})
+	require.NoError(t, err)
+	const each = 20
+	errs := make(chan error, 4)
+	for i, s := range []*postgres.Store{a, b, a, b} {
+		go func() { errs <- persistencetest.Increment(s, k, each, i%2 == 0) }()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	r, err := b.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4*each+1), r.Version)
+	assert.JSONEq(t, `{"n":80}`, string(r.Data))
+
+	_, err = a.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: r.Version, Data: json.RawMessage(`{"n":1}`), From: len(r.Messages)})
+	require.NoError(t, err)
+	_, err = b.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: r.Version, Data: json.RawMessage(`{"n":2}`), From: len(r.Messages)})
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, r.Version+1, ce.Actual)
+}
+
+// SPEC I9, S3: after Sync returns, the WAL is flushed past every commit
+// before it, and Sync wrote the meta row (a commit that writes nothing
+// would not wait for the flush).
+func TestSync_FlushesTheWALPastEarlierCommits(t *testing.T) {
 	s := newStore(t)
-	ctx := context.Background()
-	k := persistence.Key{SessionID: "checkpoint", Kind: persistence.KindAgent, ID: "a"}
-	_ = s.Delete(ctx, k)
-	v, err := s.Save(ctx, &persistence.Record{Key: k, SchemaVersion: persistence.SchemaVersion, Data: []byte(`{"n":1}`),
-		Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[]}`)}}, persistence.SaveOptions{})
+	conn, err := pgx.Connect(bg, DSN(t))
 	require.NoError(t, err)
-	require.NoError(t, s.Checkpoint(ctx, k, true))
-	require.NoError(t, s.Checkpoint(ctx, k, false))
-	r, err := s.Load(ctx, k)
+	defer conn.Close(bg)
+	var before int64
+	require.NoError(t, conn.QueryRow(bg, `SELECT coalesce((SELECT value FROM braid_meta WHERE name = 'sync'), 0)`).Scan(&before))
+	k := persistence.Key{SessionID: "sync-" + uuid.NewString(), Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
 	require.NoError(t, err)
-	assert.Equal(t, v, r.Version)
-	assert.JSONEq(t, `{"n":1}`, string(r.Data))
-	assert.Len(t, r.Messages, 1)
-	var _ persistence.Checkpointer = s
+	var lsn string
+	require.NoError(t, conn.QueryRow(bg, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn))
+	require.NoError(t, s.Sync(bg))
+	var flushed bool
+	var after int64
+	require.NoError(t, conn.QueryRow(bg, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn, (SELECT value FROM braid_meta WHERE name = 'sync')`, lsn).Scan(&flushed, &after))
+	assert.True(t, flushed, "WAL flushed to %s", lsn)
+	assert.Greater(t, after, before)
+}
+
+func BenchmarkStore(b *testing.B) {
+	persistencetest.Bench(b, func(b *testing.B) persistence.Store {
+		s, err := postgres.New(bg, postgres.Config{DSN: DSN(b), MaxConns: 40})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
 }

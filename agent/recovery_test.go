@@ -1,0 +1,166 @@
+package agent_test
+
+// SPEC S6: what a crash does to tools. A crash is simulated exactly: the
+// tool copies the store (persistence.Export) while it runs, which is what a
+// process killed at that moment leaves behind; a fresh store imported from
+// the copy and a fresh agent on it are the new process.
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+const crashSession = "crash"
+
+// crashRig builds agents whose delete_files tool records its runs and
+// idempotency keys, and, the first time it runs, copies the store: the
+// state a crash at that moment leaves.
+type crashRig struct {
+	mu    sync.Mutex
+	runs  int
+	keys  []string
+	crash *persistence.SessionExport
+}
+
+func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Option) *agent.Agent {
+	t.Helper()
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.runs++
+		r.keys = append(r.keys, tc.IdempotencyKey())
+		if r.crash == nil {
+			exp, err := persistence.Export(ctx, store, crashSession)
+			if err != nil {
+				return "", err
+			}
+			r.crash = exp
+		}
+		return "deleted", nil
+	}, opts...)
+	m, err := persistence.NewSessionManager(store, crashSession)
+	require.NoError(t, err)
+	return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		Tools: []tool.Tool{del}, Session: m})
+}
+
+// afterCrash runs the tool once (copying the store mid-tool) and returns a
+// fresh store holding what the crash left.
+func (r *crashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.Store {
+	t.Helper()
+	ctx := context.Background()
+	first := persistence.NewMemoryStore()
+	res, err := r.agent(t, first, opts...).Invoke(ctx, agent.Text("delete a"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	require.NotNil(t, r.crash)
+	st := persistence.NewMemoryStore()
+	require.NoError(t, persistence.Import(ctx, st, r.crash))
+	return st
+}
+
+// SPEC S6: an at-most-once tool cut off by a crash is not run again on
+// recovery: the agent stops with a braid.recovery interrupt (source tool,
+// reason with tool, input and start time); an answer other than "rerun"
+// gives the model an error result saying the run was cut off.
+func TestAtMostOnce_CutOffToolStopsWithRecoveryInterrupt(t *testing.T) {
+	ctx := context.Background()
+	r := &crashRig{}
+	st := r.afterCrash(t, tool.AtMostOnce())
+	a := r.agent(t, st, tool.AtMostOnce())
+	require.True(t, a.Incomplete(), "the crash cut the cycle off")
+
+	res, err := a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Len(t, res.Interrupts, 1)
+	in := res.Interrupts[0]
+	assert.Equal(t, agent.RecoveryInterrupt, in.Name)
+	assert.Equal(t, interrupt.SourceTool, in.Source)
+	assert.Equal(t, interrupt.ToolCallID("t1", agent.RecoveryInterrupt), in.ID)
+	var reason agent.RecoveryReason
+	require.NoError(t, in.DecodeReason(&reason))
+	assert.Equal(t, "delete_files", reason.Tool)
+	assert.JSONEq(t, `{"paths":["a"]}`, string(reason.Input))
+	assert.False(t, reason.StartedAt.IsZero())
+	assert.Equal(t, 1, r.runs, "not run again without an answer")
+
+	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "skip")))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 1, r.runs, "any answer but rerun does not run it")
+	msgs := a.Messages()
+	rs := msgs[len(msgs)-2].ToolResults()
+	require.Len(t, rs, 1)
+	assert.Equal(t, model.ToolError, rs[0].Status)
+	assert.Contains(t, rs[0].Text(), "cut off by a crash")
+}
+
+// SPEC S6: answered "rerun", the cut-off at-most-once tool runs again, once,
+// with the same idempotency key.
+func TestAtMostOnce_RerunAnswerRunsTheToolAgain(t *testing.T) {
+	ctx := context.Background()
+	r := &crashRig{}
+	st := r.afterCrash(t, tool.AtMostOnce())
+	a := r.agent(t, st, tool.AtMostOnce())
+	res, err := a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, agent.RecoveryRerun)))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 2, r.runs)
+	require.Len(t, r.keys, 2)
+	assert.Equal(t, r.keys[0], r.keys[1], "the idempotency key is stable across runs")
+	assert.Equal(t, crashSession+"/"+agent.DefaultID+"/t1", r.keys[0])
+	rec, err := st.Load(ctx, persistence.Key{SessionID: crashSession, Kind: persistence.KindAgent, ID: agent.DefaultID})
+	require.NoError(t, err)
+	assert.NotContains(t, string(rec.Data), "startedTools", "no start mark is left once the tool finished")
+}
+
+// SPEC S6: a tool not declared at-most-once, cut off by a crash, is run
+// again on recovery (at least once), with the same idempotency key.
+func TestAtLeastOnce_CutOffToolRunsAgainWithTheSameKey(t *testing.T) {
+	ctx := context.Background()
+	r := &crashRig{}
+	st := r.afterCrash(t)
+	a := r.agent(t, st)
+	require.True(t, a.Incomplete())
+	res, err := a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 2, r.runs)
+	assert.Equal(t, r.keys[0], r.keys[1])
+}
+
+// SPEC S6: the start of an at-most-once tool is saved durably before it
+// runs; a finished one leaves no mark.
+func TestAtMostOnce_StartIsSavedDurablyBeforeTheToolRuns(t *testing.T) {
+	saver := newSaver()
+	var atRun []rsSave
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		atRun = saver.list()
+		return "deleted", nil
+	}, tool.AtMostOnce())
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{})),
+		Tools: []tool.Tool{del}, Session: saver.session(t)})
+	_, err := a.Invoke(context.Background(), agent.Text("go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, atRun)
+	last := atRun[len(atRun)-1]
+	assert.True(t, last.durable, "the start mark is durable")
+	assert.Contains(t, string(last.snap), `"startedTools":[{"startedAt":`)
+	assert.True(t, tool.RunsAtMostOnce(del))
+	plain, _ := countingTool("x")
+	assert.False(t, tool.RunsAtMostOnce(plain))
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/postgres"
+	"github.com/braidhq/braid/persistence/sqlite"
+)
+
+const sessionUsage = `usage: braid session <list|show|export> [flags] [session-id]
+
+  list             the stored sessions: id, records, last update
+  show <id>        a session for people: each record's history and the
+                   interrupts it waits for
+  export <id>      a session as JSON (records, data, messages), which
+                   persistence.Import reads back
+
+flags:
+  -dir DIR         the SQLite store's folder, holding braid.db (default
+                   $BRAID_STORE_DIR, else .braid)
+  -postgres DSN    read a PostgreSQL store instead
+`
+
+// runSession runs "braid session ...": it only reads the store.
+func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, sessionUsage)
+		return errors.New("missing subcommand")
+	}
+	sub := args[0]
+	fset := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	def := os.Getenv("BRAID_STORE_DIR")
+	if def == "" {
+		def = ".braid"
+	}
+	dir := fset.String("dir", def, "the SQLite store's folder")
+	dsn := fset.String("postgres", "", "a PostgreSQL DSN")
+	if err := fset.Parse(args[1:]); err != nil {
+		return err
+	}
+	var id string
+	switch sub {
+	case "list":
+		if fset.NArg() != 0 {
+			return errors.New("list takes no argument")
+		}
+	case "show", "export":
+		if fset.NArg() != 1 {
+			return fmt.Errorf("%s takes one session id", sub)
+		}
+		id = fset.Arg(0)
+		if err := persistence.ValidateID("session", id); err != nil {
+			return err
+		}
+	default:
+		fmt.Fprint(stderr, sessionUsage)
+		return fmt.Errorf("unknown subcommand %q", sub)
+	}
+	store, err := openStore(ctx, *dir, *dsn)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	switch sub {
+	case "list":
+		return listSessions(ctx, store, stdout)
+	case "export":
+		exp, err := persistence.Export(ctx, store, id)
+		if err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(exp, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	exp, err := persistence.Export(ctx, store, id)
+	if err != nil {
+		return err
+	}
+	return showSession(exp, stdout)
+}
+
+// openStore opens the store to read: postgres when a DSN is given, else
+// the SQLite store in dir, which must exist (reading creates nothing).
+func openStore(ctx context.Context, dir, dsn string) (persistence.Store, error) {
+	if dsn != "" {
+		return postgres.New(ctx, postgres.Config{DSN: dsn})
+	}
+	if _, err := os.Stat(dir + "/braid.db"); err != nil {
+		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+	}
+	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
+}
+
+func listSessions(ctx context.Context, store persistence.Store, w io.Writer) error {
+	infos, err := store.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tRECORDS\tUPDATED")
+	for _, in := range infos {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", in.SessionID, in.Records, in.UpdatedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+// showSession prints each record: its history, one line per message, and
+// the interrupts it waits for.
+func showSession(exp *persistence.SessionExport, w io.Writer) error {
+	fmt.Fprintf(w, "session %s\n", exp.SessionID)
+	for _, r := range exp.Records {
+		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, r.ID, r.Version, r.UpdatedAt.Local().Format(time.DateTime))
+		var data struct {
+			State      map[string]json.RawMessage `json:"state"`
+			Interrupts *interrupt.State           `json:"interrupts"`
+			Pending    json.RawMessage            `json:"pending"`
+		}
+		if err := json.Unmarshal(r.Data, &data); err != nil {
+			return fmt.Errorf("%s %s: data: %w", r.Kind, r.ID, err)
+		}
+		if len(data.State) > 0 {
+			b, _ := json.Marshal(data.State)
+			fmt.Fprintf(w, "  state: %s\n", b)
+		}
+		fmt.Fprintf(w, "  messages: %d\n", len(r.Messages))
+		for i, raw := range r.Messages {
+			var m model.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("%s %s: message %d: %w", r.Kind, r.ID, i, err)
+			}
+			fmt.Fprintf(w, "  %3d %-9s %s\n", i, m.Role, describe(m))
+		}
+		if data.Interrupts != nil && data.Interrupts.Activated() {
+			fmt.Fprintln(w, "  waiting for:")
+			for _, in := range data.Interrupts.Unanswered() {
+				fmt.Fprintf(w, "    %s  name=%s source=%s reason=%s\n", in.ID, in.Name, in.Source, in.Reason)
+			}
+		} else if len(data.Pending) > 0 {
+			fmt.Fprintln(w, "  a run was cut off: the next invocation carries it on")
+		}
+	}
+	return nil
+}
+
+// describe is one line for a message: its text, tool uses and results.
+func describe(m model.Message) string {
+	var parts []string
+	if t := m.Text(); t != "" {
+		parts = append(parts, clip(t))
+	}
+	for _, u := range m.ToolUses() {
+		parts = append(parts, fmt.Sprintf("[tool use %s %s %s]", u.ToolUseID, u.Name, clip(string(u.Input))))
+	}
+	for _, r := range m.ToolResults() {
+		parts = append(parts, fmt.Sprintf("[tool result %s %s: %s]", r.ToolUseID, r.Status, clip(r.Text())))
+	}
+	return strings.Join(parts, " ")
+}
+
+func clip(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 100 {
+		return s[:97] + "..."
+	}
+	return s
+}

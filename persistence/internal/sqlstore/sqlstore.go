@@ -1,0 +1,277 @@
+// Package sqlstore holds what the SQLite and PostgreSQL stores share: the
+// tables, the statements (written with $n placeholders, which both drivers
+// take) and the code that applies a save and reads records back. Callers
+// run it inside their own transactions, with their own locking.
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/persistence"
+)
+
+// Querier runs statements: a transaction or a connection pool. Errors it
+// returns are already wrapped with the store's context.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) error
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+}
+
+// Rows is a query's result.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Schema returns the statements that create the tables; text is the type
+// of the id columns (PostgreSQL needs `text COLLATE "C"` to order ids
+// byte by byte, as Go and SQLite do). Records and messages are text, kept
+// exactly as written.
+func Schema(text string) []string {
+	return []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_records (
+  session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL,
+  schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
+  PRIMARY KEY (session_id, kind, id))`, text),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_messages (
+  session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL, seq bigint NOT NULL, data text NOT NULL,
+  PRIMARY KEY (session_id, kind, id, seq))`, text),
+		`CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
+	}
+}
+
+// SyncSQL writes a meta row, so that the commit it is part of has
+// something to make durable.
+const SyncSQL = `INSERT INTO braid_meta (name, value) VALUES ('sync', 1)
+ON CONFLICT (name) DO UPDATE SET value = braid_meta.value + 1`
+
+const (
+	key      = ` WHERE session_id = $1 AND kind = $2 AND id = $3`
+	keyCond  = ` AND kind = $2 AND id = $3`
+	stateSQL = `SELECT coalesce((SELECT version FROM braid_records` + key + `), 0),
+  coalesce((SELECT schema_version FROM braid_records` + key + `), 0),
+  coalesce((SELECT seq FROM braid_messages` + key + ` ORDER BY seq DESC LIMIT 1), -1) + 1`
+	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7` + key
+	trimSQL   = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
+	readSQL   = `SELECT kind, id, -1, schema_version, version, updated_at, data FROM braid_records WHERE session_id = $1%[1]s
+UNION ALL SELECT kind, id, seq, 0, 0, '', data FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
+	sessionsSQL = `SELECT session_id, count(*), max(updated_at) FROM braid_records GROUP BY session_id ORDER BY session_id`
+	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
+)
+
+// Reads returns the statements Read and Sessions run, for stores to
+// prepare.
+func Reads() []string {
+	return []string{fmt.Sprintf(readSQL, ""), fmt.Sprintf(readSQL, keyCond), sessionsSQL}
+}
+
+// Apply checks and writes the changes of one save, in order, costing
+// O(change) each (SPEC S1). The caller holds the session's write lock for
+// the transaction, and rolls it back if Apply fails.
+func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.Change) ([]int64, error) {
+	ts := now.UTC().Format(timeLayout)
+	versions := make([]int64, len(changes))
+	for i, c := range changes {
+		k := []any{c.Key.SessionID, string(c.Key.Kind), c.Key.ID}
+		var cur, stored int64
+		var schema int
+		if err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored); err != nil {
+			return nil, err
+		}
+		switch {
+		case cur != c.Base:
+			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
+		case cur != 0 && schema != persistence.SchemaVersion:
+			return nil, persistence.SchemaDamage(c.Key, "record", schema)
+		case int64(c.From) > stored:
+			return nil, persistence.ErrFromPastEnd(c, int(stored))
+		}
+		versions[i] = c.Base + 1
+		write := updateSQL
+		if c.Base == 0 {
+			write = createSQL
+		}
+		if err := q.Exec(ctx, write, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data))...); err != nil {
+			return nil, err
+		}
+		if int64(c.From) < stored {
+			if err := q.Exec(ctx, trimSQL, append(k, c.From)...); err != nil {
+				return nil, err
+			}
+		}
+		if err := insertMessages(ctx, q, c.Key, c.From, c.Messages); err != nil {
+			return nil, err
+		}
+	}
+	return versions, nil
+}
+
+// insertMessages inserts messages from, from+1, ..., a few hundred rows a
+// statement.
+func insertMessages(ctx context.Context, q Querier, k persistence.Key, from int, msgs []json.RawMessage) error {
+	const chunk = 200
+	for len(msgs) > 0 {
+		n := min(len(msgs), chunk)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO braid_messages (session_id, kind, id, seq, data) VALUES `)
+		args := []any{k.SessionID, string(k.Kind), k.ID}
+		for i, m := range msgs[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "($1, $2, $3, $%d, $%d)", len(args)+1, len(args)+2)
+			args = append(args, from+i, string(m))
+		}
+		if err := q.Exec(ctx, b.String(), args...); err != nil {
+			return err
+		}
+		msgs, from = msgs[n:], from+n
+	}
+	return nil
+}
+
+// Delete removes a record and its messages.
+func Delete(ctx context.Context, q Querier, k persistence.Key) error {
+	for _, t := range []string{"braid_records", "braid_messages"} {
+		if err := q.Exec(ctx, "DELETE FROM "+t+key, k.SessionID, string(k.Kind), k.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Load reads the record under k, after checking k (SPEC S2): one
+// statement, so one snapshot. A record that is not as written is a
+// *persistence.DamageError.
+func Load(ctx context.Context, q Querier, k persistence.Key) (*persistence.Record, error) {
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	recs, err := read(ctx, q, k.SessionID, &k)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, persistence.ErrNotFound
+	}
+	return recs[0], nil
+}
+
+// Session reads every record of a session, ordered by kind and id, in one
+// statement, after checking the id.
+func Session(ctx context.Context, q Querier, sessionID string) ([]*persistence.Record, error) {
+	if err := persistence.ValidateID("session", sessionID); err != nil {
+		return nil, err
+	}
+	return read(ctx, q, sessionID, nil)
+}
+
+func read(ctx context.Context, q Querier, sessionID string, k *persistence.Key) ([]*persistence.Record, error) {
+	recs, gaps, err := readRaw(ctx, q, sessionID, k)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range recs {
+		if err := cmp.Or(persistence.CheckLoaded(r), gaps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// readRaw reads records as stored; gaps[i] reports a missing message of
+// recs[i] (and recs[i] stops before it).
+func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Key) (recs []*persistence.Record, gaps []error, err error) {
+	sql, args := fmt.Sprintf(readSQL, ""), []any{sessionID}
+	if k != nil {
+		sql, args = fmt.Sprintf(readSQL, keyCond), []any{sessionID, string(k.Kind), k.ID}
+	}
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var cur *persistence.Record
+	for rows.Next() {
+		var r persistence.Record
+		var kind, updated string
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data); err != nil {
+			return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
+		}
+		r.Key.SessionID, r.Key.Kind = sessionID, persistence.Kind(kind)
+		switch {
+		case seq < 0:
+			if r.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
+				gaps = append(gaps, persistence.Damaged(r.Key, "record", "updated_at %q: %v", updated, err))
+			} else {
+				gaps = append(gaps, nil)
+			}
+			r.Data, cur = data, &r
+			recs = append(recs, cur)
+		case cur == nil || cur.Key != r.Key || gaps[len(gaps)-1] != nil:
+			// messages of no record, or past a gap
+		case seq != int64(len(cur.Messages)):
+			gaps[len(gaps)-1] = persistence.Damaged(cur.Key, fmt.Sprintf("message %d", len(cur.Messages)), "missing")
+		default:
+			cur.Messages = append(cur.Messages, data)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
+	}
+	return recs, gaps, nil
+}
+
+// Sessions lists the stored sessions, ordered by id.
+func Sessions(ctx context.Context, q Querier) ([]persistence.SessionInfo, error) {
+	rows, err := q.Query(ctx, sessionsSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []persistence.SessionInfo
+	for rows.Next() {
+		var in persistence.SessionInfo
+		var updated string
+		if err := rows.Scan(&in.SessionID, &in.Records, &updated); err != nil {
+			return nil, fmt.Errorf("listing sessions: %w", err)
+		}
+		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
+			return nil, persistence.Damaged(persistence.Key{SessionID: in.SessionID}, "record", "updated_at %q: %v", updated, err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	return out, nil
+}
+
+func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("reading %s: %w", args[0], err)
+		}
+		return fmt.Errorf("reading %s: no row", args[0])
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return fmt.Errorf("reading %s: %w", args[0], err)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package sqlite is the embedded persistence.Store (SPEC S2): one SQLite
+// database, braid.db, in a folder of its own, on modernc.org/sqlite (pure
+// Go, no cgo). It passes the conformance suite in package persistencetest.
+//
+// Records and messages are JSON text in two tables, braid_records (one row
+// per owner: versions and data) and braid_messages (one row per message),
+// so any SQLite client can read them. Appending a message inserts one row;
+// a rewrite deletes the rows from the first changed message on.
+//
+// The database is in WAL mode. Every save goes through one writer goroutine
+// that the Store owns: it takes every save queued at that moment and
+// commits them in one BEGIN IMMEDIATE transaction (group commit), each in
+// a savepoint of its own, so a stale save is rolled back alone and the
+// others commit. A group commits with synchronous=NORMAL (atomic, survives
+// the process being killed) unless one of its saves is durable, when it
+// commits with synchronous=FULL: an fsync of the WAL, which makes every
+// earlier commit durable too. Sync commits a small write the same way.
+// Loads read from a pool of their own, concurrently with the writer.
+//
+// Several Stores, in one process or several, may share a folder: each
+// transaction takes SQLite's write lock (waiting up to Config.BusyTimeout,
+// then failing with ErrBusy) and checks the versions it writes over inside
+// it. Keep one Store per process and folder, so that its saves are grouped,
+// and Close it on shutdown.
+package sqlite

@@ -1,0 +1,254 @@
+package sqlite_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/persistence/sqlite"
+)
+
+var bg = context.Background()
+
+func open(t testing.TB, dir string, cfg sqlite.Config) *sqlite.Store {
+	t.Helper()
+	cfg.Dir = dir
+	s, err := sqlite.Open(bg, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func harness(t *testing.T) persistencetest.Harness {
+	dir := t.TempDir()
+	return persistencetest.Harness{
+		Store: open(t, dir, sqlite.Config{}),
+		Tamper: func(t *testing.T, k persistence.Key, fn func(*persistence.Record)) {
+			require.NoError(t, sqlite.Tamper(bg, dir, k, fn))
+		},
+	}
+}
+
+// SPEC S2, S4, S5: the embedded store passes the conformance suite.
+func TestStore_Conformance(t *testing.T) {
+	persistencetest.Run(t, harness)
+}
+
+func TestConfig_DefaultsAndValidate(t *testing.T) {
+	d := sqlite.DefaultConfig()
+	assert.Error(t, d.Validate(), "no Dir")
+	d.Dir = "x"
+	assert.NoError(t, d.Validate())
+	for _, c := range []sqlite.Config{{Dir: "x", BusyTimeout: -1, ReadConns: 1, MaxGroup: 1}, {Dir: "x", BusyTimeout: 1e9, ReadConns: 0, MaxGroup: 1}} {
+		assert.Error(t, c.Validate(), "%+v", c)
+	}
+	_, err := sqlite.Open(bg, sqlite.Config{})
+	assert.Error(t, err)
+}
+
+// SPEC S2: one braid.db per folder, which Open creates private, wherever
+// the folder is (a URI needs its path escaped).
+func TestOpen_CreatesThePrivateFolderAndOneFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a b?c#d%41", "store")
+	s := open(t, dir, sqlite.Config{})
+	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err := s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	fi, err := os.Stat(filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+	if runtime.GOOS != "windows" {
+		di, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
+	}
+	require.NoError(t, s.Close())
+	again := open(t, dir, sqlite.Config{})
+	r, err := again.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Version)
+}
+
+// SPEC S2, S4: two stores on one folder (as two processes would be) race
+// writers: every update lands once, and a stale save conflicts.
+func TestTwoStores_OneFolder_LoseNoUpdate(t *testing.T) {
+	dir := t.TempDir()
+	a, b := open(t, dir, sqlite.Config{}), open(t, dir, sqlite.Config{})
+	k := persistence.Key{SessionID: "shared", Kind: persistence.KindAgent, ID: "a"}
+	_, err := a.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":0}`)})
+	require.NoError(t, err)
+
+	const each = 20
+	errs := make(chan error, 4)
+	for i, s := range []*sqlite.Store{a, b, a, b} {
+		go func() { errs <- persistencetest.Increment(s, k, each, i%2 == 0) }()
+	}
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	r, err := b.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4*each+1), r.Version)
+	assert.JSONEq(t, `{"n":80}`, string(r.Data))
+
+	// Both based on the same version: the second save conflicts.
+	_, err = a.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: r.Version, Data: json.RawMessage(`{"n":1}`), From: len(r.Messages)})
+	require.NoError(t, err)
+	_, err = b.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: r.Version, Data: json.RawMessage(`{"n":2}`), From: len(r.Messages)})
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, r.Version+1, ce.Actual)
+}
+
+// SPEC S2: a writer that holds the lock past BusyTimeout makes a save fail
+// with ErrBusy, and changes nothing; the store works once it is released.
+func TestSave_LockedPastBusyTimeout_IsErrBusy(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.Config{BusyTimeout: 50e6})
+	k := persistence.Key{SessionID: "busy", Kind: persistence.KindAgent, ID: "a"}
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	tx, err := db.BeginTx(bg, nil) // BEGIN IMMEDIATE: the write lock
+	require.NoError(t, err)
+
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
+	assert.ErrorIs(t, err, sqlite.ErrBusy)
+	assert.ErrorContains(t, err, sqlite.FileName)
+	require.NoError(t, tx.Rollback())
+
+	_, err = s.Load(bg, k)
+	assert.ErrorIs(t, err, persistence.ErrNotFound)
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
+	assert.NoError(t, err)
+}
+
+// SPEC S5: damage only SQL can do (invalid UTF-8 in a text column, a
+// missing message row, a NULL) is a *DamageError naming the record.
+func TestLoad_DamageOnlySQLCanDo(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.Config{})
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for name, stmt := range map[string]string{
+		"invalid UTF-8 in data":    `UPDATE braid_records SET data = CAST(X'7B2261223A22FF227D' AS TEXT) WHERE session_id = ?`,
+		"invalid UTF-8 in message": `UPDATE braid_messages SET data = CAST(X'7B2261223A22FF227D' AS TEXT) WHERE session_id = ? AND seq = 1`,
+		"a missing message":        `DELETE FROM braid_messages WHERE session_id = ? AND seq = 1`,
+		"bad updated_at":           `UPDATE braid_records SET updated_at = 'yesterday' WHERE session_id = ?`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := persistence.Key{SessionID: "damage " + name, Kind: persistence.KindAgent, ID: "a"}
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"a":"b"}`),
+				Messages: []json.RawMessage{json.RawMessage(`{"i":0}`), json.RawMessage(`{"i":1}`), json.RawMessage(`{"i":2}`)}})
+			require.NoError(t, err)
+			_, err = db.ExecContext(bg, stmt, k.SessionID)
+			require.NoError(t, err)
+			_, err = s.Load(bg, k)
+			var de *persistence.DamageError
+			require.ErrorAs(t, err, &de)
+			assert.ErrorIs(t, err, persistence.ErrDamaged)
+			assert.Equal(t, k, de.Key)
+		})
+	}
+	if _, err := db.ExecContext(bg, `UPDATE braid_records SET data = '{}', updated_at = '2026-01-01T00:00:00.000000Z'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Sessions(bg)
+	assert.NoError(t, err)
+}
+
+func BenchmarkStore(b *testing.B) {
+	persistencetest.Bench(b, func(b *testing.B) persistence.Store {
+		s, err := sqlite.Open(bg, sqlite.Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}
+
+func BenchmarkStore_NoFsync(b *testing.B) {
+	persistencetest.Bench(b, func(b *testing.B) persistence.Store {
+		s, err := sqlite.Open(bg, sqlite.Config{Dir: b.TempDir(), NoFsync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}
+
+// Close with saves in flight: every caller returns (saved, or ErrClosed),
+// and every save reported done is there after reopening. (STYLE: no
+// goroutine outlives its owner.)
+func TestClose_WithSavesInFlight(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	const writers = 8
+	type result struct {
+		key  persistence.Key
+		done int64
+		err  error
+	}
+	results := make(chan result, writers)
+	started := make(chan struct{}, writers)
+	for i := range writers {
+		go func() {
+			k := persistence.Key{SessionID: fmt.Sprintf("inflight-%d", i), Kind: persistence.KindAgent, ID: "a"}
+			var v int64
+			for {
+				_, err := s.Save(bg, persistence.SaveOptions{Durable: i%2 == 0}, persistence.Change{Key: k, Base: v, Data: json.RawMessage(`{}`)})
+				if err != nil {
+					results <- result{k, v, err}
+					return
+				}
+				if v++; v == 1 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range writers {
+		<-started
+	}
+	require.NoError(t, s.Close())
+	again := open(t, dir, sqlite.Config{})
+	for range writers {
+		r := <-results
+		assert.ErrorIs(t, r.err, persistence.ErrClosed)
+		rec, err := again.Load(bg, r.key)
+		require.NoError(t, err)
+		assert.Equal(t, r.done, rec.Version, "%s", r.key)
+	}
+}
+
+// A caller whose context ends while the writer waits for another
+// process's lock gets its context's error, without waiting for the lock.
+func TestSave_ContextEndsWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.Config{})
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	tx, err := db.BeginTx(bg, nil) // BEGIN IMMEDIATE: the write lock
+	require.NoError(t, err)
+	defer tx.Rollback()
+	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	k := persistence.Key{SessionID: "ctx", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, tx.Rollback())
+	require.NoError(t, s.Sync(bg)) // the writer is free again
+}
