@@ -9,6 +9,7 @@ package persistence_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,17 +70,25 @@ func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
 		}
 		return f.Sync()
 	}
+	crashIn := func(name string) {
+		if os.Getenv("BRAID_CRASH_IN_TOOL") == name {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // cut off mid-tool: it ran, its result is not saved
+			select {}
+		}
+	}
+	// delete_files must not run twice (SPEC S6); inspect_files may.
 	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (bool, error) {
-		return true, record("delete_files")
-	})
+		if err := record("delete_files"); err != nil {
+			return false, err
+		}
+		crashIn("delete_files")
+		return true, nil
+	}, tool.AtMostOnce())
 	insp := tool.New("inspect_files", "inspect", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 		if err := record("inspect_files"); err != nil {
 			return "", err
 		}
-		if os.Getenv("BRAID_CRASH_IN_TOOL") == "inspect_files" {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // cut off mid-tool: it ran, its result is not saved
-			select {}
-		}
+		crashIn("inspect_files")
 		return "inspected", nil
 	})
 	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
@@ -192,7 +201,14 @@ func helperMain(mode string) int {
 			case a.Interrupted():
 				var rs []interrupt.Response
 				for _, i := range a.Interrupts() {
-					rs = append(rs, interrupt.Respond(i.ID, "y"))
+					ans := "y"
+					if i.Name == agent.RecoveryInterrupt {
+						// A cut-off at-most-once tool: BRAID_RECOVERY
+						// answers (default rerun: it had not run yet).
+						ans = cmp.Or(os.Getenv("BRAID_RECOVERY"), agent.RecoveryRerun)
+						fmt.Fprintln(os.Stderr, "helper: recovery of", i.ID)
+					}
+					rs = append(rs, interrupt.Respond(i.ID, ans))
 				}
 				in = agent.Resume(rs...)
 			case a.Incomplete():
@@ -413,14 +429,17 @@ func openStore(t *testing.T, e env) persistence.Store {
 
 // finishInNewProcess runs the seed's client loop in a new process and
 // checks that it ends with the finished run and a valid history.
-func finishInNewProcess(t *testing.T, e env) {
+func finishInNewProcess(t *testing.T, e env, extra ...string) []model.Message {
 	t.Helper()
-	r := startHelper(t, e, "run")
+	r := startHelper(t, e, "run", extra...)
 	var fin struct{ Messages []model.Message }
 	r.readJSON(t, &fin)
 	require.Equal(t, exitOK, r.wait(t), r.stderr.String())
 	requireValidHistory(t, fin.Messages)
-	assert.Equal(t, "done: true, inspected", fin.Messages[len(fin.Messages)-1].Text())
+	if len(extra) == 0 {
+		assert.Equal(t, "done: true, inspected", fin.Messages[len(fin.Messages)-1].Text())
+	}
+	return fin.Messages
 }
 
 // SPEC S1, S5, S6: the process is killed (SIGKILL) right after each of its
@@ -466,6 +485,26 @@ func TestProcess_KilledInsideATool(t *testing.T) {
 			assert.Equal(t, map[string]int{"inspect_files": 1}, runCounts(t, e.runs))
 			finishInNewProcess(t, e)
 			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 2}, runCounts(t, e.runs))
+		})
+	}
+}
+
+// SPEC S6: a process killed inside an at-most-once tool (delete_files) is
+// carried on by a new process, which does not run it again: it stops with
+// the braid.recovery interrupt, and the answer "skip" gives the model an
+// error result saying the run was cut off by a crash.
+func TestProcess_KilledInsideAnAtMostOnceTool(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, store)
+			h := startHelper(t, e, "run", "BRAID_CRASH_IN_TOOL=delete_files")
+			require.Equal(t, -1, h.wait(t), h.stderr.String())
+			assert.Equal(t, 1, runCounts(t, e.runs)["delete_files"])
+			msgs := finishInNewProcess(t, e, "BRAID_RECOVERY=skip")
+			assert.Equal(t, 1, runCounts(t, e.runs)["delete_files"], "not run again")
+			last := msgs[len(msgs)-1].Text()
+			assert.Contains(t, last, "cut off by a crash")
+			assert.Contains(t, last, "inspected")
 		})
 	}
 }
