@@ -175,7 +175,10 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 				return res, nil
 			}
 			if stop.StopReason != StopToolUse {
-				if err := inv.appendMessages(ctx, msg); err != nil {
+				// The last message of the invocation: saved durably at
+				// once, so the end of the invocation has nothing left to
+				// make durable unless a hook changes something.
+				if err := inv.appendMessagesAt(ctx, persistence.SaveInvocation, msg); err != nil {
 					return nil, err
 				}
 				return inv.result(stop.StopReason, msg), nil
@@ -323,13 +326,12 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		}
 	}
 	if a.pending == nil {
-		// The cycle is in flight: saved now, so a crash does not lose the
-		// model's answer (its tool uses are carried on, with the same ids),
-		// and with each finished tool from now on.
+		// The cycle is in flight: saved before its first tool runs (so a
+		// crash does not lose the model's answer, and its tool uses are
+		// carried on with the same ids), and with each finished tool.
 		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: []model.ToolResult{}})
-		if err := a.save(ctx, persistence.SaveMessage); err != nil {
-			return nil, err
-		}
+	} else {
+		cycle.saved = true // loaded: it is in the session already
 	}
 
 	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeToolsID)
@@ -430,11 +432,16 @@ func (inv *invocation) stopForInterrupts(ctx context.Context, msg model.Message)
 // appendMessages appends messages to the history, saves once, then fires
 // MessageAdded for each.
 func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message) error {
+	return inv.appendMessagesAt(ctx, persistence.SaveMessage, msgs...)
+}
+
+// appendMessagesAt is appendMessages saving at point.
+func (inv *invocation) appendMessagesAt(ctx context.Context, point persistence.SavePoint, msgs ...model.Message) error {
 	a := inv.a
 	a.mu.Lock()
 	a.messages = append(a.messages, msgs...)
 	a.mu.Unlock()
-	if err := a.save(ctx, persistence.SaveMessage); err != nil {
+	if err := a.save(ctx, point); err != nil {
 		return err
 	}
 	for _, m := range msgs {
@@ -511,6 +518,25 @@ type toolCycle struct {
 	// started: at-most-once tools started and without a result, by tool-use
 	// id; those loaded with the pending cycle were cut off by a crash.
 	started map[string]ToolStart
+	// saved: the pending cycle is in the session.
+	saved bool
+}
+
+// ensureSaved saves the pending cycle before a tool runs, once.
+func (c *toolCycle) ensureSaved() bool {
+	a := c.inv.a
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.saved || a.sess == nil {
+		return true
+	}
+	a.setPending(c.pendingLocked())
+	if err := a.save(c.ctx, persistence.SaveMessage); err != nil {
+		c.inv.fail(err)
+		return false
+	}
+	c.saved = true
+	return true
 }
 
 // pending returns the cycle's pending work: its results so far and the
@@ -556,6 +582,7 @@ func (c *toolCycle) start(id string) bool {
 		c.inv.fail(err)
 		return false
 	}
+	c.saved = true
 	return true
 }
 
@@ -579,6 +606,7 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 		if err := a.save(c.ctx, persistence.SaveToolResult); err != nil {
 			c.inv.fail(err)
 		}
+		c.saved = true
 	}
 	c.mu.Unlock()
 	if c.inv.emit != nil {
@@ -664,6 +692,9 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		return false
 	}
 	once := tool.RunsAtMostOnce(t.tool)
+	if !once && !t.cycle.ensureSaved() {
+		return false
+	}
 	if mark, ok := t.cycle.crashed(id); ok && once {
 		if rerun, stop := t.recover(ctx, mark); !rerun {
 			return stop

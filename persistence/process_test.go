@@ -449,6 +449,9 @@ func finishInNewProcess(t *testing.T, e env, extra ...string) []model.Message {
 func TestProcess_KilledAfterEverySavePoint(t *testing.T) {
 	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
+			if store == "postgres" {
+				pgDSN(t) // skips (or fails under CI) here, not in every save-N subtest
+			}
 			finished := false
 			for n := 1; !finished; n++ {
 				require.LessOrEqual(t, n, 20, "the run should finish within 20 saves")

@@ -62,9 +62,12 @@ func DecodeExact(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
-	again, err := json.Marshal(v)
+	again, err := marshalCompact(v)
 	if err != nil {
 		return err
+	}
+	if bytes.Equal(again, raw) {
+		return nil // as this build writes it: the common case, and cheap
 	}
 	a, err := genericJSON(raw)
 	if err != nil {

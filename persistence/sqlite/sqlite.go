@@ -243,6 +243,16 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	if err := q.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
+	if len(live) == 1 { // alone: no savepoint needed, a failure rolls back all
+		if errs[0] = live[0].apply(ctx, q); errs[0] != nil {
+			return q.Exec(ctx, "ROLLBACK")
+		}
+		if err := q.Exec(ctx, "COMMIT"); err != nil {
+			_ = q.Exec(ctx, "ROLLBACK")
+			return err
+		}
+		return nil
+	}
 	for i, r := range live {
 		err := q.Exec(ctx, "SAVEPOINT save")
 		if err == nil {

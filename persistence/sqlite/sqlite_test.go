@@ -145,6 +145,8 @@ func TestLoad_DamageOnlySQLCanDo(t *testing.T) {
 		"invalid UTF-8 in data":    `UPDATE braid_records SET data = CAST(X'7B2261223A22FF227D' AS TEXT) WHERE session_id = ?`,
 		"invalid UTF-8 in message": `UPDATE braid_messages SET data = CAST(X'7B2261223A22FF227D' AS TEXT) WHERE session_id = ? AND seq = 1`,
 		"a missing message":        `DELETE FROM braid_messages WHERE session_id = ? AND seq = 1`,
+		"the last message missing": `DELETE FROM braid_messages WHERE session_id = ? AND seq = 2`,
+		"a wrong message count":    `UPDATE braid_records SET messages = 7 WHERE session_id = ?`,
 		"bad updated_at":           `UPDATE braid_records SET updated_at = 'yesterday' WHERE session_id = ?`,
 	} {
 		t.Run(name, func(t *testing.T) {

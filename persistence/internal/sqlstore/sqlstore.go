@@ -39,6 +39,7 @@ func Schema(text string) []string {
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_records (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL,
   schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
+  messages bigint NOT NULL,
   PRIMARY KEY (session_id, kind, id))`, text),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_messages (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL, seq bigint NOT NULL, data text NOT NULL,
@@ -55,15 +56,15 @@ ON CONFLICT (name) DO UPDATE SET value = braid_meta.value + 1`
 const (
 	key      = ` WHERE session_id = $1 AND kind = $2 AND id = $3`
 	keyCond  = ` AND kind = $2 AND id = $3`
-	stateSQL = `SELECT coalesce((SELECT version FROM braid_records` + key + `), 0),
-  coalesce((SELECT schema_version FROM braid_records` + key + `), 0),
-  coalesce((SELECT seq FROM braid_messages` + key + ` ORDER BY seq DESC LIMIT 1), -1) + 1`
-	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7` + key
+	// stateSQL is one primary-key lookup: the record row keeps its
+	// message count, so a save never scans the messages.
+	stateSQL  = `SELECT version, schema_version, messages FROM braid_records` + key
+	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7, messages = $8` + key
 	trimSQL   = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
-	readSQL   = `SELECT kind, id, -1, schema_version, version, updated_at, data FROM braid_records WHERE session_id = $1%[1]s
-UNION ALL SELECT kind, id, seq, 0, 0, '', data FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
+	readSQL   = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages FROM braid_records WHERE session_id = $1%[1]s
+UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
 	sessionsSQL = `SELECT session_id, count(*), max(updated_at) FROM braid_records GROUP BY session_id ORDER BY session_id`
 	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
@@ -84,7 +85,7 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 		k := []any{c.Key.SessionID, string(c.Key.Kind), c.Key.ID}
 		var cur, stored int64
 		var schema int
-		if err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored); err != nil {
+		if _, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored); err != nil {
 			return nil, err
 		}
 		switch {
@@ -100,7 +101,8 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 		if c.Base == 0 {
 			write = createSQL
 		}
-		if err := q.Exec(ctx, write, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data))...); err != nil {
+		count := c.From + len(c.Messages)
+		if err := q.Exec(ctx, write, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count)...); err != nil {
 			return nil, err
 		}
 		if int64(c.From) < stored {
@@ -201,24 +203,28 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 	}
 	defer rows.Close()
 	var cur *persistence.Record
+	var counts []int64 // each record's stored message count
 	for rows.Next() {
 		var r persistence.Record
 		var kind, updated string
-		var seq int64
+		var seq, count int64
 		var data []byte
-		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data); err != nil {
+		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data, &count); err != nil {
 			return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
 		}
 		r.Key.SessionID, r.Key.Kind = sessionID, persistence.Kind(kind)
 		switch {
 		case seq < 0:
+			if err := checkCount(cur, counts); err != nil && gaps[len(gaps)-1] == nil {
+				gaps[len(gaps)-1] = err
+			}
 			if r.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
 				gaps = append(gaps, persistence.Damaged(r.Key, "record", "updated_at %q: %v", updated, err))
 			} else {
 				gaps = append(gaps, nil)
 			}
 			r.Data, cur = data, &r
-			recs = append(recs, cur)
+			recs, counts = append(recs, cur), append(counts, count)
 		case cur == nil || cur.Key != r.Key || gaps[len(gaps)-1] != nil:
 			// messages of no record, or past a gap
 		case seq != int64(len(cur.Messages)):
@@ -230,7 +236,22 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
 	}
+	if err := checkCount(cur, counts); err != nil && gaps[len(gaps)-1] == nil {
+		gaps[len(gaps)-1] = err
+	}
 	return recs, gaps, nil
+}
+
+// checkCount reports a record (the last of counts) whose message rows are
+// fewer than its row says: messages lost at the end.
+func checkCount(cur *persistence.Record, counts []int64) error {
+	if cur == nil {
+		return nil
+	}
+	if want := counts[len(counts)-1]; int64(len(cur.Messages)) != want {
+		return persistence.Damaged(cur.Key, fmt.Sprintf("message %d", len(cur.Messages)), "missing (the record has %d messages)", want)
+	}
+	return nil
 }
 
 // Sessions lists the stored sessions, ordered by id.
@@ -258,20 +279,22 @@ func Sessions(ctx context.Context, q Querier) ([]persistence.SessionInfo, error)
 	return out, nil
 }
 
-func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) error {
+// queryRow scans the first row into dest; no row leaves dest as it is
+// and reports false.
+func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (bool, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("reading %s: %w", args[0], err)
+			return false, fmt.Errorf("reading %s: %w", args[0], err)
 		}
-		return fmt.Errorf("reading %s: no row", args[0])
+		return false, nil
 	}
 	if err := rows.Scan(dest...); err != nil {
-		return fmt.Errorf("reading %s: %w", args[0], err)
+		return false, fmt.Errorf("reading %s: %w", args[0], err)
 	}
-	return nil
+	return true, nil
 }

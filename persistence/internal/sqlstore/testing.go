@@ -21,8 +21,8 @@ func Tamper(ctx context.Context, q Querier, k persistence.Key, fn func(*persiste
 	}
 	r := recs[0]
 	fn(r)
-	if err := q.Exec(ctx, `UPDATE braid_records SET schema_version = $4, version = $5, data = $6`+key,
-		k.SessionID, string(k.Kind), k.ID, r.SchemaVersion, r.Version, string(r.Data)); err != nil {
+	if err := q.Exec(ctx, `UPDATE braid_records SET schema_version = $4, version = $5, data = $6, messages = $7`+key,
+		k.SessionID, string(k.Kind), k.ID, r.SchemaVersion, r.Version, string(r.Data), len(r.Messages)); err != nil {
 		return err
 	}
 	if err := q.Exec(ctx, trimSQL, k.SessionID, string(k.Kind), k.ID, 0); err != nil {
