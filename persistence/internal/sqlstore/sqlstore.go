@@ -54,8 +54,8 @@ const SyncSQL = `INSERT INTO braid_meta (name, value) VALUES ('sync', 1)
 ON CONFLICT (name) DO UPDATE SET value = braid_meta.value + 1`
 
 const (
-	key      = ` WHERE session_id = $1 AND kind = $2 AND id = $3`
-	keyCond  = ` AND kind = $2 AND id = $3`
+	key     = ` WHERE session_id = $1 AND kind = $2 AND id = $3`
+	keyCond = ` AND kind = $2 AND id = $3`
 	// stateSQL is one primary-key lookup: the record row keeps its
 	// message count, so a save never scans the messages.
 	stateSQL  = `SELECT version, schema_version, messages FROM braid_records` + key
