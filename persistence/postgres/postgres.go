@@ -10,7 +10,11 @@
 //
 // A save is one transaction that first takes an advisory lock on its
 // session, so that its version checks and writes are one step for every
-// process; a stale save changes nothing. Saves that are not durable commit
+// process; a stale save changes nothing. The common save (one owner,
+// appending) is one round trip: the lock and one statement whose record
+// write carries the version check and whose message inserts depend on it,
+// sent as one pipeline (an implicit transaction). Anything else (a batch,
+// a rewrite, a conflict to explain) takes the general path. Saves that are not durable commit
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
 // A load is one statement, so one snapshot.
@@ -168,6 +172,11 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
 	}
+	if len(changes) == 1 {
+		if v, ok, err := s.append(ctx, opts.Durable, changes[0]); err != nil || ok {
+			return []int64{v}, err
+		}
+	}
 	var versions []int64
 	err := s.write(ctx, opts.Durable, changes[0].Key.SessionID, func(q sqlstore.Querier) (err error) {
 		versions, err = sqlstore.Apply(ctx, q, time.Now(), changes)
@@ -177,6 +186,56 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 		return nil, err
 	}
 	return versions, nil
+}
+
+// appendSQL creates the record (Base 0) or updates it if it is at version
+// $5-1 with $9 messages, and inserts the messages $10 from seq $9 only if it
+// did; it returns how many records it wrote (0 or 1).
+const appendSQL = `WITH u AS (
+  %s RETURNING 1),
+i AS (INSERT INTO braid_messages (session_id, kind, id, seq, data)
+  SELECT $1, $2, $3, $9 + m.ord - 1, m.data FROM u, unnest($10::text[]) WITH ORDINALITY AS m(data, ord))
+SELECT count(*) FROM u`
+
+var (
+	appendCreate = fmt.Sprintf(appendSQL, `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE $9::bigint = 0 ON CONFLICT DO NOTHING`)
+	appendUpdate = fmt.Sprintf(appendSQL, `UPDATE braid_records SET version = $5, updated_at = $6, data = $7, messages = $8
+  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5 - 1 AND schema_version = $4 AND messages = $9`)
+)
+
+// append tries the common save in one round trip. ok is false when the
+// change is not a plain append onto the version it names (a rewrite, a
+// conflict, damage): nothing was written, and the general path decides.
+func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) (version int64, ok bool, err error) {
+	if s.closed.Load() {
+		return 0, false, persistence.ErrClosed
+	}
+	msgs := make([]string, len(c.Messages))
+	for i, m := range c.Messages {
+		msgs[i] = string(m)
+	}
+	stmt := appendUpdate
+	if c.Base == 0 {
+		stmt = appendCreate
+	}
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, map[bool]string{false: "off", true: "on"}[durable], c.Key.SessionID)
+	b.Queue(stmt, c.Key.SessionID, string(c.Key.Kind), c.Key.ID, persistence.SchemaVersion, c.Base+1,
+		sqlstore.Timestamp(time.Now()), string(c.Data), c.From+len(c.Messages), c.From, msgs)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, false, s.wrap("save", err)
+	}
+	var n int64
+	if err := br.QueryRow().Scan(&n); err != nil {
+		return 0, false, s.wrap("save", err)
+	}
+	if err := br.Close(); err != nil {
+		return 0, false, s.wrap("save", err)
+	}
+	return c.Base + 1, n == 1, nil
 }
 
 // Sync implements persistence.Store: it commits a write to a meta row

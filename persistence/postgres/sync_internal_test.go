@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,6 +48,40 @@ func TestWrite_SetsSynchronousCommitForItsTransactionOnly(t *testing.T) {
 		assert.Equal(t, want, got, "durable %v", durable)
 		after, err := show(querier{s, s.pool})
 		require.NoError(t, err)
+		assert.Equal(t, "local", after, "the setting outlived its transaction")
+	}
+}
+
+// SPEC I9, S1: the one-round-trip save sends the lock and its statement as
+// one pipeline: the synchronous_commit it sets holds for the statements
+// after it in that implicit transaction, and not after it.
+func TestAppend_PipelineSetsSynchronousCommitForItsTransactionOnly(t *testing.T) {
+	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true")
+		}
+		t.Skip("BRAID_TEST_POSTGRES_DSN not set")
+	}
+	ctx := context.Background()
+	s, err := New(ctx, Config{DSN: dsn, MaxConns: 1})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.pool.Exec(ctx, `SET synchronous_commit = local`)
+	require.NoError(t, err)
+	for durable, want := range map[bool]string{false: "off", true: "on"} {
+		b := &pgx.Batch{}
+		b.Queue(lockSQL, map[bool]string{false: "off", true: "on"}[durable], "pipeline")
+		b.Queue(`SHOW synchronous_commit`)
+		br := s.pool.SendBatch(ctx, b)
+		_, err := br.Exec()
+		require.NoError(t, err)
+		var got string
+		require.NoError(t, br.QueryRow().Scan(&got))
+		require.NoError(t, br.Close())
+		assert.Equal(t, want, got, "durable %v", durable)
+		var after string
+		require.NoError(t, s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after))
 		assert.Equal(t, "local", after, "the setting outlived its transaction")
 	}
 }

@@ -7,15 +7,17 @@
 // so any SQLite client can read them. Appending a message inserts one row;
 // a rewrite deletes the rows from the first changed message on.
 //
-// The database is in WAL mode. Every save goes through one writer goroutine
-// that the Store owns: it takes every save queued at that moment and
-// commits them in one BEGIN IMMEDIATE transaction (group commit), each in
-// a savepoint of its own, so a stale save is rolled back alone and the
-// others commit. A group commits with synchronous=NORMAL (atomic, survives
+// The database is in WAL mode. Every save is queued for the Store's one
+// write connection; the caller that finds the connection free takes it
+// and commits every save queued at that moment in one BEGIN IMMEDIATE
+// transaction (group commit), each in a savepoint of its own, so a stale
+// save is rolled back alone and the others commit; the callers whose saves
+// it took wait for its reply. A lone save is committed by its own caller,
+// with no hand-off between goroutines. A group commits with synchronous=NORMAL (atomic, survives
 // the process being killed) unless one of its saves is durable, when it
 // commits with synchronous=FULL: an fsync of the WAL, which makes every
 // earlier commit durable too. Sync commits a small write the same way.
-// Loads read from a pool of their own, concurrently with the writer.
+// Loads read from a pool of their own, concurrently with the writes.
 //
 // Several Stores, in one process or several, may share a folder: each
 // transaction takes SQLite's write lock (waiting up to Config.BusyTimeout,

@@ -18,10 +18,12 @@ import (
 // whose caller gave up before the group started is not run.
 func TestGroup_StaleSaveRollsBackAlone(t *testing.T) {
 	ctx := context.Background()
-	s, w, err := open(ctx, Config{Dir: t.TempDir()}) // no writer goroutine: the test is the writer
+	s, w, err := open(ctx, Config{Dir: t.TempDir()}) // the test holds the writer
 	require.NoError(t, err)
-	defer s.Close()
-	defer w.conn.Close()
+	defer func() {
+		s.token <- w // gives it back, for Close
+		s.Close()
+	}()
 	save := func(c persistence.Change) error {
 		_, err := sqlstore.Apply(ctx, querier{s: s, db: w.conn, stmts: w.stmts}, time.Now(), []persistence.Change{c})
 		return err

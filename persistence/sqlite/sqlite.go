@@ -66,18 +66,22 @@ func (c Config) Validate() error {
 // concurrent use; shares its folder safely with other Stores and
 // processes (see the package doc).
 type Store struct {
-	cfg    Config
-	path   string
-	w, r   *sql.DB              // w has one connection, the writer's
-	reads  map[string]*sql.Stmt // prepared on r; read-only
-	reqs   chan *request        // unbuffered: a sent request is the writer's
-	done   chan struct{}
-	wg     sync.WaitGroup
-	closed atomic.Bool
-	once   sync.Once
+	cfg   Config
+	path  string
+	w, r  *sql.DB              // w has one connection, the writer's
+	reads map[string]*sql.Stmt // prepared on r; read-only
+	// queue holds the requests not yet committed; token holds the writer
+	// while no caller commits: whoever takes it commits what is queued
+	// (group commit without a hand-off when saves come one at a time).
+	queue   chan *request
+	token   chan *writer
+	done    chan struct{} // closed when Close starts
+	drained chan struct{} // closed when Close has failed the queued requests
+	closed  atomic.Bool
+	once    sync.Once
 }
 
-// writer is what the writer goroutine owns: w's connection, the writes
+// writer is what the committing caller holds: w's connection, the writes
 // prepared on it, and its synchronous setting.
 type writer struct {
 	conn  *sql.Conn
@@ -94,15 +98,13 @@ type request struct {
 }
 
 // Open opens (creating it if needed) the database in cfg.Dir, with the
-// defaults for cfg's zero fields, and starts the Store's writer goroutine,
-// which Close stops.
+// defaults for cfg's zero fields.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s, w, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.run(w)
+	s.token <- w
 	return s, nil
 }
 
@@ -114,7 +116,8 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	s := &Store{cfg: cfg, reqs: make(chan *request), done: make(chan struct{}), reads: map[string]*sql.Stmt{}}
+	s := &Store{cfg: cfg, queue: make(chan *request, 4*cfg.MaxGroup), token: make(chan *writer, 1),
+		done: make(chan struct{}), drained: make(chan struct{}), reads: map[string]*sql.Stmt{}}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("sqlite store: %w", err)
 	}
@@ -176,26 +179,23 @@ func (s *Store) wrap(what string, err error) error {
 	return fmt.Errorf("sqlite store %s: %s: %w", s.path, what, err)
 }
 
-// run is the writer: it commits the queued requests in groups until Close.
-func (s *Store) run(w *writer) {
-	defer s.wg.Done()
-	defer w.conn.Close()
+// lead commits what is queued, in groups, with the writer w the caller
+// took, and gives the writer back.
+func (s *Store) lead(w *writer) {
+	defer func() { s.token <- w }()
 	for {
 		var group []*request
-		select {
-		case <-s.done:
-			return
-		case r := <-s.reqs:
-			group = append(group, r)
-		}
-	drain: // the senders waiting now join the group
+	drain:
 		for len(group) < s.cfg.MaxGroup {
 			select {
-			case r := <-s.reqs:
+			case r := <-s.queue:
 				group = append(group, r)
 			default:
 				break drain
 			}
+		}
+		if len(group) == 0 {
+			return
 		}
 		s.commit(w, group)
 	}
@@ -217,7 +217,11 @@ func (s *Store) commit(w *writer, group []*request) {
 	errs := make([]error, len(live))
 	err := s.transact(w, live, durable, errs)
 	for i, r := range live {
-		r.reply <- cmp.Or(err, errs[i])
+		e := cmp.Or(err, errs[i])
+		if e != nil && r.ctx.Err() != nil {
+			e = r.ctx.Err() // a lone request's end interrupted its transaction
+		}
+		r.reply <- e
 	}
 }
 
@@ -225,7 +229,12 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	if len(live) == 0 {
 		return nil
 	}
-	ctx := context.Background() // a request's end must not interrupt the group
+	// A group's transaction must not end with one member's context; a
+	// lone request's may (its caller waits on it, as on the write lock).
+	ctx := context.Background()
+	if len(live) == 1 {
+		ctx = live[0].ctx
+	}
 	level := map[bool]string{false: "NORMAL", true: "FULL"}[durable]
 	if s.cfg.NoFsync {
 		level = "OFF"
@@ -272,7 +281,9 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	return nil
 }
 
-// do queues a request for the writer and waits for its result. If ctx
+// do queues a request and waits for its result. A caller that finds the
+// writer free commits the queue itself (its request and whatever came
+// meanwhile), so a lone save costs no hand-off between goroutines. If ctx
 // ends first, do returns ctx's error, and the request may or may not have
 // been committed.
 func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context, sqlstore.Querier) error) error {
@@ -284,17 +295,36 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 	}
 	r := &request{ctx: ctx, durable: durable, apply: apply, reply: make(chan error, 1)}
 	select {
-	case s.reqs <- r:
+	case s.queue <- r:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.done:
 		return persistence.ErrClosed
 	}
-	select {
-	case err := <-r.reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		select {
+		case err := <-r.reply:
+			return err
+		case w := <-s.token:
+			s.lead(w)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			// Close waits for the group being committed, then fails what
+			// is queued: every request but one queued after that gets a
+			// reply.
+			select {
+			case err := <-r.reply:
+				return err
+			case <-s.drained:
+				select {
+				case err := <-r.reply:
+					return err
+				default:
+					return persistence.ErrClosed
+				}
+			}
+		}
 	}
 }
 
@@ -351,14 +381,25 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	})
 }
 
-// Close stops the writer, after the group it is committing, and closes
-// the database. Later calls fail with persistence.ErrClosed.
+// Close waits for the group being committed, fails the saves still
+// queued with persistence.ErrClosed, and closes the database. Later calls
+// fail with persistence.ErrClosed.
 func (s *Store) Close() (err error) {
 	s.once.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
-		s.wg.Wait()
-		err = errors.Join(s.w.Close(), s.r.Close())
+		w := <-s.token // the committing caller is done
+		for {
+			select {
+			case r := <-s.queue:
+				r.reply <- persistence.ErrClosed
+				continue
+			default:
+			}
+			break
+		}
+		close(s.drained)
+		err = errors.Join(w.conn.Close(), s.w.Close(), s.r.Close())
 	})
 	return err
 }

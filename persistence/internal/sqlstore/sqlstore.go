@@ -75,11 +75,14 @@ func Reads() []string {
 	return []string{fmt.Sprintf(readSQL, ""), fmt.Sprintf(readSQL, keyCond), sessionsSQL}
 }
 
+// Timestamp formats t as the updated_at column keeps it.
+func Timestamp(t time.Time) string { return t.UTC().Format(timeLayout) }
+
 // Apply checks and writes the changes of one save, in order, costing
 // O(change) each (SPEC S1). The caller holds the session's write lock for
 // the transaction, and rolls it back if Apply fails.
 func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.Change) ([]int64, error) {
-	ts := now.UTC().Format(timeLayout)
+	ts := Timestamp(now)
 	versions := make([]int64, len(changes))
 	for i, c := range changes {
 		k := []any{c.Key.SessionID, string(c.Key.Kind), c.Key.ID}
