@@ -276,6 +276,14 @@ type querier struct {
 	}
 }
 
+func (q querier) ExecN(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := q.db.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, q.s.wrap("exec", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 func (q querier) Exec(ctx context.Context, sql string, args ...any) error {
 	if _, err := q.db.Exec(ctx, sql, args...); err != nil {
 		return q.s.wrap("exec", err)

@@ -442,6 +442,21 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) error {
 	return nil
 }
 
+func (q querier) ExecN(ctx context.Context, query string, args ...any) (int64, error) {
+	st, err := q.stmt(ctx, query)
+	var n int64
+	if err == nil {
+		var res sql.Result
+		if res, err = st.ExecContext(ctx, args...); err == nil {
+			n, err = res.RowsAffected()
+		}
+	}
+	if err != nil {
+		return 0, q.s.wrap(strings.Fields(query)[0], err)
+	}
+	return n, nil
+}
+
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	st, err := q.stmt(ctx, query)
 	var rows *sql.Rows

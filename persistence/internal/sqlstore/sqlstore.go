@@ -19,6 +19,8 @@ import (
 // returns are already wrapped with the store's context.
 type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) error
+	// ExecN is Exec that returns how many rows the statement changed.
+	ExecN(ctx context.Context, sql string, args ...any) (int64, error)
 	Query(ctx context.Context, sql string, args ...any) (Rows, error)
 }
 
@@ -62,6 +64,11 @@ const (
 	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7, messages = $8` + key
+	// The common save, in one statement: create if absent, or update the
+	// version it is based on when it appends ($9 = From = stored count);
+	// no row changed sends the save the long way, which says why.
+	createIfAbsentSQL = createSQL + ` ON CONFLICT DO NOTHING`
+	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9`
 	trimSQL   = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
 	readSQL   = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages FROM braid_records WHERE session_id = $1%[1]s
 UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
@@ -86,6 +93,22 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 	versions := make([]int64, len(changes))
 	for i, c := range changes {
 		k := []any{c.Key.SessionID, string(c.Key.Kind), c.Key.ID}
+		versions[i] = c.Base + 1
+		count := c.From + len(c.Messages)
+		fast, args := appendSQL, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count, c.From)
+		if c.Base == 0 {
+			fast, args = createIfAbsentSQL, args[:8]
+		}
+		n, err := q.ExecN(ctx, fast, args...)
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			if err := insertMessages(ctx, q, c.Key, c.From, c.Messages); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var cur, stored int64
 		var schema int
 		if _, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored); err != nil {
@@ -98,14 +121,11 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 			return nil, persistence.SchemaDamage(c.Key, "record", schema)
 		case int64(c.From) > stored:
 			return nil, persistence.ErrFromPastEnd(c, int(stored))
+		case c.Base == 0:
+			return nil, fmt.Errorf("creating %s: no row written, and none stored", c.Key)
 		}
-		versions[i] = c.Base + 1
-		write := updateSQL
-		if c.Base == 0 {
-			write = createSQL
-		}
-		count := c.From + len(c.Messages)
-		if err := q.Exec(ctx, write, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count)...); err != nil {
+		// A rewrite of the history (From below the stored count).
+		if err := q.Exec(ctx, updateSQL, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count)...); err != nil {
 			return nil, err
 		}
 		if int64(c.From) < stored {
