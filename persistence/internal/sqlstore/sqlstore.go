@@ -69,8 +69,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	// no row changed sends the save the long way, which says why.
 	createIfAbsentSQL = createSQL + ` ON CONFLICT DO NOTHING`
 	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9`
-	trimSQL   = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
-	readSQL   = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages FROM braid_records WHERE session_id = $1%[1]s
+	trimSQL           = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
+	readSQL           = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages FROM braid_records WHERE session_id = $1%[1]s
 UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
 	sessionsSQL = `SELECT session_id, count(*), max(updated_at) FROM braid_records GROUP BY session_id ORDER BY session_id`
 	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
