@@ -30,6 +30,8 @@ type crashRig struct {
 	runs  int
 	keys  []string
 	crash *persistence.SessionExport
+	// again: copy the store at the next run too (a second crash).
+	again bool
 }
 
 func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Option) *agent.Agent {
@@ -39,7 +41,8 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 		defer r.mu.Unlock()
 		r.runs++
 		r.keys = append(r.keys, tc.IdempotencyKey())
-		if r.crash == nil {
+		if r.crash == nil || r.again {
+			r.again = false
 			exp, err := persistence.Export(ctx, store, crashSession)
 			if err != nil {
 				return "", err
@@ -163,4 +166,36 @@ func TestAtMostOnce_StartIsSavedDurablyBeforeTheToolRuns(t *testing.T) {
 	assert.True(t, tool.RunsAtMostOnce(del))
 	plain, _ := countingTool("x")
 	assert.False(t, tool.RunsAtMostOnce(plain))
+}
+
+// SPEC S6: an at-most-once tool re-run after "rerun" and cut off again is
+// not run a third time on the old answer: the recovery is a new interrupt.
+func TestAtMostOnce_SecondCrashAsksAgain(t *testing.T) {
+	ctx := context.Background()
+	r := &crashRig{}
+	st := r.afterCrash(t, tool.AtMostOnce())
+	a := r.agent(t, st, tool.AtMostOnce())
+	res, err := a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	first := res.Interrupts[0].ID
+	r.again = true // the re-run is cut off too
+	_, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(first, agent.RecoveryRerun)))
+	require.NoError(t, err)
+	require.Equal(t, 2, r.runs)
+
+	st2 := persistence.NewMemoryStore()
+	require.NoError(t, persistence.Import(ctx, st2, r.crash))
+	b := r.agent(t, st2, tool.AtMostOnce())
+	res, err = b.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason, "not run a third time on the first answer")
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, agent.RecoveryInterrupt, res.Interrupts[0].Name)
+	assert.NotEqual(t, first, res.Interrupts[0].ID)
+	assert.Equal(t, 2, r.runs)
+	res, err = b.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "no")))
+	require.NoError(t, err)
+	assert.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 2, r.runs)
 }
