@@ -10,8 +10,9 @@
 // The database is in WAL mode. Every save is queued for the Store's one
 // write connection; the caller that finds the connection free takes it
 // and commits every save queued at that moment in one BEGIN IMMEDIATE
-// transaction (group commit), each in a savepoint of its own, so a stale
-// save is rolled back alone and the others commit; the callers whose saves
+// transaction (group commit); if one of them fails (a stale save), the
+// group is done again with a savepoint per save, so that one is rolled back
+// alone and the others commit; the callers whose saves
 // it took wait for its reply. A lone save is committed by its own caller,
 // with no hand-off between goroutines. A group commits with synchronous=NORMAL (atomic, survives
 // the process being killed) unless one of its saves is durable, when it

@@ -249,18 +249,34 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 		}
 		w.level = level
 	}
+	// First without savepoints: saves rarely fail, and a savepoint and its
+	// release are half the statements of a save in a group. If one fails,
+	// the group is rolled back and done again with a savepoint per save,
+	// so that only the failed one is rolled back (a lone save needs none).
 	if err := q.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
-	if len(live) == 1 { // alone: no savepoint needed, a failure rolls back all
-		if errs[0] = live[0].apply(ctx, q); errs[0] != nil {
-			return q.Exec(ctx, "ROLLBACK")
+	for i, r := range live {
+		if errs[i] = r.apply(ctx, q); errs[i] != nil {
+			if err := q.Exec(ctx, "ROLLBACK"); err != nil || len(live) == 1 {
+				return err
+			}
+			clear(errs)
+			return s.transactSavepoints(ctx, q, live, errs)
 		}
-		if err := q.Exec(ctx, "COMMIT"); err != nil {
-			_ = q.Exec(ctx, "ROLLBACK")
-			return err
-		}
-		return nil
+	}
+	if err := q.Exec(ctx, "COMMIT"); err != nil {
+		_ = q.Exec(ctx, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// transactSavepoints commits live in one transaction, each request in a
+// savepoint: a failed one is rolled back alone.
+func (s *Store) transactSavepoints(ctx context.Context, q querier, live []*request, errs []error) error {
+	if err := q.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
 	}
 	for i, r := range live {
 		err := q.Exec(ctx, "SAVEPOINT save")
