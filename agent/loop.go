@@ -569,14 +569,14 @@ func (c *toolCycle) crashed(id string) (ToolStart, bool) {
 
 // start saves durably that an at-most-once tool starts (SPEC S6), before
 // it runs; a failed save fails the invocation and the tool does not run.
-func (c *toolCycle) start(id string, reruns int) bool {
+func (c *toolCycle) start(id string) bool {
 	a := c.inv.a
 	if a.sess == nil {
 		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.started[id] = ToolStart{ToolUseID: id, StartedAt: time.Now().UTC(), Reruns: reruns}
+	c.started[id] = ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()}
 	a.setPending(c.pendingLocked())
 	if err := a.save(c.ctx, persistence.SaveToolStart); err != nil {
 		c.inv.fail(err)
@@ -695,15 +695,13 @@ func (t *toolTask) Run(ctx context.Context) bool {
 	if !once && !t.cycle.ensureSaved() {
 		return false
 	}
-	reruns := 0
 	if mark, ok := t.cycle.crashed(id); ok && once {
 		if rerun, stop := t.recover(ctx, mark); !rerun {
 			return stop
 		}
-		reruns = mark.Reruns + 1
 	}
 	for attempt := 0; ; attempt++ {
-		if once && !t.cycle.start(id, reruns) {
+		if once && !t.cycle.start(id) {
 			return false
 		}
 		tc := tool.NewContext(t.use, tool.ScopeFor(a.interrupts, id), &a.kv, inv.opts.values,
@@ -751,14 +749,12 @@ type RecoveryReason struct {
 // when the tool is not run.
 func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop bool) {
 	inv := t.cycle.inv
-	// The first recovery of a tool use has the id of a tool interrupt named
-	// braid.recovery; a later one (cut off again after "rerun") has an id
-	// of its own, so the earlier answer does not run it again.
+	// Each cut-off start has a recovery of its own: the interrupt is named
+	// braid.recovery, and its id is that of a tool interrupt of the tool
+	// use named after the start's time, so no earlier answer (to the
+	// recovery of an earlier start) is ever taken for it.
 	scope := interrupt.NewScope(inv.a.interrupts, interrupt.SourceTool, func(name string) string {
-		if mark.Reruns > 0 {
-			name = fmt.Sprintf("%s#%d", name, mark.Reruns+1)
-		}
-		return interrupt.ToolCallID(t.use.ToolUseID, name)
+		return interrupt.ToolCallID(t.use.ToolUseID, name+"@"+mark.StartedAt.Format(time.RFC3339Nano))
 	})
 	input := t.use.Input
 	if len(input) == 0 {

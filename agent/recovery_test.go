@@ -9,6 +9,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,9 +91,10 @@ func TestAtMostOnce_CutOffToolStopsWithRecoveryInterrupt(t *testing.T) {
 	in := res.Interrupts[0]
 	assert.Equal(t, agent.RecoveryInterrupt, in.Name)
 	assert.Equal(t, interrupt.SourceTool, in.Source)
-	assert.Equal(t, interrupt.ToolCallID("t1", agent.RecoveryInterrupt), in.ID)
 	var reason agent.RecoveryReason
 	require.NoError(t, in.DecodeReason(&reason))
+	assert.Equal(t, interrupt.ToolCallID("t1", agent.RecoveryInterrupt+"@"+reason.StartedAt.Format(time.RFC3339Nano)), in.ID,
+		"one recovery per cut-off start")
 	assert.Equal(t, "delete_files", reason.Tool)
 	assert.JSONEq(t, `{"paths":["a"]}`, string(reason.Input))
 	assert.False(t, reason.StartedAt.IsZero())
@@ -198,4 +200,71 @@ func TestAtMostOnce_SecondCrashAsksAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 2, r.runs)
+}
+
+// SPEC S6: an at-most-once tool re-run after "rerun" that interrupts, is
+// answered, and is cut off again is not run on the old "rerun": each
+// cut-off start has a recovery interrupt of its own.
+func TestAtMostOnce_RerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	runs := 0
+	var crash *persistence.SessionExport
+	mk := func(store persistence.Store) *agent.Agent {
+		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+			mu.Lock()
+			runs++
+			n := runs
+			mu.Unlock()
+			if n >= 2 { // from the re-run on, the tool asks before it deletes
+				v, err := tc.Interrupt("confirm", "delete?")
+				if err != nil || tc.Interrupted() {
+					return "", err
+				}
+				_ = v
+			}
+			if n == 1 || n == 3 { // the process is killed while the tool runs
+				exp, err := persistence.Export(ctx, store, crashSession)
+				if err != nil {
+					return "", err
+				}
+				crash = exp
+			}
+			return "deleted", nil
+		}, tool.AtMostOnce())
+		m, err := persistence.NewSessionManager(store, crashSession)
+		require.NoError(t, err)
+		return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+			Tools: []tool.Tool{del}, Session: m})
+	}
+	restart := func() persistence.Store {
+		st := persistence.NewMemoryStore()
+		require.NoError(t, persistence.Import(ctx, st, crash))
+		return st
+	}
+
+	// Process A: run 1, cut off.
+	_, err := mk(persistence.NewMemoryStore()).Invoke(ctx, agent.Text("delete a"))
+	require.NoError(t, err)
+	// Process B: recovery, answered "rerun"; the re-run (run 2) asks "confirm".
+	b := mk(restart())
+	res, err := b.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.Equal(t, agent.RecoveryInterrupt, res.Interrupts[0].Name)
+	res, err = b.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, agent.RecoveryRerun)))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.Equal(t, "confirm", res.Interrupts[0].Name)
+	// Answered, run 3 is cut off by a crash.
+	_, err = b.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "yes")))
+	require.NoError(t, err)
+	require.Equal(t, 3, runs)
+	// Process C: recovery must ask again, not run the tool a fourth time.
+	c := mk(restart())
+	res, err = c.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	if runs != 3 {
+		t.Errorf("the at-most-once tool cut off by a crash ran again without a new answer (runs %d, stop %s)", runs, res.StopReason)
+	}
 }

@@ -58,9 +58,6 @@ type Pending struct {
 type ToolStart struct {
 	ToolUseID string    `json:"toolUseId"`
 	StartedAt time.Time `json:"startedAt"`
-	// Reruns counts the recovery answers "rerun" this start follows: each
-	// recovery is an interrupt of its own, so an answer is never reused.
-	Reruns int `json:"reruns,omitempty"`
 }
 
 func (p *Pending) clone() *Pending {

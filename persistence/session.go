@@ -111,7 +111,10 @@ func (m *SessionManager) Open(ctx context.Context, kind Kind, id string) (*Owner
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Owner{m: m, key: key, version: rec.Version, data: rec.Data, count: len(rec.Messages), durable: true}, rec, nil
+	// The loaded record's last save may not have been durable (its writer
+	// killed before its next durable point): the first durable point with
+	// nothing new syncs.
+	return &Owner{m: m, key: key, version: rec.Version, data: rec.Data, count: len(rec.Messages)}, rec, nil
 }
 
 // Key returns the owner's key.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +70,70 @@ func TestGroup_StaleSaveRollsBackAlone(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = s.Load(ctx, k("c"))
 	assert.ErrorIs(t, err, persistence.ErrNotFound)
+}
+
+// cancelAfter is a context that ends at its n-th Done call: it ends a save
+// at every step of its way through the store in turn.
+type cancelAfter struct {
+	mu sync.Mutex
+	n  int
+	ch chan struct{}
+}
+
+func (c *cancelAfter) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *cancelAfter) Value(any) any               { return nil }
+func (c *cancelAfter) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n--; c.n == 0 {
+		close(c.ch)
+	}
+	return c.ch
+}
+func (c *cancelAfter) Err() error {
+	select {
+	case <-c.ch:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A save whose context ends at any step of its way through the store
+// leaves no transaction open: the next save commits, and another store
+// (another process) opens the folder.
+func TestSave_ContextEndingAnywhereLeavesTheStoreUsable(t *testing.T) {
+	ctx := context.Background()
+	for n := 1; n < 40; n++ {
+		dir := t.TempDir()
+		s, err := Open(ctx, Config{Dir: dir})
+		require.NoError(t, err)
+		k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+		_, _ = s.Save(&cancelAfter{n: n, ch: make(chan struct{})}, persistence.SaveOptions{},
+			persistence.Change{Key: k, Data: json.RawMessage(`{}`), Messages: []json.RawMessage{json.RawMessage(`{"a":1}`)}})
+		_, err = s.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: persistence.Key{SessionID: "s2", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{}`)})
+		require.NoError(t, err, "context ended at step %d", n)
+		other, err := Open(ctx, Config{Dir: dir, BusyTimeout: time.Second})
+		require.NoError(t, err, "context ended at step %d: another store cannot open the folder", n)
+		require.NoError(t, other.Close())
+		require.NoError(t, s.Close())
+	}
+}
+
+// Requests abandoned in the queue (their callers' contexts ended) never
+// keep a later save on an idle store waiting: a caller that cannot queue
+// commits (skips) them.
+func TestSave_FullQueueOfAbandonedRequestsDoesNotBlock(t *testing.T) {
+	s, err := Open(context.Background(), Config{Dir: t.TempDir(), MaxGroup: 1}) // a queue of 4
+	require.NoError(t, err)
+	defer s.Close()
+	ch := persistence.Change{Key: persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{}`)}
+	for range cap(s.queue) { // abandoned right after the queueing
+		s.queue <- &request{ctx: &cancelAfter{n: 1, ch: make(chan struct{})}, reply: make(chan error, 1),
+			apply: func(context.Context, sqlstore.Querier) error { return nil }}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = s.Save(ctx, persistence.SaveOptions{}, ch)
+	require.NoError(t, err)
 }

@@ -229,11 +229,13 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	if len(live) == 0 {
 		return nil
 	}
-	// A group's transaction must not end with one member's context; a
-	// lone request's may (its caller waits on it, as on the write lock).
+	// A lone request's context may end its wait for the write lock (its
+	// caller waits on it); nothing after BEGIN runs on a request's context,
+	// so a transaction is never left open by one that ended.
 	ctx := context.Background()
+	wait := ctx
 	if len(live) == 1 {
-		ctx = live[0].ctx
+		wait = live[0].ctx
 	}
 	level := map[bool]string{false: "NORMAL", true: "FULL"}[durable]
 	if s.cfg.NoFsync {
@@ -253,7 +255,10 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	// release are half the statements of a save in a group. If one fails,
 	// the group is rolled back and done again with a savepoint per save,
 	// so that only the failed one is rolled back (a lone save needs none).
-	if err := q.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := q.Exec(wait, "BEGIN IMMEDIATE"); err != nil {
+		// The driver may report a context's end for a BEGIN that ran:
+		// roll back whatever began (an error if nothing did).
+		_ = q.Exec(ctx, "ROLLBACK")
 		return err
 	}
 	for i, r := range live {
@@ -310,12 +315,17 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 		return err
 	}
 	r := &request{ctx: ctx, durable: durable, apply: apply, reply: make(chan error, 1)}
-	select {
-	case s.queue <- r:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return persistence.ErrClosed
+	for queued := false; !queued; {
+		select {
+		case s.queue <- r:
+			queued = true
+		case w := <-s.token: // a full queue of abandoned requests: commit (skip) them
+			s.lead(w)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return persistence.ErrClosed
+		}
 	}
 	for {
 		select {
