@@ -530,8 +530,15 @@ func (c *toolCycle) ensureSaved() bool {
 	if c.saved || a.sess == nil {
 		return true
 	}
+	return c.saveLocked(persistence.SaveMessage)
+}
+
+// saveLocked saves the cycle's pending work at point; a failed save fails
+// the invocation. The caller holds c.mu.
+func (c *toolCycle) saveLocked(point persistence.SavePoint) bool {
+	a := c.inv.a
 	a.setPending(c.pendingLocked())
-	if err := a.save(c.ctx, persistence.SaveMessage); err != nil {
+	if err := a.save(c.ctx, point); err != nil {
 		c.inv.fail(err)
 		return false
 	}
@@ -577,13 +584,7 @@ func (c *toolCycle) start(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.started[id] = ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()}
-	a.setPending(c.pendingLocked())
-	if err := a.save(c.ctx, persistence.SaveToolStart); err != nil {
-		c.inv.fail(err)
-		return false
-	}
-	c.saved = true
-	return true
+	return c.saveLocked(persistence.SaveToolStart)
 }
 
 // unstart forgets a start mark: the tool returned (an interrupt), it was
@@ -602,11 +603,7 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 	c.results[i] = &r
 	delete(c.started, r.ToolUseID)
 	if a.sess != nil {
-		a.setPending(c.pendingLocked())
-		if err := a.save(c.ctx, persistence.SaveToolResult); err != nil {
-			c.inv.fail(err)
-		}
-		c.saved = true
+		c.saveLocked(persistence.SaveToolResult)
 	}
 	c.mu.Unlock()
 	if c.inv.emit != nil {
