@@ -108,7 +108,7 @@ func TestStream_CancelDuringBackoffEndsTheWait(t *testing.T) {
 }
 
 func TestStream_RequestTimeoutIsAProviderError(t *testing.T) {
-	m, _ := newModel(t, "slow", func(c *anthropic.Config) { c.Timeout = 100 * time.Millisecond })
+	m, _ := newModel(t, "slow", func(c *anthropic.Config) { c.Timeout = 500 * time.Millisecond })
 	events, err := collect(t, m, weatherRequest())
 	assert.Len(t, events, 1)
 	require.Error(t, err)

@@ -371,7 +371,7 @@ func TestStream_ErrorEventBeforeContentIsRetried(t *testing.T) {
 
 func TestStream_TimeoutEndsWithDeadlineExceeded(t *testing.T) {
 	r := newReplay(t, "slow")
-	m := newModel(t, r, func(c *openai.Config) { c.Timeout = 200 * time.Millisecond })
+	m := newModel(t, r, func(c *openai.Config) { c.Timeout = 500 * time.Millisecond })
 	evs, err := collect(t, m, userRequest())
 	assert.Len(t, evs, 1)
 	require.Error(t, err)
