@@ -22,10 +22,13 @@ func DefaultConfig() Config { return Config{} }
 // System is one Proto.Actor actor system. It is safe for concurrent use.
 // Close it when done: it stops every actor spawned through it.
 type System struct {
-	sys    *actor.ActorSystem
-	mu     sync.Mutex
-	pids   map[*actor.PID]struct{}
-	closed bool
+	sys      *actor.ActorSystem
+	registry *Registry
+	pool     *pool
+	inboxes  inboxes
+	mu       sync.Mutex
+	pids     map[*actor.PID]struct{}
+	closed   bool
 }
 
 // ErrClosed: the system was closed.
@@ -40,8 +43,24 @@ func NewSystem(cfg Config) (*System, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	return &System{sys: sys, pids: make(map[*actor.PID]struct{})}, nil
+	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256)}
+	r, err := newRegistry(s)
+	if err != nil {
+		return nil, err
+	}
+	s.registry = r
+	return s, nil
 }
+
+// Go runs fn on a goroutine of the system's worker pool: an owner's long
+// work (SPEC R3) runs there, on a stack grown by earlier work.
+func (s *System) Go(fn func()) { s.pool.Go(fn) }
+
+// mailboxes is the dispatcher of the system's actors (see inline).
+func (s *System) mailboxes() actor.Dispatcher { return inline{throughput: 300} }
+
+// Registry returns the system's registry of owners (one per System).
+func (s *System) Registry() *Registry { return s.registry }
 
 // Root returns the system's root context.
 func (s *System) Root() *actor.RootContext { return s.sys.Root }
@@ -56,6 +75,7 @@ func (s *System) Spawn(producer actor.Producer, opts ...actor.PropsOption) (*act
 	if s.closed {
 		return nil, ErrClosed
 	}
+	opts = append([]actor.PropsOption{actor.WithDispatcher(s.mailboxes())}, opts...)
 	pid := s.sys.Root.Spawn(actor.PropsFromProducer(producer, opts...))
 	s.pids[pid] = struct{}{}
 	return pid, nil
@@ -121,5 +141,24 @@ func (s *System) Close(ctx context.Context) error {
 		}
 	}
 	s.sys.Shutdown()
+	s.pool.stop()
 	return err
+}
+
+// defaultSystem is the process's lazily started default System: the one
+// piece of package state of Braid's runtime, documented at Default.
+var defaultSystem struct {
+	once sync.Once
+	sys  *System
+	err  error
+}
+
+// Default returns the process's default System, started on the first call
+// and shared by every owner built without a System of its own (SPEC R4:
+// one registry per process). It logs nowhere and lives as long as the
+// process; a program that wants to stop its actors, or to log, builds its
+// own with NewSystem and passes it in the owners' configs.
+func Default() (*System, error) {
+	defaultSystem.once.Do(func() { defaultSystem.sys, defaultSystem.err = NewSystem(DefaultConfig()) })
+	return defaultSystem.sys, defaultSystem.err
 }

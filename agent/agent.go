@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
+	"slices"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -36,208 +40,184 @@ var (
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
 )
 
-// Agent is a handle to one agent actor: a model, tools, hooks and one session
-// (history, key/value state, interrupt state). Invocations are processed one
-// at a time. All methods are safe for concurrent use.
+// KindAgent is the actor kind of agents in the registry (SPEC R4).
+const KindAgent = "agent"
+
+// Agent is a client handle to one agent actor (SPEC R1): the actor owns the
+// agent's session (history, key/value state, interrupt state, pending
+// work) and runs its invocations one at a time; the handle sends it
+// messages and waits for the replies with the caller's context (SPEC R5).
+// It holds no session state. All methods are safe for concurrent use.
 type Agent struct {
-	cfg   Config
-	tools map[string]tool.Tool
-	specs []model.ToolSpec
-	hooks *hook.Registry
-
-	sys    *actors.System
-	ownSys bool
-	actor  *actors.Serial
-
-	kv State
-
-	// sess is the agent's writer in its session (nil without one).
-	sess *persistence.AgentSession
-
-	// The session. The running invocation owns interrupts and pending; mu
-	// guards messages for readers outside the invocation.
-	mu         sync.Mutex
-	messages   []model.Message
-	interrupts *interrupt.State
-	pending    *Pending
-
-	hookMu sync.Mutex // serialises hooks fired from concurrent tools
-
-	runMu  sync.Mutex
-	cancel context.CancelCauseFunc
-
-	closeOnce sync.Once
-	closeErr  error
+	core    *core
+	sys     *actors.System
+	binding *actors.Binding
+	closed  atomic.Bool
 }
 
-// New builds an agent, restores Config.Restore if given, starts its actor
-// and fires AgentInitializedEvent.
-func New(cfg Config) (*Agent, error) {
+// New builds an agent: it binds the agent's identity in its System's
+// registry and activates its actor, which restores the session (Config.
+// Session or Config.Restore) and fires AgentInitializedEvent. ctx bounds
+// the wait for that; the actor loads within Config.LoadTimeout.
+//
+// With a Session the identity is (session id, "agent", owner path + id),
+// and a second agent of the same identity in one System is refused with
+// actors.ErrBound until the first is closed. Without one, every agent is
+// an identity of its own.
+func New(ctx context.Context, cfg Config) (*Agent, error) {
 	cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{
-		cfg:        cfg,
-		tools:      make(map[string]tool.Tool, len(cfg.Tools)),
-		hooks:      hook.NewRegistry(cfg.Hooks...),
-		interrupts: interrupt.NewState(),
-	}
+	c := &core{cfg: cfg, tools: make(map[string]tool.Tool, len(cfg.Tools)), hooks: hook.NewRegistry(cfg.Hooks...)}
 	for _, t := range cfg.Tools {
 		s := t.Spec()
-		a.tools[s.Name] = t
-		a.specs = append(a.specs, s)
+		c.tools[s.Name] = t
+		c.specs = append(c.specs, s)
 	}
-	restore := cfg.Restore
-	if cfg.Session != nil {
-		sess, rec, err := cfg.Session.OpenAgent(context.Background(), cfg.ID)
-		if err != nil {
-			return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
-		}
-		a.sess = sess
-		if rec != nil {
-			if restore, err = fromRecord(sess.Key(), rec); err != nil {
-				return nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
-			}
-		}
-	}
-	if s := restore; s != nil {
-		a.messages = model.CloneMessages(s.Messages)
-		a.kv.replace(s.State)
-		if s.Interrupts != nil {
-			a.interrupts.Restore(s.Interrupts)
-		}
-		a.pending = s.Pending.clone()
-	} else {
-		a.messages = model.CloneMessages(cfg.Messages)
-	}
-	a.sys = cfg.System
-	if a.sys == nil {
-		sys, err := actors.NewSystem(actors.Config{Logger: cfg.Logger})
-		if err != nil {
+	sys := cfg.System
+	if sys == nil {
+		var err error
+		if sys, err = actors.Default(); err != nil {
 			return nil, err
 		}
-		a.sys, a.ownSys = sys, true
 	}
-	serial, err := actors.NewSerial(a.sys)
+	id := actors.Identity{Kind: KindAgent, Path: interrupt.OwnedID(cfg.OwnerPath, cfg.ID)}
+	idle := cfg.IdleTimeout
+	if cfg.Session != nil {
+		id.SessionID = cfg.Session.SessionID()
+	} else {
+		id.Path += "#" + uuid.NewString() // no session: an identity of its own
+	}
+	activations := 0
+	producer := func() actor.Actor {
+		activations++ // the registry's goroutine only
+		return &agentActor{core: c, sys: sys, first: activations == 1}
+	}
+	b, err := sys.Registry().Bind(ctx, id, actors.BindConfig{Producer: producer, IdleTimeout: idle})
 	if err != nil {
-		if a.ownSys {
-			_ = a.sys.Close(context.Background())
-		}
-		return nil, err
+		return nil, fmt.Errorf("agent %q: %w", cfg.ID, err)
 	}
-	a.actor = serial
-	if err := hook.Run(context.Background(), a.hooks, &AgentInitializedEvent{Agent: a}); err != nil {
-		_ = a.Close(context.Background())
-		return nil, fmt.Errorf("AgentInitialized hook: %w", err)
+	a := &Agent{core: c, sys: sys, binding: b}
+	if _, err := a.ask(ctx, &braidv1.AgentStatusRequest{}); err != nil {
+		_ = b.Unbind(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	return a, nil
 }
 
 // ID returns the agent id.
-func (a *Agent) ID() string { return a.cfg.ID }
+func (a *Agent) ID() string { return a.core.cfg.ID }
 
 // Name returns the display name.
-func (a *Agent) Name() string { return a.cfg.Name }
-
-// State returns the agent's key/value store.
-func (a *Agent) State() *State { return &a.kv }
+func (a *Agent) Name() string { return a.core.cfg.Name }
 
 // Tools returns the specs of the agent's tools.
-func (a *Agent) Tools() []model.ToolSpec { return append([]model.ToolSpec(nil), a.specs...) }
+func (a *Agent) Tools() []model.ToolSpec { return slices.Clone(a.core.specs) }
 
 // Hooks returns the registry, for adding callbacks after New.
-func (a *Agent) Hooks() *hook.Registry { return a.hooks }
+func (a *Agent) Hooks() *hook.Registry { return a.core.hooks }
 
-// Messages returns a copy of the history.
-func (a *Agent) Messages() []model.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return model.CloneMessages(a.messages)
+// Binding returns the agent's claim on its identity, for code that
+// addresses the agent's actor by message (orchestrators, the cluster
+// layer, tests): the protocol is proto/braidv1/agent.proto.
+func (a *Agent) Binding() *actors.Binding { return a.binding }
+
+// Status is what an agent's actor is doing.
+type Status struct {
+	// State is idle, running, interrupted or incomplete.
+	State braidv1.AgentState
+	// Interrupts are the unanswered interrupts while interrupted.
+	Interrupts []interrupt.Interrupt
+	// Queued counts invocations waiting behind the running one.
+	Queued int
+	// Messages counts the messages of the committed history.
+	Messages int
 }
 
 // Interrupted reports whether the agent waits for interrupt responses.
-func (a *Agent) Interrupted() bool { return len(a.Interrupts()) > 0 }
-
-// Interrupts returns the unanswered interrupts the agent waits for.
-func (a *Agent) Interrupts() []interrupt.Interrupt {
-	if !a.interrupts.Activated() {
-		return nil
-	}
-	return a.interrupts.Unanswered()
-}
+func (s Status) Interrupted() bool { return s.State == braidv1.AgentState_AGENT_STATE_INTERRUPTED }
 
 // Incomplete reports whether the agent holds work that was cut off (its
-// process was killed in a tool cycle, or during a resume whose answers were
-// all saved) and waits for nothing: Invoke it with the empty Input to carry
-// on. A prompt is refused until then (ErrIncompleteRun).
-func (a *Agent) Incomplete() bool {
-	a.mu.Lock()
-	p := a.pending
-	a.mu.Unlock()
-	return p != nil && !a.Interrupted()
+// process was killed in a tool cycle, or during a resume whose answers
+// were all saved) and waits for nothing: Invoke it with the empty Input
+// to carry on. A prompt is refused until then (ErrIncompleteRun).
+func (s Status) Incomplete() bool { return s.State == braidv1.AgentState_AGENT_STATE_INCOMPLETE }
+
+// Status asks the actor what it is doing; it answers at once, even while
+// an invocation runs.
+func (a *Agent) Status(ctx context.Context) (Status, error) {
+	rep, err := a.ask(ctx, &braidv1.AgentStatusRequest{})
+	if err != nil {
+		return Status{}, err
+	}
+	w, ok := rep.(*braidv1.AgentStatus)
+	if !ok {
+		return Status{}, fmt.Errorf("agent %q: unexpected reply %T", a.ID(), rep)
+	}
+	s := Status{State: w.GetState(), Queued: int(w.GetQueued()), Messages: int(w.GetMessages())}
+	for _, iw := range w.GetInterrupts() {
+		in, err := actors.InterruptFromWire(iw)
+		if err != nil {
+			return Status{}, err
+		}
+		s.Interrupts = append(s.Interrupts, in)
+	}
+	return s, nil
 }
 
-// setPending replaces the pending work; readers outside the invocation
-// take a.mu.
-func (a *Agent) setPending(p *Pending) {
-	a.mu.Lock()
-	a.pending = p
-	a.mu.Unlock()
-}
-
-// Snapshot returns the agent's session as of the end of the last
-// invocation. It waits for the running invocation, if any, to finish.
+// Snapshot returns the agent's session as of its last save point (without
+// a session: as of the end of its last invocation). It is answered at
+// once, even while an invocation runs.
 func (a *Agent) Snapshot(ctx context.Context) (*Snapshot, error) {
-	var s *Snapshot
-	err := a.do(ctx, func(context.Context) { s = a.snapshot() })
-	return s, err
-}
-
-func (a *Agent) pendingCopy() *Pending {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.pending.clone()
-}
-
-func (a *Agent) snapshot() *Snapshot {
-	a.mu.Lock()
-	msgs := model.CloneMessages(a.messages)
-	a.mu.Unlock()
-	if msgs == nil {
-		msgs = []model.Message{}
+	rep, err := a.ask(ctx, &braidv1.AgentSnapshotRequest{})
+	if err != nil {
+		return nil, err
 	}
-	return &Snapshot{
-		Version:    SnapshotVersion,
-		AgentID:    a.cfg.ID,
-		Messages:   msgs,
-		State:      a.kv.All(),
-		Interrupts: a.interrupts.Clone(),
-		Pending:    a.pendingCopy(),
+	w, ok := rep.(*braidv1.AgentSnapshot)
+	if !ok {
+		return nil, fmt.Errorf("agent %q: unexpected reply %T", a.ID(), rep)
 	}
+	var s Snapshot
+	if err := json.Unmarshal(w.GetSnapshot(), &s); err != nil {
+		return nil, fmt.Errorf("agent %q: snapshot: %w", a.ID(), err)
+	}
+	return &s, nil
 }
-
-// ErrInterruptedReset: SetMessages while the agent waits for interrupt responses.
-var ErrInterruptedReset = errors.New("cannot replace the history while the agent is interrupted: resume it first")
 
 // SetMessages replaces the history (a conversation manager's job: trim,
-// summarise, start over). It runs after the current invocation and is
-// refused while the agent is interrupted. With a Session, the new history is
-// saved (durably) before it returns.
+// summarise, start over). It runs after the invocations asked for before
+// it and is refused while the agent is interrupted. With a Session, the
+// new history is saved (durably) before it returns.
 func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message) error {
-	var err error
-	if derr := a.do(ctx, func(ctx context.Context) {
-		if a.interrupts.Activated() {
-			err = ErrInterruptedReset
-			return
+	r := &request{kind: reqSetMessages, msgs: model.CloneMessages(msgs)}
+	_, err := a.run(ctx, r, nil)
+	return err
+}
+
+// SetState stores value (JSON-encodable) under key in the agent's
+// key/value state (SPEC A11). It runs after the invocations asked for
+// before it and, with a Session, is saved before it returns. Hooks and
+// tools change the state through ev.Agent.State() and tc.State.
+func (a *Agent) SetState(ctx context.Context, key string, value any) error {
+	raw, ok := value.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(value)
+		if err != nil {
+			return fmt.Errorf("%w: agent state %q: value is not JSON-encodable: %v", ErrBadInput, key, err)
 		}
-		a.mu.Lock()
-		a.messages = model.CloneMessages(msgs)
-		a.mu.Unlock()
-		err = a.saveFrom(ctx, persistence.SaveInvocation, 0)
-	}); derr != nil {
-		return derr
+		raw = b
 	}
+	if key == "" {
+		return fmt.Errorf("%w: agent state: empty key", ErrBadInput)
+	}
+	_, err := a.run(ctx, &request{kind: reqSetState, tool: key, input: raw}, nil)
+	return err
+}
+
+// DeleteState removes key from the agent's key/value state, like SetState.
+func (a *Agent) DeleteState(ctx context.Context, key string) error {
+	_, err := a.run(ctx, &request{kind: reqSetState, tool: key, del: true}, nil)
 	return err
 }
 
@@ -249,6 +229,8 @@ type invokeOptions struct {
 }
 
 // WithValues passes per-invocation values to tools (tool.Context.Invocation).
+// Each value must be JSON-encodable (SPEC R2: an invocation can come from
+// another process); tools see it as decoded JSON (numbers as float64).
 func WithValues(values map[string]any) InvokeOption {
 	return func(o *invokeOptions) { o.values = values }
 }
@@ -258,15 +240,20 @@ func WithValues(values map[string]any) InvokeOption {
 // pending interrupts and carries on where the agent stopped. Input is
 // validated before anything changes (SPEC I7).
 //
-// A cancelled ctx aborts the invocation with ctx's error; the interrupt
-// state it had is kept, so it can still be resumed.
+// If ctx ends first, Invoke returns ctx's error at once and the actor
+// stops the invocation at its next safe point, failing it with that
+// error (a fresh one's prompt is taken back); the interrupt state it had
+// is kept, so it can still be resumed.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Result, error) {
-	var res *Result
-	var err error
-	if derr := a.do(ctx, func(ctx context.Context) { res, err = a.invoke(ctx, in, opts, nil) }); derr != nil {
-		return nil, derr
+	r, err := a.invocation(in, opts)
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	res, err := a.run(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Result), nil
 }
 
 // Stream runs one invocation like Invoke and yields its events as they
@@ -276,41 +263,32 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 // saved, so stopping there loses nothing (SPEC I9).
 func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		events := make(chan Event, 64)
-		emit := func(ev Event) bool {
-			select {
-			case events <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+		r, err := a.invocation(in, opts)
+		if err != nil {
+			yield(nil, err)
+			return
 		}
-		type outcome struct {
-			res *Result
-			err error
+		reply := newLocalReply(true)
+		r.reply = reply
+		if err := a.send(r); err != nil {
+			yield(nil, err)
+			return
 		}
-		done := make(chan outcome, 1)
-		go func() {
-			var o outcome
-			if err := a.do(ctx, func(ctx context.Context) { o.res, o.err = a.invoke(ctx, in, opts, emit) }); err != nil {
-				o.err = err
-			}
-			done <- o
-		}()
 		for {
 			select {
-			case ev := <-events:
+			case ev := <-reply.events:
 				if !yield(ev, nil) {
-					cancel()
-					<-done
+					a.abandon(r, reply, context.Canceled)
+					select { // the invocation stops before Stream returns
+					case <-reply.out:
+					case <-ctx.Done():
+					}
 					return
 				}
-			case o := <-done:
+			case o := <-reply.out:
 				for {
 					select {
-					case ev := <-events:
+					case ev := <-reply.events:
 						if !yield(ev, nil) {
 							return
 						}
@@ -323,38 +301,94 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 					yield(nil, o.err)
 					return
 				}
-				yield(&ResultEvent{Result: o.res}, nil)
+				yield(&ResultEvent{Result: o.res.(*Result)}, nil)
+				return
+			case <-ctx.Done():
+				a.abandon(r, reply, ctx.Err())
+				yield(nil, ctx.Err())
 				return
 			}
 		}
 	}
 }
 
-// Cancel stops the running invocation, if any: it ends with stop reason
-// cancelled at the next safe point (before the model call, before the tools,
-// or after them; a model stream in progress is aborted). The history stays
-// valid. It returns whether an invocation was running.
-func (a *Agent) Cancel() bool {
-	a.runMu.Lock()
-	defer a.runMu.Unlock()
-	if a.cancel == nil {
-		return false
+// invocation turns an input and options into a request.
+func (a *Agent) invocation(in Input, opts []InvokeOption) (*request, error) {
+	var o invokeOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	a.cancel(ErrCancelled)
-	return true
+	r := &request{kind: reqInvoke, in: in}
+	if len(o.values) > 0 {
+		r.values = make(map[string]json.RawMessage, len(o.values))
+		for k, v := range o.values {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("%w: invocation value %q is not JSON-encodable: %v", ErrBadInput, k, err)
+			}
+			r.values[k] = b
+		}
+	}
+	return r, nil
+}
+
+// run sends a job request and waits for its outcome or for ctx to end.
+func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
+	reply := newLocalReply(false)
+	r.reply = reply
+	if err := a.send(r); err != nil {
+		return nil, err
+	}
+	select {
+	case o := <-reply.out:
+		return o.res, o.err
+	case <-ctx.Done():
+		a.abandon(r, reply, ctx.Err())
+		return nil, ctx.Err()
+	}
+}
+
+func (a *Agent) send(r *request) error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
+	a.binding.Send(&localInvoke{req: r})
+	return nil
+}
+
+// abandon tells the actor that the caller of r stopped waiting: r is
+// dropped if queued, or stopped with cause if it runs.
+func (a *Agent) abandon(r *request, reply *localReply, cause error) {
+	if reply.abandon != nil {
+		close(reply.abandon)
+	}
+	a.binding.Send(&localAbandon{req: r, cause: cause})
+}
+
+// Cancel stops the running invocation, if any: it ends with stop reason
+// cancelled at the next safe point (before the model call, before the
+// tools, or after them; a model stream in progress is aborted). The
+// history stays valid. It reports whether an invocation was running.
+func (a *Agent) Cancel(ctx context.Context) (bool, error) {
+	rep, err := a.ask(ctx, &braidv1.AgentCancel{})
+	if err != nil {
+		return false, err
+	}
+	w, ok := rep.(*braidv1.AgentCancelled)
+	if !ok {
+		return false, fmt.Errorf("agent %q: unexpected reply %T", a.ID(), rep)
+	}
+	return w.GetWasRunning(), nil
 }
 
 // CallTool runs one of the agent's tools directly, outside the loop; nothing
 // is added to the history. Direct calls cannot interrupt (SPEC A12): a tool
 // that tries gets ErrDirectInterrupt, and so does the caller. It is refused
-// while the agent is interrupted.
+// while the agent is interrupted, and runs after the invocations asked for
+// before it.
 func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.ToolResult, error) {
-	t, ok := a.tools[name]
-	if !ok {
+	if _, ok := a.core.tools[name]; !ok {
 		return model.ToolResult{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
-	}
-	if a.interrupts.Activated() {
-		return model.ToolResult{}, ErrInterruptedDirect
 	}
 	raw, err := json.Marshal(input)
 	if rm, ok := input.(json.RawMessage); ok {
@@ -363,44 +397,44 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 	if err != nil {
 		return model.ToolResult{}, fmt.Errorf("tool %q: input is not JSON-encodable: %w", name, err)
 	}
-	tu := model.ToolUse{ToolUseID: "direct-" + name, Name: name, Input: raw}
-	tc := tool.NewContext(tu, nil, &a.kv, nil)
-	content, err := tool.Invoke(ctx, t, tc, raw)
-	if errors.Is(err, interrupt.ErrNotInterruptible) {
-		return model.ToolResult{}, fmt.Errorf("tool %q: %w", name, ErrDirectInterrupt)
-	}
+	res, err := a.run(ctx, &request{kind: reqCallTool, tool: name, input: raw}, nil)
 	if err != nil {
-		return model.ErrorResult(tu.ToolUseID, err.Error()), nil
+		return model.ToolResult{}, err
 	}
-	return model.ToolResult{ToolUseID: tu.ToolUseID, Status: model.ToolSuccess, Content: content}, nil
+	return res.(model.ToolResult), nil
 }
 
 // Close cancels the running invocation, rejects queued ones with ErrClosed,
-// waits for the actor to stop, and stops the actor system if the agent
-// started it. Closing twice is a no-op.
+// waits for the invocation to stop (or ctx to end), and releases the
+// agent's identity, stopping its actor. Closing twice is a no-op.
 func (a *Agent) Close(ctx context.Context) error {
-	a.closeOnce.Do(func() {
-		a.runMu.Lock()
-		if a.cancel != nil {
-			a.cancel(ErrClosed)
+	if a.closed.Swap(true) {
+		return nil
+	}
+	live, err := a.binding.Live(ctx)
+	if err != nil {
+		return err
+	}
+	if live {
+		if _, err := a.binding.Ask(ctx, &braidv1.AgentClose{}); err != nil {
+			return err
 		}
-		a.runMu.Unlock()
-		err := a.actor.Close(ctx)
-		if a.ownSys {
-			if e := a.sys.Close(ctx); e != nil && err == nil {
-				err = e
-			}
-		}
-		a.closeErr = err
-	})
-	return a.closeErr
+	}
+	return a.binding.Unbind(ctx)
 }
 
-// do runs fn as one job of the agent's actor (see actors.Serial.Do).
-func (a *Agent) do(ctx context.Context, fn func(ctx context.Context)) error {
-	err := a.actor.Do(ctx, fn)
-	if errors.Is(err, actors.ErrClosed) {
-		return ErrClosed
+// ask sends a query or control message and waits for its one reply; an
+// Error reply is returned as the error it carries.
+func (a *Agent) ask(ctx context.Context, msg any) (any, error) {
+	if a.closed.Load() {
+		return nil, ErrClosed
 	}
-	return err
+	rep, err := a.binding.Ask(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	if w, ok := rep.(*braidv1.Error); ok {
+		return nil, ErrorFromWire(w)
+	}
+	return rep, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -21,7 +22,7 @@ func TestInvoke_TextAnswer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, "hello", res.Message.Text())
-	assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(a.Messages()))
+	assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(agenttest.Messages(t, a)))
 }
 
 func describeAll(ms []model.Message) []string {
@@ -105,8 +106,8 @@ func TestBeforeToolCallInterrupt_StopsToolAndResumes(t *testing.T) {
 	assert.Equal(t, 0, rec.count("AfterToolCall(t1)"), "no AfterToolCall for an interrupted tool")
 	assert.Equal(t, 1, rec.count("AfterTools()"), "AfterTools fires with the results so far")
 	assert.Equal(t, []string{"assistant:toolUse"}, []string{describe(res.Message)}, "result carries the pending tool-use message")
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()), "the pending cycle is not in the history (SPEC A3)")
-	assert.True(t, a.Interrupted())
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)), "the pending cycle is not in the history (SPEC A3)")
+	assert.True(t, agenttest.Interrupted(t, a))
 	assert.Equal(t, 1, m.Calls())
 
 	rec.reset()
@@ -119,9 +120,9 @@ func TestBeforeToolCallInterrupt_StopsToolAndResumes(t *testing.T) {
 	assert.Equal(t, 0, rec.count("MessageAdded(user:text)"), "resume adds no user message")
 	assert.Equal(t, 1, rec.count("BeforeModelCall"), "only the call after the tools")
 	assert.Equal(t, 1, rec.count("BeforeTools"), "BeforeTools fires again on resume")
-	assert.False(t, a.Interrupted())
-	assert.Empty(t, a.Interrupts())
-	msgs := a.Messages()
+	assert.False(t, agenttest.Interrupted(t, a))
+	assert.Empty(t, agenttest.Interrupts(t, a))
+	msgs := agenttest.Messages(t, a)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 	requireValidHistory(t, msgs)
 	assert.Equal(t, "delete_files ok", msgs[2].ToolResults()[0].Text())
@@ -143,7 +144,7 @@ func TestBeforeToolCallInterrupt_DenyCancelsTool(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 0, runs.total())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	tr := msgs[2].ToolResults()[0]
 	assert.Equal(t, model.ToolError, tr.Status)
@@ -191,7 +192,7 @@ func TestBeforeToolsInterrupt_StopsBatchAndResumes(t *testing.T) {
 	assert.Equal(t, 1, rec.count("BeforeToolCall(t1)"))
 	assert.Equal(t, 1, runs.total())
 	assert.Equal(t, 2, m.Calls())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC I4: every callback runs even after one interrupts; interrupts are
@@ -237,8 +238,8 @@ func TestDuplicateInterruptNames_RejectedWithoutExtraModelCall(t *testing.T) {
 	assert.Contains(t, err.Error(), "interrupt name used more than once")
 	assert.Equal(t, 1, m.Calls(), "no model call after the clash")
 	assert.Equal(t, 0, runs.total())
-	assert.False(t, a.Interrupted())
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()))
+	assert.False(t, agenttest.Interrupted(t, a))
+	assert.Empty(t, describeAll(agenttest.Messages(t, a)), "SPEC A3: the failed invocation took its prompt back")
 }
 
 // SPEC I4: any other error stops the remaining callbacks and fails the invocation.
@@ -258,7 +259,7 @@ func TestHookError_StopsRemainingCallbacks(t *testing.T) {
 	_, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.ErrorIs(t, err, boom)
 	assert.Equal(t, 0, third)
-	assert.False(t, a.Interrupted())
+	assert.False(t, agenttest.Interrupted(t, a))
 }
 
 // SPEC I5: one callback interrupts, is answered, then interrupts again.
@@ -372,7 +373,7 @@ func TestConcurrentTools_InterruptedAndCompleted(t *testing.T) {
 	assert.Equal(t, 2, aRuns.total(), "the interrupted tool runs again from the start")
 	assert.Equal(t, 0, rec.count("BeforeToolCall(t2)"), "a completed tool gets no events on resume")
 	assert.Equal(t, 1, rec.count("AfterTools(t1,t2)"), "AfterTools on resume carries the full set")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	results := msgs[2].ToolResults()
 	assert.Equal(t, "A:yes", results[0].Text())
@@ -415,7 +416,7 @@ func TestSequentialExecutor_StopsAtFirstInterrupt(t *testing.T) {
 	assert.Equal(t, 2, runs.get("A"))
 	assert.Equal(t, 1, runs.get("B"))
 	assert.Equal(t, 2, runs.get("C"))
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC A3, I8: three concurrent tools, two interrupt; a partial resume
@@ -450,11 +451,11 @@ func TestHistoryValid_AfterSeveralPasses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	assert.Equal(t, []string{byName["qc"].ID}, ids(res.Interrupts))
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()), "nothing appended while interrupted")
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)), "nothing appended while interrupted")
 	res, err = a.Invoke(ctx, agent.Resume(respond(byName["qc"], "3")))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	require.Len(t, msgs, 4)
 	var texts []string

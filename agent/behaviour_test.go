@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -65,7 +66,7 @@ func TestCancelTool_DefaultMessageAndAfterToolCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 0, runs.total(), "a cancelled tool does not run")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	tr := bhResults(t, msgs)[0]
 	assert.Equal(t, model.ToolError, tr.Status)
@@ -87,7 +88,7 @@ func TestCancelTool_CustomMessageVerbatim(t *testing.T) {
 	}})
 	_, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.NoError(t, err)
-	assert.Equal(t, msg, bhResults(t, a.Messages())[0].Text())
+	assert.Equal(t, msg, bhResults(t, agenttest.Messages(t, a))[0].Text())
 }
 
 // SPEC A8: BeforeToolsEvent.Cancel("") gives every tool of the batch the
@@ -112,7 +113,7 @@ func TestBeforeToolsCancel_DefaultMessageForWholeBatch(t *testing.T) {
 	assert.Equal(t, 0, rec.count("AfterToolCall(t1)")+rec.count("AfterToolCall(t2)"), "no AfterToolCall")
 	assert.Equal(t, 1, rec.count("AfterTools(t1,t2)"), "AfterTools fires with the cancel results")
 	assert.Equal(t, 2, m.Calls(), "the model is called again after the cancelled batch")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 	for _, tr := range bhResults(t, msgs) {
@@ -131,7 +132,7 @@ func TestBeforeToolsCancel_CustomMessageVerbatim(t *testing.T) {
 	}})
 	_, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.NoError(t, err)
-	rs := bhResults(t, a.Messages())
+	rs := bhResults(t, agenttest.Messages(t, a))
 	require.Len(t, rs, 2)
 	assert.Equal(t, msg, rs[0].Text())
 	assert.Equal(t, msg, rs[1].Text())
@@ -162,14 +163,14 @@ func TestInterruptBeatsCancel_OnSameEvent(t *testing.T) {
 	require.Len(t, res.Interrupts, 1)
 	assert.Equal(t, interrupt.BeforeToolCallID("t1", "gate"), res.Interrupts[0].ID)
 	assert.Equal(t, 0, rec.count("AfterToolCall(t1)"), "no cancel result recorded while interrupted")
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()), "the tool has no result yet")
-	assert.True(t, a.Interrupted())
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)), "the tool has no result yet")
+	assert.True(t, agenttest.Interrupted(t, a))
 
 	res, err = a.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "pass")))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 0, runs.total())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	tr := bhResults(t, msgs)[0]
 	assert.Equal(t, model.ToolError, tr.Status)
@@ -196,17 +197,17 @@ func TestBeforeToolsInterruptBeatsCancel(t *testing.T) {
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	assert.Equal(t, []string{interrupt.BeforeToolsID("batch-gate")}, ids(res.Interrupts))
 	assert.Equal(t, 0, rec.count("AfterTools(t1,t2)"), "no cancel results while interrupted")
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()))
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
 
 	res, err = a.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "pass")))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 0, runs.total())
-	rs := bhResults(t, a.Messages())
+	rs := bhResults(t, agenttest.Messages(t, a))
 	require.Len(t, rs, 2)
 	assert.Equal(t, "batch refused", rs[0].Text())
 	assert.Equal(t, "batch refused", rs[1].Text())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // ---------------------------------------------------------------------------
@@ -241,17 +242,17 @@ func TestAgentCancel_WhileToolRuns(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	bhWait(t, started, "the tool to start")
-	assert.True(t, a.Cancel(), "Cancel reports a running invocation")
+	assert.True(t, cancelNow(t, a), "Cancel reports a running invocation")
 	o := bhWait(t, done, "the cancelled invocation to return")
 	require.NoError(t, o.err)
 	require.NotNil(t, o.res)
 	assert.Equal(t, agent.StopCancelled, o.res.StopReason)
 	assert.Equal(t, 1, m.Calls(), "no model call after the cancel")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs))
-	assert.False(t, a.Interrupted())
-	assert.False(t, a.Cancel(), "nothing runs any more")
+	assert.False(t, agenttest.Interrupted(t, a))
+	assert.False(t, cancelNow(t, a), "nothing runs any more")
 }
 
 // bhBlockingModel streams nothing until its ctx ends, then ends with ctx's error.
@@ -280,22 +281,22 @@ func TestAgentCancel_DuringModelStream(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	bhWait(t, m.started, "the model call to start")
-	assert.True(t, a.Cancel())
+	assert.True(t, cancelNow(t, a))
 	o := bhWait(t, done, "the cancelled invocation to return")
 	require.NoError(t, o.err)
 	require.NotNil(t, o.res)
 	assert.Equal(t, agent.StopCancelled, o.res.StopReason)
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()))
-	assert.False(t, a.Interrupted())
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
+	assert.False(t, agenttest.Interrupted(t, a))
 }
 
 // SPEC A9: Cancel with nothing running returns false.
 func TestAgentCancel_NothingRunning(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: model.Scripted(model.TextTurn("x"))})
-	assert.False(t, a.Cancel())
+	assert.False(t, cancelNow(t, a))
 	_, err := a.Invoke(context.Background(), agent.Text("hi"))
 	require.NoError(t, err)
-	assert.False(t, a.Cancel(), "the invocation is over")
+	assert.False(t, cancelNow(t, a), "the invocation is over")
 }
 
 // SPEC A9, A12: a caller ctx cancelled during the model call fails the
@@ -323,13 +324,13 @@ func TestCallerCtxCancelled_DuringModelCall(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, res)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.False(t, a.Interrupted())
+	assert.False(t, agenttest.Interrupted(t, a))
 
 	res, err = a.Invoke(context.Background(), agent.Text("again"))
 	require.NoError(t, err, "the agent is usable after a cancelled caller ctx")
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, "fine", res.Message.Text())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // ---------------------------------------------------------------------------
@@ -338,7 +339,7 @@ func TestCallerCtxCancelled_DuringModelCall(t *testing.T) {
 // SPEC A11: a non-JSON value is an error at Set and changes nothing.
 func TestState_SetNonJSONValueIsErrorAndChangesNothing(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: model.Scripted()})
-	st := a.State()
+	st := agenttest.State(t, a)
 	require.NoError(t, st.Set("k", 1))
 	for name, v := range map[string]any{"chan": make(chan int), "func": func() {}, "nested chan": map[string]any{"c": make(chan int)}} {
 		err := st.Set("k", v)
@@ -358,7 +359,7 @@ func TestState_SetNonJSONValueIsErrorAndChangesNothing(t *testing.T) {
 // SPEC A11: values are read as copies.
 func TestState_GetReturnsCopy(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: model.Scripted()})
-	st := a.State()
+	st := agenttest.State(t, a)
 	raw := json.RawMessage(`{"a":1}`)
 	require.NoError(t, st.Set("obj", raw))
 	raw[2] = 'X' // the caller's bytes are not kept either
@@ -379,7 +380,7 @@ func TestState_GetReturnsCopy(t *testing.T) {
 // SPEC A11: GetString, Keys (sorted), Delete.
 func TestState_GetStringKeysDelete(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: model.Scripted()})
-	st := a.State()
+	st := agenttest.State(t, a)
 	require.NoError(t, st.Set("b", "bee"))
 	require.NoError(t, st.Set("a", 42))
 	require.NoError(t, st.Set("c", map[string]any{"x": true}))
@@ -426,15 +427,15 @@ func TestState_VisibleToHooksAndTools(t *testing.T) {
 			return ev.Agent.State().Set("from-hook", 7)
 		}),
 	}})
-	require.NoError(t, a.State().Set("greeting", "hello"))
+	require.NoError(t, a.SetState(context.Background(), "greeting", "hello"))
 	_, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, `"hello"`, toolSaw)
 	assert.Equal(t, "hello", hookSaw)
-	s, ok := a.State().GetString("from-tool")
+	s, ok := agenttest.State(t, a).GetString("from-tool")
 	assert.True(t, ok)
 	assert.Equal(t, "written by tool", s)
-	v, ok := a.State().Get("from-hook")
+	v, ok := agenttest.State(t, a).Get("from-hook")
 	assert.True(t, ok)
 	assert.JSONEq(t, `7`, string(v))
 }
@@ -482,7 +483,7 @@ func TestState_TrustPattern_AskedOnceAcrossAgents(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, runs.total())
-	s, _ := a.State().GetString("myapp-approval")
+	s, _ := agenttest.State(t, a).GetString("myapp-approval")
 	assert.Equal(t, "t", s, "the lower-cased answer is stored")
 	askedAfterFirst := asked.Load()
 
@@ -492,7 +493,7 @@ func TestState_TrustPattern_AskedOnceAcrossAgents(t *testing.T) {
 	assert.Empty(t, res.Interrupts)
 	assert.Equal(t, 2, runs.total())
 	assert.Equal(t, askedAfterFirst, asked.Load(), "the user is not asked again")
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 
 	snap, err := a.Snapshot(ctx)
 	require.NoError(t, err)
@@ -504,14 +505,14 @@ func TestState_TrustPattern_AskedOnceAcrossAgents(t *testing.T) {
 	del2, runs2 := countingTool("delete_files")
 	m2 := toolThenText("deleted again", call)
 	b := newAgent(t, agent.Config{Model: m2, Tools: []tool.Tool{del2}, Hooks: []hook.Provider{bhTrustHook(&asked)}, Restore: &restored})
-	s, _ = b.State().GetString("myapp-approval")
+	s, _ = agenttest.State(t, b).GetString("myapp-approval")
 	assert.Equal(t, "t", s, "the trust survives the snapshot")
 	res, err = b.Invoke(ctx, agent.Text("and again"))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason, "still not asked in a fresh agent")
 	assert.Equal(t, 1, runs2.total())
 	assert.Equal(t, askedAfterFirst, asked.Load())
-	requireValidHistory(t, b.Messages())
+	requireValidHistory(t, agenttest.Messages(t, b))
 }
 
 // ---------------------------------------------------------------------------
@@ -587,7 +588,7 @@ func TestSerialInvocations_ConcurrentCallersNeverOverlap(t *testing.T) {
 	assert.Equal(t, int32(1), toolOverlap.max.Load(), "tools of different invocations overlapped")
 	assert.Equal(t, int32(1), modelOverlap.max.Load(), "model calls of different invocations overlapped")
 	assert.Equal(t, int32(1), workOverlap.max.Load(), "a model call and a tool of different invocations overlapped")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	require.Len(t, msgs, 4*n)
 	requireValidHistory(t, msgs)
 	for i := 0; i < n; i++ {
@@ -610,7 +611,7 @@ func TestCallTool_RunsToolDirectly(t *testing.T) {
 	assert.Equal(t, model.ToolSuccess, res.Status)
 	assert.Equal(t, "plain:a,b", res.Text())
 	assert.Equal(t, []string{"a", "b"}, got)
-	assert.Empty(t, a.Messages(), "a direct call adds nothing to the history")
+	assert.Empty(t, agenttest.Messages(t, a), "a direct call adds nothing to the history")
 
 	res, err = a.CallTool(context.Background(), "plain", json.RawMessage(`{"paths":["raw"]}`))
 	require.NoError(t, err)
@@ -629,8 +630,8 @@ func TestCallTool_InterruptIsError(t *testing.T) {
 	_, err := a.CallTool(context.Background(), "asker", map[string]any{})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, agent.ErrDirectInterrupt)
-	assert.False(t, a.Interrupted())
-	assert.Empty(t, a.Interrupts())
+	assert.False(t, agenttest.Interrupted(t, a))
+	assert.Empty(t, agenttest.Interrupts(t, a))
 }
 
 // SPEC A12: CallTool on an unknown name is ErrUnknownTool.
@@ -655,12 +656,12 @@ func TestCallTool_RefusedWhileInterrupted(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, agent.ErrInterruptedDirect)
 	assert.Equal(t, 0, plainRuns.total())
-	assert.True(t, a.Interrupted(), "the refusal changes nothing")
+	assert.True(t, agenttest.Interrupted(t, a), "the refusal changes nothing")
 }
 
 // SPEC A12: Invoke after Close is ErrClosed; Close twice is fine.
 func TestClose_ThenInvokeIsErrClosed(t *testing.T) {
-	a, err := agent.New(agent.Config{Model: model.Scripted(model.TextTurn("x"))})
+	a, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(model.TextTurn("x"))})
 	require.NoError(t, err)
 	require.NoError(t, a.Close(context.Background()))
 	require.NoError(t, a.Close(context.Background()), "closing twice is a no-op")
@@ -693,7 +694,7 @@ func TestUnknownTool_ErrorResultAndLoopContinues(t *testing.T) {
 	assert.Equal(t, "recovered", res.Message.Text())
 	require.Equal(t, 1, sawBefore, "BeforeToolCall fires for an unknown tool")
 	assert.Nil(t, beforeTools[0], "ev.Tool is nil for an unknown tool")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	tr := bhResults(t, msgs)[0]
 	assert.Equal(t, model.ToolError, tr.Status)
@@ -713,11 +714,11 @@ func TestToolError_BecomesErrorResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, "sorry", res.Message.Text())
-	tr := bhResults(t, a.Messages())[0]
+	tr := bhResults(t, agenttest.Messages(t, a))[0]
 	assert.Equal(t, model.ToolError, tr.Status)
 	assert.Equal(t, "disk full: /var", tr.Text())
 	assert.Equal(t, 2, m.Calls())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC A13: a panicking tool gets an error result, the agent survives.
@@ -733,7 +734,7 @@ func TestToolPanic_ErrorResultAgentSurvives(t *testing.T) {
 	res, err := a.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
-	tr := bhResults(t, a.Messages())[0]
+	tr := bhResults(t, agenttest.Messages(t, a))[0]
 	assert.Equal(t, model.ToolError, tr.Status)
 	assert.Contains(t, tr.Text(), "panicked")
 	assert.Contains(t, tr.Text(), "kaboom")
@@ -742,8 +743,8 @@ func TestToolPanic_ErrorResultAgentSurvives(t *testing.T) {
 	require.NoError(t, err, "a second invocation works")
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, int32(2), panics.Load())
-	requireValidHistory(t, a.Messages())
-	assert.Len(t, a.Messages(), 8)
+	requireValidHistory(t, agenttest.Messages(t, a))
+	assert.Len(t, agenttest.Messages(t, a), 8)
 }
 
 // SPEC A13, I4: a panicking hook fails the invocation with a *hook.PanicError;
@@ -767,14 +768,14 @@ func TestHookPanic_InvocationErrorAgentUsable(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "hook bug", pe.Value)
 	assert.Equal(t, 0, runs.total())
-	assert.False(t, a.Interrupted())
-	requireValidHistory(t, a.Messages())
+	assert.False(t, agenttest.Interrupted(t, a))
+	requireValidHistory(t, agenttest.Messages(t, a))
 
 	res, err := a.Invoke(ctx, agent.Text("again"))
 	require.NoError(t, err, "the agent is usable after a hook panic")
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, runs.total())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // ---------------------------------------------------------------------------
@@ -797,7 +798,7 @@ func TestSwallowedHookInterrupt_StillStops(t *testing.T) {
 	require.Len(t, res.Interrupts, 1)
 	assert.Equal(t, interrupt.BeforeToolCallID("t1", "swallowed"), res.Interrupts[0].ID)
 	assert.Equal(t, 0, runs.total(), "the tool does not run")
-	assert.True(t, a.Interrupted())
+	assert.True(t, agenttest.Interrupted(t, a))
 
 	res, err = a.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "ok")))
 	require.NoError(t, err)
@@ -826,12 +827,12 @@ func TestSwallowedToolInterrupt_StillStops(t *testing.T) {
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	require.Len(t, res.Interrupts, 1)
 	assert.Equal(t, interrupt.ToolCallID("t1", "q"), res.Interrupts[0].ID)
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()), "the swallowed result is not recorded")
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)), "the swallowed result is not recorded")
 
 	res, err = a.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "yes")))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
-	assert.Equal(t, "answer yes", bhResults(t, a.Messages())[0].Text())
+	assert.Equal(t, "answer yes", bhResults(t, agenttest.Messages(t, a))[0].Text())
 	assert.Equal(t, int32(2), runs.Load())
 }
 
@@ -850,8 +851,8 @@ func TestInterruptReasonNotJSON_FailsInvocation(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, interrupt.ErrReason)
 	assert.NotErrorIs(t, err, interrupt.ErrInterrupted)
-	assert.False(t, a.Interrupted(), "not left interrupted")
-	assert.Empty(t, a.Interrupts())
+	assert.False(t, agenttest.Interrupted(t, a), "not left interrupted")
+	assert.Empty(t, agenttest.Interrupts(t, a))
 	assert.Equal(t, 0, runs.total())
 	assert.Equal(t, 1, m.Calls())
 	snap, err := a.Snapshot(context.Background())
@@ -883,8 +884,8 @@ func TestPreemptiveAnswer_ToolRunsWithoutStopping(t *testing.T) {
 	assert.Empty(t, res.Interrupts)
 	assert.Equal(t, []string{"y"}, got)
 	assert.Equal(t, 1, runs.total())
-	assert.False(t, a.Interrupted())
-	requireValidHistory(t, a.Messages())
+	assert.False(t, agenttest.Interrupted(t, a))
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // ---------------------------------------------------------------------------
@@ -914,8 +915,8 @@ func TestBeforeModelCallInterrupt_StopsBeforeModelAndResumes(t *testing.T) {
 	require.Len(t, res.Interrupts, 1)
 	assert.Equal(t, "v1:before_model_call:"+interrupt.NameUUID("budget"), res.Interrupts[0].ID)
 	assert.Equal(t, interrupt.SourceHook, res.Interrupts[0].Source)
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()))
-	assert.True(t, a.Interrupted())
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
+	assert.True(t, agenttest.Interrupted(t, a))
 
 	res, err = a.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "spend")))
 	require.NoError(t, err)
@@ -923,8 +924,8 @@ func TestBeforeModelCallInterrupt_StopsBeforeModelAndResumes(t *testing.T) {
 	assert.Equal(t, "answer", res.Message.Text())
 	assert.Equal(t, 1, m.Calls())
 	assert.Equal(t, []string{"spend"}, answers)
-	assert.False(t, a.Interrupted())
-	msgs := a.Messages()
+	assert.False(t, agenttest.Interrupted(t, a))
+	msgs := agenttest.Messages(t, a)
 	assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(msgs))
 	requireValidHistory(t, msgs)
 }
@@ -947,7 +948,7 @@ func TestAfterModelCallRetry_SecondAnswerUsed(t *testing.T) {
 	assert.Equal(t, "second", res.Message.Text())
 	assert.Equal(t, 2, m.Calls())
 	assert.Equal(t, []string{"first", "second"}, seen)
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "second", msgs[1].Text(), "the discarded answer is not in the history")
 }
@@ -968,7 +969,7 @@ func TestAfterToolCallSetResult_ReplacesResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "one ok", original, "the hook sees the tool's own result")
 	assert.Equal(t, 1, runs.total())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	tr := bhResults(t, msgs)[0]
 	assert.Equal(t, "t1", tr.ToolUseID, "the result keeps the tool use id")
@@ -1000,7 +1001,7 @@ func TestAfterToolCallRetry_ToolRunsTwice(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), runs.Load(), "the tool ran twice")
 	assert.Equal(t, int32(1), before.Load(), "BeforeToolCall does not fire again on retry")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	rs := bhResults(t, msgs)
 	require.Len(t, rs, 1)
@@ -1021,7 +1022,7 @@ func TestAfterToolsEndTurn_StopsWithText(t *testing.T) {
 	assert.Equal(t, "stop here", res.Message.Text())
 	assert.Equal(t, 1, m.Calls(), "the model is not called after the tools")
 	assert.Equal(t, 1, runs.total())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 	last := msgs[len(msgs)-1]
@@ -1104,7 +1105,7 @@ func TestParseInput_StrandsTSResumeBytes(t *testing.T) {
 	res, err = a.Invoke(context.Background(), in)
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
-	assert.Equal(t, "got y", bhResults(t, a.Messages())[0].Text())
+	assert.Equal(t, "got y", bhResults(t, agenttest.Messages(t, a))[0].Text())
 }
 
 // ---------------------------------------------------------------------------
@@ -1134,7 +1135,7 @@ func TestNew_ConfigErrors(t *testing.T) {
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
-			a, err := agent.New(cfg)
+			a, err := agent.New(context.Background(), cfg)
 			if a != nil {
 				_ = a.Close(context.Background())
 			}
@@ -1148,7 +1149,15 @@ func TestNew_ConfigErrors(t *testing.T) {
 		})
 	}
 
-	a, err := agent.New(agent.Config{Model: model.Scripted(), Tools: []tool.Tool{ok("a"), ok("b")}})
+	a, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(), Tools: []tool.Tool{ok("a"), ok("b")}})
 	require.NoError(t, err, "a valid config is accepted")
 	require.NoError(t, a.Close(context.Background()))
+}
+
+// cancelNow cancels a's running invocation and reports whether one ran.
+func cancelNow(t *testing.T, a *agent.Agent) bool {
+	t.Helper()
+	ran, err := a.Cancel(context.Background())
+	require.NoError(t, err)
+	return ran
 }

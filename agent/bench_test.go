@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/internal/benchcase"
@@ -62,15 +61,15 @@ func BenchmarkInterruptResume(b *testing.B) {
 // BenchmarkActorHop is the actor messaging of one invocation alone.
 func BenchmarkActorHop(b *testing.B) {
 	env := benchEnv(b)
-	s, err := actors.NewSerial(env.Sys)
+	a, err := env.NewAgent()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close(context.Background())
+	defer a.Close(context.Background())
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := benchcase.Hop(ctx, s); err != nil {
+		if err := benchcase.Hop(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,10 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"log/slog"
+	"time"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/tool"
 )
@@ -31,10 +32,25 @@ type Config struct {
 	Hooks []hook.Provider
 	// Executor runs the tools of one turn (default tool.Concurrent{}).
 	Executor tool.Executor
-	// System is the actor system the agent's actor lives in. Nil makes the
-	// agent start its own, stopped by Close; share one System between many
-	// agents (a server building an agent per request) to save the start-up.
+	// System is the actor system the agent's actor lives in, and whose
+	// registry knows its identity. Nil is actors.Default(), the process's
+	// shared System.
 	System *actors.System
+	// OwnerPath places the agent inside an orchestrator (SPEC I2), for
+	// example "graph/node": the ids of its interrupts carry it
+	// ("graph/node/v1:tool_call:..."), as do its identity and its tools'
+	// idempotency keys. Empty outside any orchestrator: ids are exactly
+	// Strands Python's v1 forms.
+	OwnerPath string
+	// IdleTimeout passivates the agent's actor (SPEC R4) after this long
+	// without a message while it runs nothing: its memory is freed, its
+	// state stays in the session, and the next call activates it again
+	// from the store, mid-interrupt included. Zero (the default) keeps it
+	// live until Close. Requires a Session.
+	IdleTimeout time.Duration
+	// LoadTimeout bounds the load of the session when the actor activates
+	// (default 30s).
+	LoadTimeout time.Duration
 	// Messages is the initial history (copied). Ignored when Restore is set.
 	Messages []model.Message
 	// Restore is a snapshot to carry on from (another runtime or process).
@@ -53,14 +69,11 @@ type Config struct {
 	MaxModelRetries int
 	// MaxToolRetries bounds AfterToolCall retries per tool call (default 8).
 	MaxToolRetries int
-	// Logger receives the actor system's log lines when the agent starts its
-	// own System. Nil is silent.
-	Logger *slog.Logger
 }
 
 // DefaultConfig returns a Config with the defaults filled in (no model).
 func DefaultConfig() Config {
-	return Config{ID: DefaultID, Executor: tool.Concurrent{}, MaxAutoResumes: 16, MaxModelRetries: 8, MaxToolRetries: 8}
+	return Config{ID: DefaultID, Executor: tool.Concurrent{}, MaxAutoResumes: 16, MaxModelRetries: 8, MaxToolRetries: 8, LoadTimeout: 30 * time.Second}
 }
 
 // ErrConfig: the configuration is invalid.
@@ -86,6 +99,9 @@ func (c *Config) withDefaults() {
 	if c.MaxToolRetries == 0 {
 		c.MaxToolRetries = d.MaxToolRetries
 	}
+	if c.LoadTimeout == 0 {
+		c.LoadTimeout = d.LoadTimeout
+	}
 }
 
 // Validate checks the configuration (after defaults are applied).
@@ -94,9 +110,16 @@ func (c Config) Validate() error {
 	if c.Model == nil {
 		return fmt.Errorf("%w: no model", ErrConfig)
 	}
-	if c.MaxAutoResumes < 0 || c.MaxModelRetries < 0 || c.MaxToolRetries < 0 {
+	if c.MaxAutoResumes < 0 || c.MaxModelRetries < 0 || c.MaxToolRetries < 0 || c.IdleTimeout < 0 || c.LoadTimeout < 0 {
 		return fmt.Errorf("%w: negative limit", ErrConfig)
 	}
+	if c.IdleTimeout > 0 && c.Session == nil {
+		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)
+	}
+	if err := interrupt.ValidateOwnerPath(c.OwnerPath); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+
 	seen := make(map[string]bool, len(c.Tools))
 	for i, t := range c.Tools {
 		if t == nil {

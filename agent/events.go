@@ -16,13 +16,13 @@ import (
 
 // AgentInitializedEvent fires once, when New has built the agent.
 type AgentInitializedEvent struct {
-	Agent *Agent
+	Agent *View
 }
 
 // BeforeInvocationEvent fires at the start of every invocation, resumes
 // included.
 type BeforeInvocationEvent struct {
-	Agent *Agent
+	Agent *View
 	// Resuming is true when the invocation answers interrupts.
 	Resuming bool
 }
@@ -30,7 +30,7 @@ type BeforeInvocationEvent struct {
 // AfterInvocationEvent fires at the end of every invocation, interrupted or
 // failed ones included. Callbacks run in reverse registration order.
 type AfterInvocationEvent struct {
-	Agent *Agent
+	Agent *View
 	// Result is the invocation's result; nil when Err is set.
 	Result *Result
 	// Err is the error the invocation ends with, if any.
@@ -48,7 +48,7 @@ func (*AfterInvocationEvent) HookReversed() {}
 
 // MessageAddedEvent fires after each message is appended to the history.
 type MessageAddedEvent struct {
-	Agent   *Agent
+	Agent   *View
 	Message model.Message
 }
 
@@ -56,7 +56,7 @@ type MessageAddedEvent struct {
 // replays a stored tool cycle). It is interruptible (a Braid extension): an
 // interrupt here stops before the model is called, and the resume calls it.
 type BeforeModelCallEvent struct {
-	Agent   *Agent
+	Agent   *View
 	Request *model.Request
 	scope   *interrupt.Scope
 	cancel  *string
@@ -78,7 +78,7 @@ func (e *BeforeModelCallEvent) Cancel(msg string) { e.cancel = &msg }
 // AfterModelCallEvent fires after each model call. Callbacks run in reverse
 // registration order.
 type AfterModelCallEvent struct {
-	Agent      *Agent
+	Agent      *View
 	Message    model.Message
 	StopReason StopReason
 	// Err is the model's error, if the call failed.
@@ -96,7 +96,7 @@ func (*AfterModelCallEvent) HookReversed() {}
 // and again on every resume of that cycle. It is interruptible: an interrupt
 // stops the whole batch (SPEC A5).
 type BeforeToolsEvent struct {
-	Agent *Agent
+	Agent *View
 	// Message is the assistant message whose tool uses make the batch.
 	Message model.Message
 	scope   *interrupt.Scope
@@ -118,7 +118,7 @@ func (e *BeforeToolsEvent) Cancel(msg string) { e.cancel = &msg }
 // BeforeToolCallEvent fires before each tool runs, again on each resume. It
 // is interruptible: an interrupt stops that tool (SPEC A4).
 type BeforeToolCallEvent struct {
-	Agent   *Agent
+	Agent   *View
 	ToolUse model.ToolUse
 	// Tool is the tool that will run; nil when the model named an unknown tool.
 	Tool   tool.Tool
@@ -141,7 +141,7 @@ func (e *BeforeToolCallEvent) CancelTool(msg string) { e.cancel = &msg }
 // AfterToolCallEvent fires after a tool has run or was cancelled; not for a
 // tool that was interrupted. Callbacks run in reverse registration order.
 type AfterToolCallEvent struct {
-	Agent   *Agent
+	Agent   *View
 	ToolUse model.ToolUse
 	// Tool is nil for an unknown tool.
 	Tool   tool.Tool
@@ -171,7 +171,7 @@ func (*AfterToolCallEvent) HookReversed() {}
 // A per-tool interrupt splits a batch across passes, so it may fire more than
 // once for one assistant message. Callbacks run in reverse registration order.
 type AfterToolsEvent struct {
-	Agent *Agent
+	Agent *View
 	// Message is the user message of tool results gathered so far.
 	Message model.Message
 	endTurn *string

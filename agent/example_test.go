@@ -36,7 +36,7 @@ func Example() {
 		return nil
 	}
 
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(context.Background(), agent.Config{
 		Model: model.Scripted(
 			model.ToolTurn(model.Call("t1", "delete_files", examplePaths{Paths: []string{"a/b/c.txt"}})),
 			model.TextTurn("Deleted a/b/c.txt."),

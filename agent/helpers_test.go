@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -18,10 +19,20 @@ import (
 // newAgent builds an agent and closes it when the test ends.
 func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(cfg)
+	a, err := agent.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	return a
+}
+
+// freshSystem returns an actor system of its own, closed when the test
+// ends: a runtime of its own, as another process would have.
+func freshSystem(t *testing.T) *actors.System {
+	t.Helper()
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	return sys
 }
 
 type pathsIn struct {

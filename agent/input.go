@@ -17,6 +17,7 @@ import (
 type Input struct {
 	messages  []model.Message
 	responses []interrupt.Response
+	resume    bool // made by Resume, even with no responses
 }
 
 // Text is a prompt of one user text message.
@@ -31,11 +32,15 @@ func Blocks(blocks ...model.ContentBlock) Input {
 func Messages(ms ...model.Message) Input { return Input{messages: ms} }
 
 // Resume answers interrupts (SPEC I6). Responses may come in any order and
-// may answer only some of the interrupts.
-func Resume(responses ...interrupt.Response) Input { return Input{responses: responses} }
+// may answer only some of the interrupts. Resume() with none is still a
+// resume: rejected by an agent that is not interrupted (SPEC I7).
+func Resume(responses ...interrupt.Response) Input {
+	return Input{responses: responses, resume: true}
+}
 
-// IsResume reports whether the input carries interrupt responses.
-func (in Input) IsResume() bool { return len(in.responses) > 0 }
+// IsResume reports whether the input is a resume: made by Resume, or
+// carrying interrupt responses.
+func (in Input) IsResume() bool { return in.resume || len(in.responses) > 0 }
 
 // Responses returns the interrupt responses.
 func (in Input) Responses() []interrupt.Response { return in.responses }
@@ -43,7 +48,8 @@ func (in Input) Responses() []interrupt.Response { return in.responses }
 // Prompt returns the prompt messages.
 func (in Input) Prompt() []model.Message { return in.messages }
 
-// IsEmpty reports whether the input has neither messages nor responses.
+// IsEmpty reports whether the input has neither messages nor responses
+// (Resume() with none is empty too, and a resume).
 func (in Input) IsEmpty() bool { return len(in.messages) == 0 && len(in.responses) == 0 }
 
 func (in Input) contentKinds() []string {

@@ -27,10 +27,10 @@ const (
 
 // invocation is the state of one Invoke (auto-resumes included).
 type invocation struct {
-	a     *Agent
-	opts  invokeOptions
-	emit  func(Event) bool
-	usage model.Usage
+	a      *job
+	values map[string]any
+	emit   func(Event) bool
+	usage  model.Usage
 
 	mu        sync.Mutex // guards the fields below, written by concurrent tools
 	metrics   Metrics
@@ -38,32 +38,53 @@ type invocation struct {
 	interrupt bool
 }
 
-func (a *Agent) invoke(ctx context.Context, in Input, optFns []InvokeOption, emit func(Event) bool) (*Result, error) {
-	var o invokeOptions
-	for _, f := range optFns {
-		f(&o)
+// invoke runs one invocation on the job's draft: validation first (SPEC
+// I7), then the passes, auto-resumes included. ctx is the job's: the
+// actor cancels it (Cancel, Close, a caller gone).
+func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit func(Event) bool) (*Result, error) {
+	fresh := !in.IsResume() && !a.interrupts.Activated()
+	before := len(a.history())
+	res, err := a.passes(ctx, in, values, emit)
+	if err != nil && fresh && !a.interrupts.Activated() {
+		// A fresh invocation that fails leaves the history as it was
+		// (SPEC A3): what it appended is taken back, in the session too.
+		a.takeBack(ctx, before)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	a.runMu.Lock()
-	a.cancel = cancel
-	a.runMu.Unlock()
-	defer func() {
-		a.runMu.Lock()
-		a.cancel = nil
-		a.runMu.Unlock()
-		cancel(nil)
-	}()
+	return res, err
+}
+
+// takeBack truncates the history to its first n messages, in the session
+// first; a failed save leaves both as they are.
+func (a *job) takeBack(ctx context.Context, n int) {
+	a.mu.Lock()
+	cur := len(a.messages)
+	a.mu.Unlock()
+	if cur <= n {
+		return
+	}
+	a.mu.Lock()
+	all := a.messages
+	a.messages = all[:n:n]
+	a.mu.Unlock()
+	if err := a.saveFrom(ctx, persistence.SaveInvocation, n); err != nil {
+		a.mu.Lock()
+		a.messages = all
+		a.mu.Unlock()
+	}
+}
+
+func (a *job) passes(ctx context.Context, in Input, values map[string]any, emit func(Event) bool) (*Result, error) {
 	for resumes := 0; ; resumes++ {
 		if err := a.validate(in); err != nil {
 			return nil, err
 		}
-		inv := &invocation{a: a, opts: o, emit: emit}
+		inv := &invocation{a: a, values: values, emit: emit}
 		start := time.Now()
 		res, err := inv.run(ctx, in)
 		if res != nil {
 			res.Metrics.Duration = time.Since(start)
 		}
-		after := &AfterInvocationEvent{Agent: a, Result: res, Err: err}
+		after := &AfterInvocationEvent{Agent: a.view(), Result: res, Err: err}
 		if herr := hook.Run(ctx, a.hooks, after); herr != nil && err == nil {
 			res, err = nil, fmt.Errorf("AfterInvocation hook: %w", herr)
 		}
@@ -85,9 +106,9 @@ func (a *Agent) invoke(ctx context.Context, in Input, optFns []InvokeOption, emi
 
 // validate checks an input against the interrupt state before anything
 // changes (SPEC I7).
-func (a *Agent) validate(in Input) error {
+func (a *job) validate(in Input) error {
 	if a.interrupts.Activated() {
-		if in.IsEmpty() && len(a.interrupts.Unanswered()) == 0 {
+		if in.IsEmpty() && !in.resume && len(a.interrupts.Unanswered()) == 0 {
 			return nil // a resume whose answers were all saved, cut off: carry on
 		}
 		if len(in.responses) == 0 {
@@ -98,22 +119,20 @@ func (a *Agent) validate(in Input) error {
 		}
 		return a.interrupts.CheckResume(in.responses)
 	}
-	if len(in.responses) > 0 {
+	if in.IsResume() {
 		if len(in.messages) > 0 {
 			return &interrupt.ContentError{Types: in.contentKinds(), Mixed: true}
+		}
+		if len(in.responses) == 0 {
+			return interrupt.ErrNotInterrupted // Resume() with nothing to answer
 		}
 		return a.interrupts.CheckResume(in.responses)
 	}
 	if a.pending != nil && len(in.messages) > 0 {
 		return ErrIncompleteRun
 	}
-	if len(in.messages) == 0 {
-		a.mu.Lock()
-		empty := len(a.messages) == 0
-		a.mu.Unlock()
-		if empty {
-			return ErrEmptyInput
-		}
+	if len(in.messages) == 0 && len(a.history()) == 0 {
+		return ErrEmptyInput
 	}
 	for i, m := range in.messages {
 		if len(m.Content) == 0 {
@@ -130,12 +149,13 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 		if err := a.interrupts.Resume(in.responses); err != nil {
 			return nil, err
 		}
+		a.answering = in.responses
 		// Claim the resume before anything runs (SPEC S4).
 		if err := a.save(ctx, persistence.SaveResume); err != nil {
 			return nil, err
 		}
 	}
-	if err := hook.Run(ctx, a.hooks, &BeforeInvocationEvent{Agent: a, Resuming: resuming}); err != nil {
+	if err := hook.Run(ctx, a.hooks, &BeforeInvocationEvent{Agent: a.view(), Resuming: resuming}); err != nil {
 		return nil, fmt.Errorf("BeforeInvocation hook: %w", err)
 	}
 	for _, m := range in.messages {
@@ -226,11 +246,11 @@ func (inv *invocation) result(stop StopReason, msg model.Message) *Result {
 // returns a non-nil Result when the invocation stops before the model runs.
 func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.MessageStop, *Result, error) {
 	a := inv.a
-	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeModelCallID)
+	scope := a.scope(interrupt.SourceHook, interrupt.BeforeModelCallID)
 	a.mu.Lock()
 	req := &model.Request{SystemPrompt: a.cfg.SystemPrompt, Messages: a.messages[:len(a.messages):len(a.messages)], Tools: a.specs}
 	a.mu.Unlock()
-	bm := &BeforeModelCallEvent{Agent: a, Request: req, scope: scope}
+	bm := &BeforeModelCallEvent{Agent: a.view(), Request: req, scope: scope}
 	if err := hook.Run(ctx, a.hooks, bm); err != nil {
 		return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("BeforeModelCall hook: %w", err)
 	}
@@ -256,7 +276,7 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 		inv.metrics.ModelCalls++
 		inv.mu.Unlock()
 		msg, stop, err := inv.callModel(ctx, req)
-		after := &AfterModelCallEvent{Agent: a, Message: msg, StopReason: stop.StopReason, Err: err}
+		after := &AfterModelCallEvent{Agent: a.view(), Message: msg, StopReason: stop.StopReason, Err: err}
 		if herr := hook.Run(ctx, a.hooks, after); herr != nil {
 			return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("AfterModelCall hook: %w", herr)
 		}
@@ -271,7 +291,14 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 	}
 }
 
-func (inv *invocation) callModel(ctx context.Context, req *model.Request) (model.Message, model.MessageStop, error) {
+// callModel streams one model answer. A model that panics fails the call
+// with the panic value (SPEC R6).
+func (inv *invocation) callModel(ctx context.Context, req *model.Request) (msg model.Message, stop model.MessageStop, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, stop, err = model.Message{}, model.MessageStop{}, &PanicError{Where: "model", Value: r}
+		}
+	}()
 	var acc model.Accumulator
 	for ev, err := range inv.a.cfg.Model.Stream(ctx, req) {
 		if err != nil {
@@ -286,7 +313,7 @@ func (inv *invocation) callModel(ctx context.Context, req *model.Request) (model
 			}
 		}
 	}
-	msg, stop, err := acc.Result()
+	msg, stop, err = acc.Result()
 	if err != nil {
 		return msg, stop, err
 	}
@@ -334,8 +361,8 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		cycle.saved = true // loaded: it is in the session already
 	}
 
-	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, interrupt.BeforeToolsID)
-	bt := &BeforeToolsEvent{Agent: a, Message: assistant, scope: scope}
+	scope := a.scope(interrupt.SourceHook, interrupt.BeforeToolsID)
+	bt := &BeforeToolsEvent{Agent: a.view(), Message: assistant, scope: scope}
 	if err := hook.Run(ctx, a.hooks, bt); err != nil {
 		return nil, fmt.Errorf("BeforeTools hook: %w", err)
 	}
@@ -377,7 +404,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	}
 
 	gathered := model.Message{Role: model.RoleUser, Content: cycle.resultBlocks()}
-	at := &AfterToolsEvent{Agent: a, Message: gathered}
+	at := &AfterToolsEvent{Agent: a.view(), Message: gathered}
 	herr := hook.Run(ctx, a.hooks, at)
 	if interrupted {
 		a.setPending(cycle.pending())
@@ -445,7 +472,7 @@ func (inv *invocation) appendMessagesAt(ctx context.Context, point persistence.S
 		return err
 	}
 	for _, m := range msgs {
-		if err := hook.Run(ctx, a.hooks, &MessageAddedEvent{Agent: a, Message: m}); err != nil {
+		if err := hook.Run(ctx, a.hooks, &MessageAddedEvent{Agent: a.view(), Message: m}); err != nil {
 			return fmt.Errorf("MessageAdded hook: %w", err)
 		}
 		if inv.emit != nil {
@@ -457,13 +484,13 @@ func (inv *invocation) appendMessagesAt(ctx context.Context, point persistence.S
 
 // save hands the session to its writer at a save point. The history is
 // append-only: only the messages after the stored ones are encoded and sent.
-func (a *Agent) save(ctx context.Context, point persistence.SavePoint) error {
+func (a *job) save(ctx context.Context, point persistence.SavePoint) error {
 	return a.saveFrom(ctx, point, -1)
 }
 
 // saveFrom saves like save, but keeps only the first keep stored messages
 // and replaces the rest (keep < 0: append).
-func (a *Agent) saveFrom(ctx context.Context, point persistence.SavePoint, keep int) error {
+func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep int) error {
 	if a.sess == nil {
 		return nil
 	}
@@ -488,16 +515,34 @@ func (a *Agent) saveFrom(ctx context.Context, point persistence.SavePoint, keep 
 	if err != nil {
 		return fmt.Errorf("save session (%s): %w", point, err)
 	}
+	if a.commit != nil {
+		a.commit(a.published())
+	}
 	return nil
 }
 
 // idempotencyKey is the stable key of a tool use (SPEC S6): session,
 // agent and tool-use id.
-func (a *Agent) idempotencyKey(toolUseID string) string {
-	if a.sess == nil {
-		return a.cfg.ID + "/" + toolUseID
+func (a *job) idempotencyKey(toolUseID string) string {
+	owner := a.cfg.ID
+	if a.cfg.OwnerPath != "" {
+		owner = a.cfg.OwnerPath + "/" + owner
 	}
-	return a.sess.Key().SessionID + "/" + a.cfg.ID + "/" + toolUseID
+	if a.sess == nil {
+		return owner + "/" + toolUseID
+	}
+	return a.sess.Key().SessionID + "/" + owner + "/" + toolUseID
+}
+
+// scope returns an interrupt scope on the draft whose ids are those of
+// name under source (ids of SPEC I2), carrying the owner path if the
+// agent has one.
+func (a *job) scope(source interrupt.Source, id func(name string) string) *interrupt.Scope {
+	if p := a.cfg.OwnerPath; p != "" {
+		inner := id
+		id = func(name string) string { return interrupt.OwnedID(p, inner(name)) }
+	}
+	return interrupt.NewScope(a.interrupts, source, id)
 }
 
 func orDefault(s, def string) string {
@@ -650,10 +695,10 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	inv := t.cycle.inv
 	a := inv.a
 	id := t.use.ToolUseID
-	scope := interrupt.NewScope(a.interrupts, interrupt.SourceHook, func(name string) string {
+	scope := a.scope(interrupt.SourceHook, func(name string) string {
 		return interrupt.BeforeToolCallID(id, name)
 	})
-	ev := &BeforeToolCallEvent{Agent: a, ToolUse: t.use, Tool: t.tool, scope: scope}
+	ev := &BeforeToolCallEvent{Agent: a.view(), ToolUse: t.use, Tool: t.tool, scope: scope}
 	a.hookMu.Lock()
 	err := hook.Run(ctx, a.hooks, ev)
 	a.hookMu.Unlock()
@@ -701,7 +746,7 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		if once && !t.cycle.start(id) {
 			return false
 		}
-		tc := tool.NewContext(t.use, tool.ScopeFor(a.interrupts, id), &a.kv, inv.opts.values,
+		tc := tool.NewContext(t.use, a.scope(interrupt.SourceTool, func(name string) string { return interrupt.ToolCallID(id, name) }), a.kv, inv.values,
 			tool.WithIdempotencyKey(a.idempotencyKey(id)))
 		content, err := tool.Invoke(ctx, t.tool, tc, t.use.Input)
 		if tc.Interrupted() {
@@ -750,7 +795,7 @@ func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop boo
 	// braid.recovery, and its id is that of a tool interrupt of the tool
 	// use named after the start's time, so no earlier answer (to the
 	// recovery of an earlier start) is ever taken for it.
-	scope := interrupt.NewScope(inv.a.interrupts, interrupt.SourceTool, func(name string) string {
+	scope := inv.a.scope(interrupt.SourceTool, func(name string) string {
 		return interrupt.ToolCallID(t.use.ToolUseID, name+"@"+mark.StartedAt.Format(time.RFC3339Nano))
 	})
 	input := t.use.Input
@@ -780,7 +825,7 @@ func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop boo
 func (t *toolTask) finish(ctx context.Context, res model.ToolResult, toolErr error, cancelled string, canRetry bool) bool {
 	inv := t.cycle.inv
 	a := inv.a
-	ev := &AfterToolCallEvent{Agent: a, ToolUse: t.use, Tool: t.tool, Result: res, Err: toolErr, Cancelled: cancelled}
+	ev := &AfterToolCallEvent{Agent: a.view(), ToolUse: t.use, Tool: t.tool, Result: res, Err: toolErr, Cancelled: cancelled}
 	a.hookMu.Lock()
 	err := hook.Run(ctx, a.hooks, ev)
 	a.hookMu.Unlock()

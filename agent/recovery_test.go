@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
@@ -55,7 +56,7 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 	m, err := persistence.NewSessionManager(store, crashSession)
 	require.NoError(t, err)
 	return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-		Tools: []tool.Tool{del}, Session: m})
+		Tools: []tool.Tool{del}, Session: m, System: freshSystem(t)})
 }
 
 // afterCrash runs the tool once (copying the store mid-tool) and returns a
@@ -82,7 +83,7 @@ func TestAtMostOnce_CutOffToolStopsWithRecoveryInterrupt(t *testing.T) {
 	r := &crashRig{}
 	st := r.afterCrash(t, tool.AtMostOnce())
 	a := r.agent(t, st, tool.AtMostOnce())
-	require.True(t, a.Incomplete(), "the crash cut the cycle off")
+	require.True(t, agenttest.Incomplete(t, a), "the crash cut the cycle off")
 
 	res, err := a.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestAtMostOnce_CutOffToolStopsWithRecoveryInterrupt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, r.runs, "any answer but rerun does not run it")
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	rs := msgs[len(msgs)-2].ToolResults()
 	require.Len(t, rs, 1)
 	assert.Equal(t, model.ToolError, rs[0].Status)
@@ -140,7 +141,7 @@ func TestAtLeastOnce_CutOffToolRunsAgainWithTheSameKey(t *testing.T) {
 	r := &crashRig{}
 	st := r.afterCrash(t)
 	a := r.agent(t, st)
-	require.True(t, a.Incomplete())
+	require.True(t, agenttest.Incomplete(t, a))
 	res, err := a.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
@@ -235,7 +236,7 @@ func TestAtMostOnce_RerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T) {
 		m, err := persistence.NewSessionManager(store, crashSession)
 		require.NoError(t, err)
 		return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-			Tools: []tool.Tool{del}, Session: m})
+			Tools: []tool.Tool{del}, Session: m, System: freshSystem(t)})
 	}
 	restart := func() persistence.Store {
 		st := persistence.NewMemoryStore()

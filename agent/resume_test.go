@@ -13,6 +13,7 @@ import (
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -107,7 +108,7 @@ func rsInterruptedApproveAgent(t *testing.T) rsApproveAgent {
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	require.Len(t, res.Interrupts, 1)
-	require.True(t, a.Interrupted())
+	require.True(t, agenttest.Interrupted(t, a))
 	return rsApproveAgent{a: a, m: m, runs: runs, rec: rec, saver: saver, in: res.Interrupts[0]}
 }
 
@@ -130,7 +131,7 @@ func TestResumeValidation_RejectionsLeaveStateUnchanged(t *testing.T) {
 		assert.Empty(t, x.rec.list(), "no hook event may fire")
 		assert.Len(t, x.saver.list(), saves, "nothing may be saved")
 		assert.Equal(t, 0, x.runs.total(), "the pending tool must not run")
-		assert.True(t, a.Interrupted())
+		assert.True(t, agenttest.Interrupted(t, a))
 	}
 
 	t.Run("prompt while interrupted", func(t *testing.T) {
@@ -170,8 +171,8 @@ func TestResumeValidation_RejectionsLeaveStateUnchanged(t *testing.T) {
 		assert.ErrorIs(t, err, interrupt.ErrUnknownID)
 		assert.Contains(t, err.Error(), "interrupt_id=<nope> | no interrupt found")
 		unchanged(t)
-		require.Len(t, a.Interrupts(), 1)
-		assert.False(t, a.Interrupts()[0].Answered, "the valid response must not have been applied")
+		require.Len(t, agenttest.Interrupts(t, a), 1)
+		assert.False(t, agenttest.Interrupts(t, a)[0].Answered, "the valid response must not have been applied")
 	})
 
 	t.Run("block without response", func(t *testing.T) {
@@ -204,8 +205,8 @@ func TestResumeValidation_RejectionsLeaveStateUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, x.runs.get("t1"), "the tool runs exactly once")
-	assert.False(t, a.Interrupted())
-	requireValidHistory(t, a.Messages())
+	assert.False(t, agenttest.Interrupted(t, a))
+	requireValidHistory(t, agenttest.Messages(t, a))
 
 	// The answered interrupt is gone: answering it again is a response to an
 	// agent that is not interrupted.
@@ -236,10 +237,10 @@ func TestResumeValidation_NotInterruptedRejected(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, interrupt.ErrNotInterrupted)
 		assert.Contains(t, err.Error(), "interrupt_id=<v1:before_tools:x>")
-		assert.Empty(t, a.Messages())
+		assert.Empty(t, agenttest.Messages(t, a))
 		assert.Equal(t, 0, m.Calls())
 		assert.Empty(t, rec.list())
-		assert.False(t, a.Interrupted())
+		assert.False(t, agenttest.Interrupted(t, a))
 
 		// The Strands wire form is rejected the same way.
 		inp, err := agent.ParseInput([]byte(`[{"interruptResponse":{"interruptId":"abc","response":"y"}}]`))
@@ -261,7 +262,7 @@ func TestResumeValidation_NotInterruptedRejected(t *testing.T) {
 		require.Error(t, err)
 		assert.ErrorIs(t, err, interrupt.ErrNotInterrupted)
 		assert.Equal(t, string(before), string(rsSnapshotJSON(t, a)))
-		assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(a.Messages()))
+		assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(agenttest.Messages(t, a)))
 		assert.Equal(t, 1, m.Calls())
 		assert.Empty(t, rec.list())
 	})
@@ -309,7 +310,7 @@ func TestResume_ReansweringUpdatesAnswer(t *testing.T) {
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, []string{"a", "b"}, xSeen, "the x hook must see the new answer")
 	assert.Equal(t, 1, runs.total())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC I9, A10: a consumer that stops reading the stream at the interrupt
@@ -332,7 +333,7 @@ func TestStream_BreakAtInterruptEventKeepsAgentInterrupted(t *testing.T) {
 	}
 	require.NotNil(t, got, "the stream must yield an InterruptEvent")
 	assert.Equal(t, "myapp-approval", got.Interrupt.Name)
-	assert.True(t, a.Interrupted())
+	assert.True(t, agenttest.Interrupted(t, a))
 
 	_, err := a.Invoke(ctx, agent.Text("do it anyway"))
 	require.Error(t, err)
@@ -345,7 +346,7 @@ func TestStream_BreakAtInterruptEventKeepsAgentInterrupted(t *testing.T) {
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, runs.get("t1"))
 	assert.Equal(t, 2, m.Calls())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 }
@@ -530,7 +531,7 @@ func TestSnapshot_ResumeInFreshRuntime(t *testing.T) {
 	hooks := func() []hook.Provider { return []hook.Provider{approveHook("delete_files", "myapp-approval")} }
 
 	mA := toolThenText("deleted", call)
-	a, err := agent.New(agent.Config{Model: mA, Tools: []tool.Tool{del}, Hooks: hooks()})
+	a, err := agent.New(context.Background(), agent.Config{Model: mA, Tools: []tool.Tool{del}, Hooks: hooks()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	res, err := a.Invoke(ctx, agent.Text("delete old files"))
@@ -555,8 +556,8 @@ func TestSnapshot_ResumeInFreshRuntime(t *testing.T) {
 	mB := toolThenText("deleted", call)
 	b := newAgent(t, agent.Config{Model: mB, Tools: []tool.Tool{del}, Hooks: hooks(), System: sys, Restore: &snap})
 	assert.JSONEq(t, string(raw), string(rsSnapshotJSON(t, b)), "the restored agent holds the same session")
-	require.True(t, b.Interrupted(), "the restored agent waits for answers")
-	assert.Equal(t, []string{id}, ids(b.Interrupts()))
+	require.True(t, agenttest.Interrupted(t, b), "the restored agent waits for answers")
+	assert.Equal(t, []string{id}, ids(agenttest.Interrupts(t, b)))
 
 	_, err = b.Invoke(ctx, agent.Text("just do it"))
 	require.ErrorIs(t, err, interrupt.ErrResumeRequired, "the restored agent refuses a prompt")
@@ -567,8 +568,8 @@ func TestSnapshot_ResumeInFreshRuntime(t *testing.T) {
 	assert.Equal(t, "deleted", res.Message.Text())
 	assert.Equal(t, 1, runs.get("t1"), "the tool ran exactly once across both agents")
 	assert.Equal(t, 1, mB.Calls(), "the new model is only called after the tools")
-	assert.False(t, b.Interrupted())
-	msgs := b.Messages()
+	assert.False(t, agenttest.Interrupted(t, b))
+	msgs := agenttest.Messages(t, b)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 }
@@ -586,17 +587,17 @@ func TestSnapshot_RestoreRejectsForeignOrNewerSnapshot(t *testing.T) {
 
 	other := load()
 	other.AgentID = "someone-else"
-	_, err := agent.New(agent.Config{Model: model.Scripted(), Restore: other})
+	_, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(), Restore: other})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, agent.ErrSnapshot)
 
-	_, err = agent.New(agent.Config{ID: "b", Model: model.Scripted(), Restore: load()})
+	_, err = agent.New(context.Background(), agent.Config{ID: "b", Model: model.Scripted(), Restore: load()})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, agent.ErrSnapshot)
 
 	newer := load()
 	newer.Version = 99
-	_, err = agent.New(agent.Config{Model: model.Scripted(), Restore: newer})
+	_, err = agent.New(context.Background(), agent.Config{Model: model.Scripted(), Restore: newer})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, agent.ErrSnapshot)
 	assert.Contains(t, err.Error(), "99")
@@ -604,7 +605,7 @@ func TestSnapshot_RestoreRejectsForeignOrNewerSnapshot(t *testing.T) {
 	// The unchanged snapshot is accepted (so the rejections above are about
 	// the changed fields).
 	ok := newAgent(t, agent.Config{Model: model.Scripted(), Restore: load()})
-	assert.True(t, ok.Interrupted())
+	assert.True(t, agenttest.Interrupted(t, ok))
 }
 
 // rsAutoAnswer is an AfterInvocation hook that answers every interrupt of an
@@ -644,11 +645,11 @@ func TestAfterInvocation_AutoAnswer(t *testing.T) {
 	assert.Empty(t, res.Interrupts)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, 1, runs.get("t1"))
-	assert.False(t, a.Interrupted())
+	assert.False(t, agenttest.Interrupted(t, a))
 	assert.Equal(t, 2, m.Calls())
 	assert.Equal(t, 2, rec.count("AfterInvocation"), "AfterInvocation fires on the interrupt and on the final return")
 	assert.Equal(t, 1, rec.count("MessageAdded(user:text)"), "the auto-resume adds no user message")
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC A9, I7: an auto-resume is validated like any input: a prompt while
@@ -670,10 +671,10 @@ func TestAfterInvocation_ResumeWithPromptRejected(t *testing.T) {
 	assert.ErrorIs(t, err, interrupt.ErrResumeRequired)
 	assert.Equal(t, 0, runs.total())
 	assert.Equal(t, 1, m.Calls())
-	assert.True(t, a.Interrupted(), "the interrupt state survives the rejected auto-resume")
-	assert.Equal(t, []string{"user:text"}, describeAll(a.Messages()))
+	assert.True(t, agenttest.Interrupted(t, a), "the interrupt state survives the rejected auto-resume")
+	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
 
-	ins := a.Interrupts()
+	ins := agenttest.Interrupts(t, a)
 	require.Len(t, ins, 1)
 	res, err := a.Invoke(ctx, agent.Resume(respond(ins[0], "y")))
 	require.NoError(t, err)
@@ -713,8 +714,8 @@ func TestAfterInvocation_AutoAnswerChain(t *testing.T) {
 	assert.Equal(t, []string{"ok,ok"}, answers)
 	assert.Equal(t, 1, runs.total())
 	assert.Equal(t, 2, m.Calls())
-	assert.False(t, a.Interrupted())
-	requireValidHistory(t, a.Messages())
+	assert.False(t, agenttest.Interrupted(t, a))
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC A9, I8: an interrupted Result carries the pending assistant tool-use
@@ -786,7 +787,7 @@ func TestResult_InterruptedFields(t *testing.T) {
 	assert.Equal(t, 1, res.Metrics.ModelCalls, "the resume calls the model once, after the tools")
 	assert.Equal(t, u3, res.Usage)
 	assert.Equal(t, 1, guardedRuns.total())
-	requireValidHistory(t, a.Messages())
+	requireValidHistory(t, agenttest.Messages(t, a))
 }
 
 // SPEC A7: once a tool cycle finishes the interrupt state is cleared, so a
@@ -837,7 +838,7 @@ func TestResume_LaterEqualIDIsFresh(t *testing.T) {
 	assert.Equal(t, 1, runs.get("t1"))
 	assert.Equal(t, 1, runs.get("t2"))
 	assert.Equal(t, 3, m.Calls())
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 }

@@ -183,6 +183,7 @@ func validateHistory(msgs []model.Message) error {
 // persistence.ErrConflict the agent is stale (another writer changed the
 // record): build a new one, which loads the newer record.
 type Session interface {
+	SessionID() string
 	OpenAgent(ctx context.Context, agentID string) (*persistence.AgentSession, *persistence.AgentRecord, error)
 }
 

@@ -96,6 +96,9 @@ func (s *State) Keys() []string {
 func (s *State) All() map[string]json.RawMessage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if len(s.kv) == 0 {
+		return map[string]json.RawMessage{}
+	}
 	out := make(map[string]json.RawMessage, len(s.kv))
 	for k, v := range s.kv {
 		out[k] = bytes.Clone(v)
@@ -104,6 +107,9 @@ func (s *State) All() map[string]json.RawMessage {
 }
 
 func (s *State) replace(kv map[string]json.RawMessage) {
+	if len(kv) == 0 && len(s.kv) == 0 {
+		return
+	}
 	c := make(map[string]json.RawMessage, len(kv))
 	for k, v := range kv {
 		c[k] = bytes.Clone(v)
@@ -111,4 +117,18 @@ func (s *State) replace(kv map[string]json.RawMessage) {
 	s.mu.Lock()
 	s.kv = c
 	s.mu.Unlock()
+}
+
+// StateOf returns a store holding a copy of kv (as in Snapshot.State).
+func StateOf(kv map[string]json.RawMessage) *State {
+	s := &State{}
+	s.replace(kv)
+	return s
+}
+
+// Len returns the number of keys.
+func (s *State) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.kv)
 }

@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/internal/benchcase"
@@ -93,24 +92,20 @@ func run(args []string, w io.Writer) error {
 	rows = append(rows, b4...)
 	fsyncs := countFsyncs()
 	hop := best(*rounds, func(b *testing.B) {
-		s, err := actors.NewSerial(env.Sys)
+		a, err := env.NewAgent()
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close(ctx)
+		defer a.Close(ctx)
 		for b.Loop() {
-			if err := benchcase.Hop(ctx, s); err != nil {
+			if err := benchcase.Hop(ctx, a); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	life := best(*rounds, func(b *testing.B) {
 		for b.Loop() {
-			s, err := actors.NewSerial(env.Sys)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Close(ctx); err != nil {
+			if err := env.Life(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -146,7 +141,7 @@ func run(args []string, w io.Writer) error {
 			fsyncs.cycles, fsyncs.byMode["durable"], fsyncs.byMode["nofsync"])
 	}
 	hopNs, lifeNs := float64(hop.NsPerOp()), float64(life.NsPerOp())
-	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: ask, grant, done): %.2f µs\n", hopNs/1e3)
+	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: send, job goroutine, done, reply): %.2f µs\n", hopNs/1e3)
 	fmt.Fprintf(w, "actor life (spawn and stop an agent's actor, fresh mode only): %.2f µs\n", lifeNs/1e3)
 	for _, r := range rows {
 		if !strings.HasPrefix(r.scenario, "b1") && !strings.HasPrefix(r.scenario, "b2") {

@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -182,7 +183,7 @@ func newGoldenAgent(sess agent.Session, runs *goldenRuns) (*agent.Agent, error) 
 			return nil
 		}
 	})
-	return agent.New(agent.Config{
+	return agent.New(context.Background(), agent.Config{
 		Model: m,
 		Tools: []tool.Tool{pathsTool("move_files", "moved"), pathsTool("delete_files", "deleted"),
 			pathsTool("inspect_files", "inspected"), deploy},
@@ -387,19 +388,19 @@ func TestGolden_HookInterruptResumes(t *testing.T) {
 	runs := &goldenRuns{}
 	a := goldenAgent(t, goldenManager(t, st, goldenHook), runs)
 	assert.Equal(t, before, exportOf(t, st, goldenHook), "building an agent changes no record")
-	require.True(t, a.Interrupted())
-	require.Len(t, a.Interrupts(), 1)
-	assert.Equal(t, wantID, a.Interrupts()[0].ID)
+	require.True(t, agenttest.Interrupted(t, a))
+	require.Len(t, agenttest.Interrupts(t, a), 1)
+	assert.Equal(t, wantID, agenttest.Interrupts(t, a)[0].ID)
 	res := invokeOK(t, a, agent.Resume(interrupt.Respond(wantID, "y")), agent.StopEndTurn)
 	assert.Equal(t, "done: moved a.txt, deleted a.txt", res.Message.Text())
 	assert.Equal(t, map[string]int{"t3": 1}, runs.all(), "t2 finished before the interrupt and is not run again")
 
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireGoodHistory(t, msgs)
 	require.Len(t, msgs, 8)
 	assert.Equal(t, []string{"t2", "t3"}, toolUseIDs(msgs[5]))
 	assert.Equal(t, []string{"t2=moved a.txt", "t3=deleted a.txt"}, toolResultTexts(msgs[6]))
-	trust, ok := a.State().Get("trust")
+	trust, ok := agenttest.State(t, a).Get("trust")
 	require.True(t, ok, "the state survived")
 	assert.JSONEq(t, `["move_files"]`, string(trust))
 
@@ -446,17 +447,17 @@ func TestGolden_ToolInterruptResumes(t *testing.T) {
 	runs := &goldenRuns{}
 	a := goldenAgent(t, goldenManager(t, st, goldenTool), runs)
 	assert.Equal(t, before, exportOf(t, st, goldenTool), "building an agent changes no record")
-	require.True(t, a.Interrupted())
+	require.True(t, agenttest.Interrupted(t, a))
 	res := invokeOK(t, a, agent.Resume(interrupt.Respond(wantID, "yes")), agent.StopEndTurn)
 	assert.Equal(t, "done: inspected app, deployed to prod", res.Message.Text())
 	assert.Equal(t, map[string]int{"t5": 1}, runs.all(), "t4 finished before the interrupt and is not run again")
 
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireGoodHistory(t, msgs)
 	require.Len(t, msgs, 4)
 	assert.Equal(t, []string{"t4", "t5"}, toolUseIDs(msgs[1]))
 	assert.Equal(t, []string{"t4=inspected app", "t5=deployed to prod"}, toolResultTexts(msgs[2]))
-	inspected, ok := a.State().Get("inspected")
+	inspected, ok := agenttest.State(t, a).Get("inspected")
 	require.True(t, ok, "the state survived")
 	assert.JSONEq(t, `["app"]`, string(inspected))
 
@@ -496,10 +497,10 @@ func TestGolden_FinishedSessionLoads(t *testing.T) {
 	// A fresh agent sees the same, is not interrupted, and saves nothing.
 	runs := &goldenRuns{}
 	a := goldenAgent(t, goldenManager(t, st, goldenFinished), runs)
-	assert.False(t, a.Interrupted())
-	assert.False(t, a.Incomplete())
-	assert.Equal(t, texts(rec.Messages), texts(a.Messages()))
-	trust, ok := a.State().Get("trust")
+	assert.False(t, agenttest.Interrupted(t, a))
+	assert.False(t, agenttest.Incomplete(t, a))
+	assert.Equal(t, texts(rec.Messages), texts(agenttest.Messages(t, a)))
+	trust, ok := agenttest.State(t, a).Get("trust")
 	require.True(t, ok)
 	assert.JSONEq(t, `["move_files","delete_files"]`, string(trust))
 	assert.Empty(t, runs.all())

@@ -118,7 +118,7 @@ func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
 		}
 		return nil
 	})
-	return agent.New(agent.Config{Model: m, Tools: []tool.Tool{del, insp}, Hooks: []hook.Provider{approve}, Session: sess})
+	return agent.New(context.Background(), agent.Config{Model: m, Tools: []tool.Tool{del, insp}, Hooks: []hook.Provider{approve}, Session: sess})
 }
 
 // helperStore opens the store named by the environment.
@@ -197,10 +197,20 @@ func helperMain(mode string) int {
 		// pending interrupts, continue a cut-off run, or start one.
 		for range 10 {
 			var in agent.Input // empty: carry on from the history
-			switch msgs := a.Messages(); {
-			case a.Interrupted():
+			snap, err := a.Snapshot(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "helper: snapshot:", err)
+				return exitFailed
+			}
+			st, err := a.Status(ctx)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "helper: status:", err)
+				return exitFailed
+			}
+			switch msgs := snap.Messages; {
+			case st.Interrupted():
 				var rs []interrupt.Response
-				for _, i := range a.Interrupts() {
+				for _, i := range st.Interrupts {
 					ans := "y"
 					if i.Name == agent.RecoveryInterrupt {
 						// A cut-off at-most-once tool: BRAID_RECOVERY
@@ -211,7 +221,7 @@ func helperMain(mode string) int {
 					rs = append(rs, interrupt.Respond(i.ID, ans))
 				}
 				in = agent.Resume(rs...)
-			case a.Incomplete():
+			case st.Incomplete():
 			case len(msgs) == 0:
 				in = agent.Text("delete old files")
 			case msgs[len(msgs)-1].Role == model.RoleAssistant && len(msgs[len(msgs)-1].ToolUses()) == 0:

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -110,7 +111,7 @@ func (r *reasonRig) agent(t *testing.T, approve func(ev *agent.BeforeToolCallEve
 		}
 		return approve(ev)
 	})
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(context.Background(), agent.Config{
 		Model:   m,
 		Tools:   []tool.Tool{counting("delete_files"), counting("inspect_files")},
 		Hooks:   []hook.Provider{h},
@@ -147,34 +148,6 @@ func requireSessionAsBefore(t *testing.T, before, after *persistence.SessionExpo
 	assert.NotContains(t, string(b), badID, "the stored session mentions the failed interrupt")
 }
 
-// requireSessionAsBeforeCycle is requireSessionAsBefore for a first pass
-// that fails: the agent drops the failed pass's tool cycle "with the model
-// turn that asked for it", and a store that saved the cycle while it was
-// in flight has it dropped again by the invocation's last save. So the one
-// record holds what it held at the snapshot, byte for byte (schema version,
-// every message, the state and the interrupt state), less the cycle; its
-// version and timestamp may have moved on by that save.
-func requireSessionAsBeforeCycle(t *testing.T, before, after *persistence.SessionExport, badID string) {
-	t.Helper()
-	require.Len(t, before.Records, 1)
-	require.Len(t, after.Records, 1)
-	b, a := before.Records[0], after.Records[0]
-	assert.Equal(t, b.SchemaVersion, a.SchemaVersion)
-	assert.Equal(t, b.Messages, a.Messages, "the messages are as they were before the call")
-	var bd, ad map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal(b.Data, &bd))
-	require.NoError(t, json.Unmarshal(a.Data, &ad))
-	assert.NotContains(t, ad, "pending", "the failed pass's cycle is dropped")
-	delete(bd, "pending")
-	assert.Equal(t, bd, ad, "the state and interrupt state are as they were before the call")
-	if b.Version == a.Version {
-		assert.Equal(t, before, after, "no save: the stored session is as it was before the call")
-	}
-	all, err := json.Marshal(after)
-	require.NoError(t, err)
-	assert.NotContains(t, string(all), badID, "the stored session mentions the failed interrupt")
-}
-
 // requireReasonError checks the error of an invocation failed by a bad reason.
 func requireReasonError(t *testing.T, err error, name string) {
 	t.Helper()
@@ -187,13 +160,12 @@ func requireReasonError(t *testing.T, err error, name string) {
 	assert.Contains(t, err.Error(), "BeforeToolCall", "the message says where")
 }
 
-// SPEC I3, S5: in a first invocation, a hook's Interrupt with a reason that
-// cannot be encoded fails the invocation at the call: no save ever carries
-// anything of the interrupt, the stored session is what it was just before
-// the call (the prompt, saved at its message save point, byte for byte,
-// less the failed pass's tool cycle; see requireSessionAsBeforeCycle), no
-// tool gated by it runs, and a fresh agent on the session carries on and
-// finishes.
+// SPEC I3, S5, A3: in a first invocation, a hook's Interrupt with a reason
+// that cannot be encoded fails the invocation at the call: no save ever
+// carries anything of the interrupt, the failed invocation takes its
+// prompt back (the session holds no message again, nor the failed pass's
+// tool cycle), no tool gated by it runs, and a fresh agent on the session
+// is given the prompt again and finishes.
 func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 	for _, bad := range badReasons {
 		t.Run(bad.name, func(t *testing.T) {
@@ -211,34 +183,39 @@ func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 			_, err := a.Invoke(context.Background(), agent.Text("delete a.txt"))
 			requireReasonError(t, err, "approval")
 			assert.ErrorIs(t, callErr, interrupt.ErrReason, "the error comes from the Interrupt call itself")
-			assert.False(t, a.Interrupted())
+			assert.False(t, agenttest.Interrupted(t, a))
+			assert.Empty(t, agenttest.Messages(t, a), "the prompt is taken back in memory")
 			require.NoError(t, a.Close(context.Background()))
 
 			require.NotNil(t, before, "the hook ran, and the prompt was saved before it")
+			require.Len(t, before.Records, 1)
+			assert.Len(t, before.Records[0].Messages, 1, "the prompt was saved at its message save point")
 			after, err := r.export()
 			require.NoError(t, err)
-			requireSessionAsBeforeCycle(t, before, after, interrupt.BeforeToolCallID("t1", "approval"))
+			all, err := json.Marshal(after)
+			require.NoError(t, err)
+			assert.NotContains(t, string(all), interrupt.BeforeToolCallID("t1", "approval"), "the stored session mentions the failed interrupt")
 			r.store.requireNeverSent(t, interrupt.BeforeToolCallID("t1", "approval"))
 			rec := r.load(t)
-			require.NotNil(t, rec, "the prompt was saved at its message save point")
-			assert.Equal(t, []string{"user:delete a.txt"}, texts(rec.Messages))
+			require.NotNil(t, rec)
+			assert.Empty(t, rec.Messages, "the prompt is taken back in the session")
 			assert.Equal(t, 0, rec.Interrupts.Len(), "nothing recorded for the bad reason")
 			assert.False(t, rec.Interrupts.Activated())
 			assert.Empty(t, rec.Pending)
 			assert.Empty(t, r.runs.all(), "no tool ran: the gated one was stopped, the other never started")
 
-			// A fresh agent on the same session carries on from the history
-			// (the empty input), asks with a good reason, and finishes.
+			// A fresh agent on the same session is given the prompt again,
+			// asks with a good reason, and finishes.
 			b := r.agent(t, askApproval)
-			assert.False(t, b.Interrupted())
-			assert.False(t, b.Incomplete())
-			res := invokeOK(t, b, agent.Input{}, agent.StopInterrupt)
+			assert.False(t, agenttest.Interrupted(t, b))
+			assert.False(t, agenttest.Incomplete(t, b))
+			res := invokeOK(t, b, agent.Text("delete a.txt"), agent.StopInterrupt)
 			require.Len(t, res.Interrupts, 1)
 			assert.Equal(t, interrupt.BeforeToolCallID("t1", "approval"), res.Interrupts[0].ID)
 			res = invokeOK(t, b, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")), agent.StopEndTurn)
 			assert.Equal(t, "done", res.Message.Text())
 			assert.Equal(t, 1, r.runs.all()["t1"])
-			msgs := b.Messages()
+			msgs := agenttest.Messages(t, b)
 			requireGoodHistory(t, msgs)
 			assert.Equal(t, []string{"user:delete a.txt", "assistant:", "user:", "assistant:done"}, texts(msgs))
 			assert.Equal(t, texts(msgs), texts(r.load(t).Messages))
@@ -320,8 +297,8 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 				_, err := ev.Interrupt("confirm", map[string]any{"really": true})
 				return err
 			})
-			assert.False(t, c.Interrupted())
-			assert.True(t, c.Incomplete())
+			assert.False(t, agenttest.Interrupted(t, c))
+			assert.True(t, agenttest.Incomplete(t, c))
 			res = invokeOK(t, c, agent.Input{}, agent.StopInterrupt)
 			require.Len(t, res.Interrupts, 1)
 			assert.Equal(t, confirmID, res.Interrupts[0].ID)
@@ -329,7 +306,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 			res = invokeOK(t, c, agent.Resume(interrupt.Respond(confirmID, "ok")), agent.StopEndTurn)
 			assert.Equal(t, "done", res.Message.Text())
 			assert.Equal(t, map[string]int{"t1": 1, "t2": 1}, r.runs.all(), "t2 was not run again")
-			msgs := c.Messages()
+			msgs := agenttest.Messages(t, c)
 			requireGoodHistory(t, msgs)
 			assert.Equal(t, []string{"user:delete a.txt", "assistant:", "user:", "assistant:done"}, texts(msgs))
 			assert.Equal(t, []string{"t1=delete_files ok", "t2=inspect_files ok"}, toolResultTexts(msgs[2]))
@@ -355,7 +332,7 @@ func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
 		}
 		return model.ToolTurn(model.Call("t1", "bad", goldenPaths{})), nil
 	})
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{bad}, Session: goldenManager(t, st, reasonSession)})
+	a, err := agent.New(context.Background(), agent.Config{Model: m, Tools: []tool.Tool{bad}, Session: goldenManager(t, st, reasonSession)})
 	require.NoError(t, err)
 	defer a.Close(context.Background())
 
@@ -363,7 +340,7 @@ func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
 	assert.Empty(t, res.Interrupts)
 	require.ErrorIs(t, callErr, interrupt.ErrReason)
 	assert.NotErrorIs(t, callErr, interrupt.ErrInterrupted)
-	msgs := a.Messages()
+	msgs := agenttest.Messages(t, a)
 	requireGoodHistory(t, msgs)
 	require.Len(t, msgs, 4)
 	rs := msgs[2].ToolResults()

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -308,22 +310,32 @@ func TestSessionManager_RejectsNilStoreAndBadIDs(t *testing.T) {
 		_, _, err = m.OpenAgent(context.Background(), id)
 		assert.ErrorIs(t, err, persistence.ErrBadID, "agent %q", id)
 		if id != "" { // agent.New takes "" as the default id
-			_, err = agent.New(agent.Config{ID: id, Model: model.Scripted(), Session: m})
+			_, err = agent.New(context.Background(), agent.Config{ID: id, Model: model.Scripted(), Session: m})
 			assert.ErrorIs(t, err, persistence.ErrBadID, "agent.New %q", id)
 		}
 	}
 }
 
-// SPEC S4 (the hole of one manager keeping one version per key): two agents
-// built on one SessionManager both resume one interrupt: exactly one
-// proceeds, the other gets ErrConflict before anything runs, and the
-// approved tool runs once.
+// SPEC S4, R4 (the hole of one manager keeping one version per key): two
+// agents of one identity built on one SessionManager in two runtimes both
+// resume one interrupt: exactly one proceeds, the other gets ErrConflict
+// before anything runs, and the approved tool runs once. In one runtime
+// the second agent is refused at New.
 func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T) {
 	ctx := context.Background()
 	m := newManager(t, persistence.NewMemoryStore())
 	var mu sync.Mutex
 	runs := 0
-	build := func() *agent.Agent {
+	var buildOn func(*actors.System) (*agent.Agent, error)
+	// Each agent lives in an actor system of its own, as in two processes:
+	// one system refuses a second live agent of one identity at once.
+	build := func() (*agent.Agent, error) {
+		sys, err := actors.NewSystem(actors.DefaultConfig())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sys.Close(ctx) })
+		return buildOn(sys)
+	}
+	buildOn = func(sys *actors.System) (*agent.Agent, error) {
 		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
 			mu.Lock()
 			runs++
@@ -340,25 +352,38 @@ func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T
 			}
 			return nil
 		})
-		a, err := agent.New(agent.Config{ID: smAgent, Session: m, Tools: []tool.Tool{del}, Hooks: []hook.Provider{gate},
+		a, err := agent.New(context.Background(), agent.Config{ID: smAgent, Session: m, Tools: []tool.Tool{del}, Hooks: []hook.Provider{gate}, System: sys,
 			Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 				if last, _ := req.LastMessage(); len(last.ToolResults()) > 0 {
 					return model.TextTurn("done"), nil
 				}
 				return model.ToolTurn(model.Call("t1", "delete_files", struct{}{})), nil
 			})})
+		if err == nil {
+			t.Cleanup(func() { _ = a.Close(ctx) })
+		}
+		return a, err
+	}
+	must := func(a *agent.Agent, err error) *agent.Agent {
+		t.Helper()
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = a.Close(ctx) })
 		return a
 	}
-	res, err := build().Invoke(ctx, agent.Text("delete"))
+	res, err := must(build()).Invoke(ctx, agent.Text("delete"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	id := res.Interrupts[0].ID
 
-	a1, a2 := build(), build()
-	require.True(t, a1.Interrupted())
-	require.True(t, a2.Interrupted())
+	shared, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = shared.Close(ctx) })
+	must(buildOn(shared))
+	_, err = buildOn(shared)
+	require.ErrorIs(t, err, actors.ErrBound, "SPEC R4: one live agent per identity in one registry")
+
+	a1, a2 := must(build()), must(build())
+	require.True(t, agenttest.Interrupted(t, a1))
+	require.True(t, agenttest.Interrupted(t, a2))
 	res, err = a1.Invoke(ctx, agent.Resume(interrupt.Respond(id, "y")))
 	require.NoError(t, err)
 	assert.Equal(t, "done", res.Message.Text())

@@ -90,7 +90,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(ctx, agent.Config{
 		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{inspectTool(ws), deleteTool(ws)},
@@ -121,7 +121,11 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		return strings.TrimSpace(line)
 	}
 
-	pending := a.Interrupts()
+	status, err := a.Status(ctx)
+	if err != nil {
+		return err
+	}
+	pending := status.Interrupts
 	if len(pending) > 0 {
 		fmt.Fprintf(stdout, "workspace: %s\n", ws)
 		fmt.Fprintf(stdout, "\nresuming the run saved in %s: it is waiting for an answer\n", filepath.Join(ws, sessionsDir))

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(ctx, agent.Config{
 		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{deleteFiles},

@@ -99,7 +99,7 @@ func (s server) handle(ctx context.Context, input agent.Input) (*agent.Result, e
 	if err != nil {
 		return nil, err
 	}
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(ctx, agent.Config{
 		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{deleteFiles},

@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(ctx, agent.Config{
 		Model:        chosen,
 		SystemPrompt: "You delete files older than 5 days",
 		Tools:        []tool.Tool{tool.New("delete_files", "Delete files at the given paths", dt.deleteFiles, tool.AtMostOnce()), inspectFiles},

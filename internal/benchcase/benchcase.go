@@ -93,7 +93,7 @@ func (e *Env) Close() error { return e.Sys.Close(context.Background()) }
 
 // NewAgent builds one agent of the scenario.
 func (e *Env) NewAgent(hooks ...hook.Provider) (*agent.Agent, error) {
-	return agent.New(agent.Config{Model: Model(), Tools: e.Tools, Hooks: hooks, System: e.Sys})
+	return agent.New(context.Background(), agent.Config{Model: Model(), Tools: e.Tools, Hooks: hooks, System: e.Sys})
 }
 
 // InvokeOneTool runs scenario b1 once on a.
@@ -148,10 +148,22 @@ func Reused(ctx context.Context, a *agent.Agent, op func(context.Context, *agent
 	return op(ctx, a)
 }
 
-// Hop is the actor messaging of one invocation alone: an empty turn of a
-// Serial actor (ask, grant, done).
-func Hop(ctx context.Context, s *actors.Serial) error {
-	return s.Do(ctx, func(context.Context) {})
+// Hop is the actor messaging of one invocation alone: a job that does
+// nothing (the deletion of a key that is not there) sent to a's actor,
+// run on the job goroutine, and answered: the same messages, draft and
+// goroutine as an invocation, without the loop.
+func Hop(ctx context.Context, a *agent.Agent) error {
+	return a.DeleteState(ctx, "absent")
+}
+
+// Life builds an agent and closes it: its identity bound, its actor
+// activated and stopped, and the identity released.
+func (e *Env) Life(ctx context.Context) error {
+	a, err := e.NewAgent()
+	if err != nil {
+		return err
+	}
+	return a.Close(ctx)
 }
 
 // SessionCycle is peer scenario b4, the seed's server pattern: request 1
@@ -164,7 +176,7 @@ func (e *Env) SessionCycle(ctx context.Context, store persistence.Store, session
 		if err != nil {
 			return nil, err
 		}
-		a, err := agent.New(agent.Config{Model: Model(), Tools: e.Tools, Hooks: []hook.Provider{Approval()}, System: e.Sys, Session: sess})
+		a, err := agent.New(context.Background(), agent.Config{Model: Model(), Tools: e.Tools, Hooks: []hook.Provider{Approval()}, System: e.Sys, Session: sess})
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	a, err := agent.New(agent.Config{Model: m, SystemPrompt: "...", Tools: tools})
+//	a, err := agent.New(ctx, agent.Config{Model: m, SystemPrompt: "...", Tools: tools})
 //
 // or, without an agent, model.Complete(ctx, m, req) for one turn.
 //

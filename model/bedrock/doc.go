@@ -40,5 +40,5 @@
 //	if err != nil {
 //		return err
 //	}
-//	a, err := agent.New(agent.Config{Model: m, SystemPrompt: "Be brief.", Tools: tools})
+//	a, err := agent.New(ctx, agent.Config{Model: m, SystemPrompt: "Be brief.", Tools: tools})
 package bedrock

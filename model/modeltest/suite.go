@@ -233,7 +233,7 @@ func testRoundTrip(t *testing.T, factory Factory, withInterrupt bool) {
 			return nil
 		})}
 	}
-	a, err := agent.New(cfg)
+	a, err := agent.New(context.Background(), cfg)
 	require.NoError(t, err)
 	defer a.Close(ctx)
 
@@ -254,7 +254,9 @@ func testRoundTrip(t *testing.T, factory Factory, withInterrupt bool) {
 	assert.Equal(t, 1, tools.Runs("get_weather"), "not run again on resume")
 	assert.Equal(t, 1, tools.Runs("get_time"))
 
-	hist := a.Messages()
+	snap, err := a.Snapshot(ctx)
+	require.NoError(t, err)
+	hist := snap.Messages
 	require.Len(t, hist, 4, "user, assistant tool uses, user tool results, assistant answer")
 	requireToolUses(t, hist[1].ToolUses())
 	results := hist[2].ToolResults()

@@ -11,7 +11,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	a, err := agent.New(agent.Config{Model: m, Tools: tools})
+//	a, err := agent.New(ctx, agent.Config{Model: m, Tools: tools})
 //
 // A local server needs only its base URL (and no key):
 //

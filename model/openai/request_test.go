@@ -158,7 +158,7 @@ func TestRequest_AgentResumeSendsBothToolResults(t *testing.T) {
 	ctx := context.Background()
 	r := newReplay(t, "round_trip")
 	tools := modeltest.Tools()
-	a, err := agent.New(agent.Config{
+	a, err := agent.New(context.Background(), agent.Config{
 		Model:        newModel(t, r),
 		SystemPrompt: "You are a test.",
 		Tools:        tools.Tools,

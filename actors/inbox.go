@@ -1,0 +1,140 @@
+package actors
+
+import (
+	"context"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Inbox is a mailbox a Go caller reads: it has a process id, so actors can
+// reply to it (one reply, or a stream of them), and Receive waits for the
+// next message with the caller's context (SPEC R5). Sending to an Inbox
+// never blocks the sender: messages queue until read. Close it when done;
+// messages sent after Close are dropped.
+type Inbox struct {
+	sys *System
+	pid *actor.PID
+
+	mu     sync.Mutex
+	queue  []any
+	wake   chan struct{} // has a value while queue is not empty
+	closed bool
+}
+
+// NewInbox returns an open inbox of sys.
+func NewInbox(sys *System) *Inbox {
+	in := &Inbox{sys: sys, wake: make(chan struct{}, 1)}
+	reg := sys.sys.ProcessRegistry
+	in.pid, _ = reg.Add(inboxProcess{in}, "inbox$"+reg.NextId())
+	return in
+}
+
+// PID returns the inbox's process id, the sender to give a request.
+func (in *Inbox) PID() *actor.PID { return in.pid }
+
+// Receive returns the next message, or ctx's error once ctx ends, or
+// ErrClosed after Close.
+func (in *Inbox) Receive(ctx context.Context) (any, error) {
+	for {
+		in.mu.Lock()
+		if len(in.queue) > 0 {
+			m := in.queue[0]
+			in.queue[0] = nil
+			in.queue = in.queue[1:]
+			if len(in.queue) > 0 {
+				select {
+				case in.wake <- struct{}{}:
+				default:
+				}
+			}
+			in.mu.Unlock()
+			return m, nil
+		}
+		closed := in.closed
+		in.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		select {
+		case <-in.wake:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Close removes the inbox from the system; later messages are dropped and
+// a waiting Receive returns ErrClosed. Closing twice is a no-op.
+func (in *Inbox) Close() {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return
+	}
+	in.closed = true
+	in.queue = nil
+	in.mu.Unlock()
+	in.sys.sys.ProcessRegistry.Remove(in.pid)
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (in *Inbox) put(m any) {
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return
+	}
+	in.queue = append(in.queue, m)
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// inboxProcess is the Proto.Actor process behind an Inbox.
+type inboxProcess struct{ in *Inbox }
+
+func (p inboxProcess) SendUserMessage(_ *actor.PID, message any) {
+	p.in.put(actor.UnwrapEnvelopeMessage(message))
+}
+
+func (p inboxProcess) SendSystemMessage(*actor.PID, any) {}
+
+func (p inboxProcess) Stop(*actor.PID) { p.in.Close() }
+
+// inboxes keeps the inboxes of asks that got their one reply, for the next
+// ask: an ask then costs no process registration. An inbox whose ask ended
+// otherwise is closed, never kept, so no late reply reaches another ask.
+type inboxes struct {
+	mu   sync.Mutex
+	free []*Inbox
+}
+
+func (f *inboxes) get(sys *System) *Inbox {
+	f.mu.Lock()
+	if n := len(f.free); n > 0 {
+		in := f.free[n-1]
+		f.free = f.free[:n-1]
+		f.mu.Unlock()
+		return in
+	}
+	f.mu.Unlock()
+	return NewInbox(sys)
+}
+
+func (f *inboxes) put(in *Inbox) {
+	f.mu.Lock()
+	if len(f.free) < 64 {
+		f.free = append(f.free, in)
+		in = nil
+	}
+	f.mu.Unlock()
+	if in != nil {
+		in.Close()
+	}
+}

@@ -1,0 +1,461 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Identity names an owner (SPEC R4): the session it belongs to, its kind
+// ("agent", "orchestrator", "node") and its owner path within the session.
+// An owner without a session has an empty SessionID and a Path that is
+// unique in its process.
+type Identity struct {
+	SessionID string
+	Kind      string
+	Path      string
+}
+
+// String returns "session/kind/path".
+func (id Identity) String() string { return id.SessionID + "/" + id.Kind + "/" + id.Path }
+
+// Errors of the registry.
+var (
+	// ErrBound: the identity is bound already in this registry (one live
+	// owner per identity, SPEC R4).
+	ErrBound = errors.New("identity is bound already in this process")
+	// ErrUnbound: the binding was released.
+	ErrUnbound = errors.New("identity is not bound")
+)
+
+// Passivator is implemented by an actor that can be passivated: Idle
+// reports, on the actor's goroutine, whether it has no work in flight and
+// holds nothing that is not in its store, so that stopping it loses
+// nothing. An actor that does not implement it is never passivated.
+type Passivator interface {
+	Idle() bool
+}
+
+// BindConfig says how the registry activates an identity.
+type BindConfig struct {
+	// Producer makes a fresh actor for an activation; the actor loads its
+	// state from the store when it starts.
+	Producer actor.Producer
+	// IdleTimeout passivates the actor (stops it, freeing its memory) once
+	// it has received nothing for this long and reports itself idle; the
+	// next message activates it again. Zero never passivates.
+	IdleTimeout time.Duration
+}
+
+// Registry maps identities to live actors (SPEC R4): a message to a bound
+// identity activates its actor if it is not live, and a live actor that
+// stays idle for its IdleTimeout is passivated. The table is owned by the
+// registry's own actor, and the owners are its children, so a System's
+// Close stops them all. One Registry per System; nothing outside actors/
+// sees a PID of an owner, so a cluster's identity lookup can take its place.
+//
+// Supervision: an owner whose Receive panics is stopped, never restarted
+// with fresh state (SPEC R6); the next message activates it from its store.
+type Registry struct {
+	sys *System
+	pid *actor.PID
+}
+
+func newRegistry(sys *System) (*Registry, error) {
+	r := &Registry{sys: sys}
+	pid, err := sys.Spawn(func() actor.Actor {
+		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes()}
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.pid = pid
+	return r, nil
+}
+
+// Bind claims id for a producer. The actor is not started until the first
+// message (or Activate). Binding an identity that is bound already is
+// ErrBound.
+func (r *Registry) Bind(ctx context.Context, id Identity, cfg BindConfig) (*Binding, error) {
+	if cfg.Producer == nil {
+		return nil, fmt.Errorf("bind %s: no producer", id)
+	}
+	reply := make(chan error, 1)
+	b := &Binding{r: r, id: id, live: &liveRef{}}
+	r.sys.Root().Send(r.pid, &bindReq{id: id, cfg: cfg, live: b.live, reply: reply})
+	select {
+	case err := <-reply:
+		if err != nil {
+			return nil, fmt.Errorf("bind %s: %w", id, err)
+		}
+		return b, nil
+	case <-ctx.Done():
+		// The bind may still land: release it so the identity is not
+		// left claimed by nobody.
+		go func() {
+			if <-reply == nil {
+				r.sys.Root().Send(r.pid, &unbindReq{id: id, reply: make(chan struct{}, 1)})
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// Binding is a caller's claim on one identity: it sends to the identity's
+// actor, activating it as needed. Safe for concurrent use.
+//
+// While the actor is live, messages go to it directly, without passing
+// through the registry's mailbox; the registry stops that before it
+// passivates the actor (see liveRef), and routes them itself meanwhile.
+type Binding struct {
+	r    *Registry
+	id   Identity
+	live *liveRef
+}
+
+// liveRef is a Binding's view of its live actor, written by the registry:
+// pid is the live actor while direct sends are allowed, nil otherwise;
+// senders counts sends in progress that may be using it. Before it
+// passivates an actor, the registry clears pid and waits for senders to
+// reach zero, so every direct send is in the actor's mailbox before the
+// passivation request is.
+type liveRef struct {
+	pid     atomic.Pointer[actor.PID]
+	senders atomic.Int32
+}
+
+// send delivers msg (with sender, if not nil) directly when the actor is
+// live, or through the registry.
+func (b *Binding) send(msg any, sender *actor.PID) {
+	root := b.r.sys.Root()
+	b.live.senders.Add(1)
+	if pid := b.live.pid.Load(); pid != nil {
+		if sender != nil {
+			root.RequestWithCustomSender(pid, msg, sender)
+		} else {
+			root.Send(pid, msg)
+		}
+		b.live.senders.Add(-1)
+		return
+	}
+	b.live.senders.Add(-1)
+	root.Send(b.r.pid, &route{id: b.id, msg: msg, sender: sender})
+}
+
+// Identity returns the bound identity.
+func (b *Binding) Identity() Identity { return b.id }
+
+// Send delivers msg to the identity's actor, activating it if needed.
+// Messages sent through one Binding arrive in the order sent. A message
+// to a released binding is dropped.
+func (b *Binding) Send(msg any) { b.send(msg, nil) }
+
+// Request is Send with replies going to replyTo.
+func (b *Binding) Request(msg any, replyTo *Inbox) { b.send(msg, replyTo.PID()) }
+
+// Ask sends msg and waits for one reply, or for ctx to end.
+func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
+	in := b.r.sys.inboxes.get(b.r.sys)
+	b.Request(msg, in)
+	rep, err := in.Receive(ctx)
+	if err != nil {
+		in.Close() // a late reply must not reach a later ask
+		return nil, err
+	}
+	b.r.sys.inboxes.put(in)
+	return rep, nil
+}
+
+// Activate activates the identity's actor if it is not live and returns its
+// process id, for code that talks Proto.Actor directly (tests, and the
+// cluster layer). The id is valid until the actor is passivated.
+func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
+	reply := make(chan *actor.PID, 1)
+	b.r.sys.Root().Send(b.r.pid, &activateReq{id: b.id, reply: reply})
+	select {
+	case pid := <-reply:
+		if pid == nil {
+			return nil, fmt.Errorf("activate %s: %w", b.id, ErrUnbound)
+		}
+		return pid, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Live reports whether the identity's actor is live (not passivated).
+func (b *Binding) Live(ctx context.Context) (bool, error) {
+	reply := make(chan bool, 1)
+	b.r.sys.Root().Send(b.r.pid, &liveReq{id: b.id, reply: reply})
+	select {
+	case live := <-reply:
+		return live, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// Unbind stops the identity's actor, if live, waits until it has stopped
+// (or ctx ends), and releases the identity. Messages sent after it are
+// dropped. Unbinding twice is a no-op.
+func (b *Binding) Unbind(ctx context.Context) error {
+	reply := make(chan struct{}, 1)
+	b.r.sys.Root().Send(b.r.pid, &unbindReq{id: b.id, reply: reply})
+	select {
+	case <-reply:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Messages of the registry actor (in-process only: a cluster replaces the
+// registry, not these).
+type (
+	bindReq struct {
+		id    Identity
+		cfg   BindConfig
+		live  *liveRef
+		reply chan error
+	}
+	route struct {
+		id     Identity
+		msg    any
+		sender *actor.PID
+	}
+	activateReq struct {
+		id    Identity
+		reply chan *actor.PID
+	}
+	liveReq struct {
+		id    Identity
+		reply chan bool
+	}
+	unbindReq struct {
+		id    Identity
+		reply chan struct{}
+	}
+	// idleReport: the shell's actor is idle; the registry answers with
+	// passivateReq after it has stopped routing to it.
+	idleReport struct {
+		id  Identity
+		pid *actor.PID
+	}
+	passivateReq struct{}
+	// drained: check again whether direct sends have stopped.
+	drained struct {
+		id  Identity
+		pid *actor.PID
+	}
+	passivateRefused struct {
+		id  Identity
+		pid *actor.PID
+	}
+)
+
+type entry struct {
+	cfg       BindConfig
+	live      *liveRef
+	pid       *actor.PID // nil while passivated
+	stopping  bool       // passivation or unbind asked; routes wait in held
+	held      []*route
+	unbinding []chan struct{}
+}
+
+// registryActor owns the identity table.
+type registryActor struct {
+	entries map[Identity]*entry
+	byPID   map[string]Identity
+	// supervisor stops an owner whose Receive panicked: restarting it
+	// would give it fresh state behind its callers' backs (SPEC R6).
+	supervisor actor.SupervisorStrategy
+	dispatch   actor.Dispatcher
+}
+
+func (x *registryActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		x.byPID = map[string]Identity{}
+		x.supervisor = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+	case *bindReq:
+		if _, ok := x.entries[m.id]; ok {
+			m.reply <- ErrBound
+			return
+		}
+		x.entries[m.id] = &entry{cfg: m.cfg, live: m.live}
+		m.reply <- nil
+	case *route:
+		e, ok := x.entries[m.id]
+		if !ok || e.unbinding != nil {
+			return // released: dropped
+		}
+		if e.stopping {
+			e.held = append(e.held, m)
+			return
+		}
+		x.deliver(c, m.id, e, m)
+	case *activateReq:
+		e, ok := x.entries[m.id]
+		if !ok || e.unbinding != nil {
+			m.reply <- nil
+			return
+		}
+		if e.stopping {
+			// Answered once the passivation is over, in order.
+			e.held = append(e.held, &route{id: m.id, msg: m})
+			return
+		}
+		m.reply <- x.live(c, m.id, e)
+	case *liveReq:
+		e, ok := x.entries[m.id]
+		m.reply <- ok && e.pid != nil && !e.stopping
+	case *unbindReq:
+		e, ok := x.entries[m.id]
+		if !ok {
+			m.reply <- struct{}{}
+			return
+		}
+		e.unbinding = append(e.unbinding, m.reply)
+		e.held = nil
+		e.live.pid.Store(nil)
+		if e.pid == nil {
+			x.release(m.id, e)
+			return
+		}
+		e.stopping = true
+		c.Stop(e.pid) // a passivation in flight ends the same way
+	case *idleReport:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.stopping {
+			return
+		}
+		// Nothing is sent to it from now on: routes wait in held, direct
+		// sends stop, and passivateReq goes once those in progress are in
+		// its mailbox.
+		e.stopping = true
+		e.live.pid.Store(nil)
+		x.passivateWhenDrained(c, m.id, e)
+	case *drained:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || !e.stopping || e.unbinding != nil {
+			return
+		}
+		x.passivateWhenDrained(c, m.id, e)
+	case *passivateRefused:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.unbinding != nil {
+			return
+		}
+		e.stopping = false
+		e.live.pid.Store(e.pid)
+		x.flush(c, m.id, e)
+	case *actor.Terminated:
+		id, ok := x.byPID[m.Who.Id]
+		if !ok {
+			return
+		}
+		delete(x.byPID, m.Who.Id)
+		e := x.entries[id]
+		if e == nil || e.pid == nil || !e.pid.Equal(m.Who) {
+			return
+		}
+		e.pid, e.stopping = nil, false
+		e.live.pid.Store(nil)
+		if e.unbinding != nil {
+			x.release(id, e)
+			return
+		}
+		x.flush(c, id, e) // held routes activate it again
+	}
+}
+
+// live returns the identity's actor, activating it if needed.
+func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID {
+	if e.pid != nil {
+		return e.pid
+	}
+	inner := e.cfg.Producer
+	idle := e.cfg.IdleTimeout
+	registry := c.Self()
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &shell{inner: inner(), id: id, idle: idle, registry: registry}
+	}, actor.WithSupervisor(x.supervisor), actor.WithDispatcher(x.dispatch))
+	e.pid = c.Spawn(props)
+	x.byPID[e.pid.Id] = id
+	e.live.pid.Store(e.pid)
+	return e.pid
+}
+
+// passivateWhenDrained sends the passivation request once no direct send
+// is in progress, checking again through its own mailbox until then.
+func (x *registryActor) passivateWhenDrained(c actor.Context, id Identity, e *entry) {
+	if e.live.senders.Load() > 0 {
+		c.Send(c.Self(), &drained{id: id, pid: e.pid})
+		return
+	}
+	c.Send(e.pid, &passivateReq{})
+}
+
+func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route) {
+	if a, ok := m.msg.(*activateReq); ok {
+		a.reply <- x.live(c, id, e)
+		return
+	}
+	pid := x.live(c, id, e)
+	if m.sender != nil {
+		c.RequestWithCustomSender(pid, m.msg, m.sender)
+	} else {
+		c.Send(pid, m.msg)
+	}
+}
+
+// flush delivers the routes held during a passivation, in order.
+func (x *registryActor) flush(c actor.Context, id Identity, e *entry) {
+	held := e.held
+	e.held = nil
+	for _, m := range held {
+		x.deliver(c, id, e, m)
+	}
+}
+
+func (x *registryActor) release(id Identity, e *entry) {
+	delete(x.entries, id)
+	for _, r := range e.unbinding {
+		r <- struct{}{}
+	}
+}
+
+// shell runs an owner's actor and the passivation protocol around it.
+type shell struct {
+	inner    actor.Actor
+	id       Identity
+	idle     time.Duration
+	registry *actor.PID
+}
+
+func (s *shell) Receive(c actor.Context) {
+	switch c.Message().(type) {
+	case *actor.Started:
+		if s.idle > 0 {
+			c.SetReceiveTimeout(s.idle)
+		}
+	case *actor.ReceiveTimeout:
+		c.SetReceiveTimeout(s.idle) // fires once; armed again
+		if p, ok := s.inner.(Passivator); ok && p.Idle() {
+			c.Send(s.registry, &idleReport{id: s.id, pid: c.Self()})
+		}
+		return
+	case *passivateReq:
+		if p, ok := s.inner.(Passivator); ok && p.Idle() {
+			c.Stop(c.Self())
+		} else {
+			c.Send(s.registry, &passivateRefused{id: s.id, pid: c.Self()})
+		}
+		return
+	}
+	s.inner.Receive(c)
+}

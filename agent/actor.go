@@ -1,0 +1,592 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
+	"github.com/braidhq/braid/tool"
+)
+
+// ErrPanic is matched by the error of a step whose model, hook or tool
+// panicked (SPEC R6): the step fails, the agent and its state survive.
+var ErrPanic = errors.New("panic")
+
+// PanicError is the error of a model call, or of the agent's own work,
+// that panicked. Hooks and tools have their own (hook.PanicError,
+// tool.PanicError); all of them are reported, none takes the agent down.
+type PanicError struct {
+	Where string
+	Value any
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.Where, e.Value) }
+
+// Is matches ErrPanic.
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }
+
+// ErrFaulted: the actor of an agent without a session stopped after a
+// fault; its state was in no store, so it cannot come back.
+var ErrFaulted = errors.New("the agent's actor stopped after a fault and had no session to come back from: build a new agent")
+
+// The agent actor (SPEC R1, R3). It owns the committed session and runs
+// one job at a time (an invocation, a history reset, a direct tool call)
+// on a goroutine it starts; the job works on a draft and reports each
+// saved point and its end by message. Cancel, Snapshot, Status and Close
+// are answered at once, whatever runs.
+type agentActor struct {
+	core *core
+	sys  *actors.System
+	// first is false for a re-activation; an agent without a session
+	// cannot be re-activated (its state was nowhere but here).
+	first bool
+
+	d       *data // committed
+	sess    *persistence.AgentSession
+	loadErr error
+	dead    bool // loadErr was answered: stopping
+
+	seq     uint64
+	running *running
+	queue   []*request
+	closed  bool
+	closers []func(any)
+}
+
+type running struct {
+	seq    uint64
+	req    *request
+	cancel context.CancelCauseFunc
+}
+
+type reqKind int
+
+const (
+	reqInvoke reqKind = iota
+	reqSetMessages
+	reqCallTool
+	reqSetState
+)
+
+// request is one job asked for, in the form both the protobuf and the
+// in-process messages are decoded to.
+type request struct {
+	kind   reqKind
+	id     string // invocation id ("" when none was given)
+	in     Input
+	values map[string]json.RawMessage
+	msgs   []model.Message
+	tool   string // the tool, or the state key
+	input  json.RawMessage
+	del    bool // reqSetState: delete the key
+	reply  replier
+}
+
+// replier gets a job's events (on the job's goroutine) and its outcome
+// (on the actor's).
+type replier interface {
+	emit(ev Event) bool
+	streaming() bool
+	finish(res any, err error)
+}
+
+// Messages a job sends its actor.
+type (
+	jobCommit struct {
+		seq uint64
+		d   *data
+	}
+	jobDone struct {
+		seq uint64
+		d   *data // nil: keep the committed state (the job panicked)
+		res any   // answered to the caller by the job itself
+		err error
+	}
+)
+
+// localAbandon: the in-process caller of req stopped waiting (its
+// context ended); the AgentCancel with an invocation id of the protobuf
+// protocol, for a request that has a Go identity instead.
+type localAbandon struct {
+	req   *request
+	cause error
+}
+
+// localInvoke is the in-process form of AgentInvoke: the input and the
+// reply channels as Go values (SPEC R2 lets in-process sends skip
+// serialization; everything in it has a protobuf form).
+type localInvoke struct {
+	req *request
+}
+
+func (x *agentActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		x.activate()
+	case *actor.Stopping:
+		if x.running != nil {
+			x.running.cancel(ErrClosed)
+		}
+	case *jobCommit:
+		if x.running != nil && m.seq == x.running.seq {
+			x.d = m.d
+		}
+	case *jobDone:
+		x.done(c, m)
+	case *localInvoke:
+		x.enqueue(c, m.req)
+	case *localAbandon:
+		x.drop(m.req, m.cause)
+	case *braidv1.AgentInvoke:
+		in, err := InputFromWire(m.GetInput())
+		if err != nil {
+			x.respond(c, ErrorToWire(err))
+			return
+		}
+		x.enqueue(c, &request{kind: reqInvoke, id: m.GetInvocationId(), in: in, values: rawValues(m.GetValues()),
+			reply: &protoReply{sys: x.sys, to: c.Sender(), stream: m.GetStream()}})
+	case *braidv1.AgentSetMessages:
+		msgs, err := messagesFromWire(m.GetMessages())
+		if err != nil {
+			x.respond(c, ErrorToWire(err))
+			return
+		}
+		x.enqueue(c, &request{kind: reqSetMessages, msgs: msgs, reply: &protoReply{sys: x.sys, to: c.Sender()}})
+	case *braidv1.AgentCallTool:
+		x.enqueue(c, &request{kind: reqCallTool, tool: m.GetName(), input: m.GetInput(), reply: &protoReply{sys: x.sys, to: c.Sender()}})
+	case *braidv1.AgentSetState:
+		x.enqueue(c, &request{kind: reqSetState, tool: m.GetKey(), input: m.GetValue(), del: m.GetDelete(), reply: &protoReply{sys: x.sys, to: c.Sender()}})
+	case *braidv1.AgentCancel:
+		x.respond(c, &braidv1.AgentCancelled{WasRunning: x.cancel(m)})
+	case *braidv1.AgentSnapshotRequest:
+		if x.failed(c) {
+			return
+		}
+		b, err := json.Marshal(x.d.snapshot(x.core.cfg.ID))
+		if err != nil {
+			x.respond(c, ErrorToWire(err))
+			return
+		}
+		x.respond(c, &braidv1.AgentSnapshot{Snapshot: b})
+	case *braidv1.AgentStatusRequest:
+		if x.failed(c) {
+			return
+		}
+		x.respond(c, x.status())
+	case *braidv1.AgentClose:
+		x.close(c)
+	}
+}
+
+// Idle implements actors.Passivator: nothing runs or waits, and everything
+// is in the store (every change is saved before it is committed).
+func (x *agentActor) Idle() bool {
+	return x.running == nil && len(x.queue) == 0 && (x.sess != nil || x.loadErr != nil)
+}
+
+// activate loads the session (SPEC R4) and fires AgentInitialized. A
+// failure is kept and answered to every request; the actor then stops, so
+// that the next message tries again.
+func (x *agentActor) activate() {
+	cfg := &x.core.cfg
+	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
+	restore := cfg.Restore
+	if cfg.Session != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
+		sess, rec, err := cfg.Session.OpenAgent(ctx, cfg.ID)
+		cancel()
+		if err != nil {
+			x.loadErr = fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+			return
+		}
+		x.sess = sess
+		restore = nil
+		if rec != nil {
+			if restore, err = fromRecord(sess.Key(), rec); err != nil {
+				x.loadErr = fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+				return
+			}
+		}
+	} else if !x.first {
+		x.loadErr = fmt.Errorf("agent %q: %w", cfg.ID, ErrFaulted)
+		return
+	}
+	if s := restore; s != nil {
+		x.d.messages = model.CloneMessages(s.Messages)
+		x.d.kv.replace(s.State)
+		if s.Interrupts != nil {
+			x.d.interrupts.Restore(s.Interrupts)
+		}
+		x.d.pending = s.Pending.clone()
+	} else {
+		x.d.messages = model.CloneMessages(cfg.Messages)
+	}
+	x.d.messages = x.d.messages[:len(x.d.messages):len(x.d.messages)]
+	j := newJob(x.core, x.d, x.sess, nil)
+	if err := hook.Run(context.Background(), x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
+		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
+	}
+}
+
+// failed answers a request of an actor whose activation failed, and stops
+// it after the requests already queued.
+func (x *agentActor) failed(c actor.Context) bool {
+	if x.loadErr == nil {
+		return false
+	}
+	x.respond(c, ErrorToWire(x.loadErr))
+	x.die(c)
+	return true
+}
+
+func (x *agentActor) die(c actor.Context) {
+	if !x.dead {
+		x.dead = true
+		c.Poison(c.Self())
+	}
+}
+
+// respond replies to the sender, if there is one.
+func (x *agentActor) respond(c actor.Context, msg any) {
+	if c.Sender() != nil {
+		c.Respond(msg)
+	}
+}
+
+func (x *agentActor) enqueue(c actor.Context, r *request) {
+	switch {
+	case x.loadErr != nil:
+		r.reply.finish(nil, x.loadErr)
+		x.die(c)
+	case x.closed:
+		r.reply.finish(nil, ErrClosed)
+	case x.running != nil:
+		x.queue = append(x.queue, r)
+	default:
+		x.start(c, r)
+	}
+}
+
+// start runs r as the job, on a goroutine of its own.
+func (x *agentActor) start(c actor.Context, r *request) {
+	x.seq++
+	seq := x.seq
+	ctx, cancel := context.WithCancelCause(context.Background())
+	x.running = &running{seq: seq, req: r, cancel: cancel}
+	self, root := c.Self(), x.sys.Root()
+	var commit func(*data)
+	if x.sess != nil {
+		commit = func(d *data) { root.Send(self, &jobCommit{seq: seq, d: d}) }
+	}
+	j := newJob(x.core, x.d.draft(), x.sess, commit)
+	x.sys.Go(func() {
+		done := &jobDone{seq: seq}
+		defer func() {
+			cancel(nil)
+			if p := recover(); p != nil {
+				done.d, done.res, done.err = nil, nil, &PanicError{Where: "agent " + x.core.cfg.ID, Value: p}
+			}
+			// The actor gets the new state before the caller hears of it:
+			// anything the caller sends next queues behind jobDone.
+			root.Send(self, done)
+			r.reply.finish(done.res, done.err)
+		}()
+		done.res, done.err = j.runRequest(ctx, r)
+		done.d = j.result()
+	})
+}
+
+func (x *agentActor) done(c actor.Context, m *jobDone) {
+	if x.running == nil || m.seq != x.running.seq {
+		return
+	}
+	x.running = nil
+	if m.d != nil {
+		x.d = m.d
+	}
+	if x.closed {
+		for _, reply := range x.closers {
+			reply(&braidv1.AgentDone{})
+		}
+		x.closers = nil
+		return
+	}
+	if len(x.queue) > 0 {
+		next := x.queue[0]
+		x.queue[0] = nil
+		x.queue = x.queue[1:]
+		x.start(c, next)
+	}
+}
+
+// cancel stops the running job (or the named invocation, running or
+// queued) with the cause of m's reason. It reports whether it stopped one.
+func (x *agentActor) cancel(m *braidv1.AgentCancel) bool {
+	var cause error
+	switch m.GetReason() {
+	case braidv1.CancelReason_CANCEL_REASON_CALLER_CANCELED:
+		cause = context.Canceled
+	case braidv1.CancelReason_CANCEL_REASON_CALLER_DEADLINE:
+		cause = context.DeadlineExceeded
+	default:
+		cause = ErrCancelled
+	}
+	id := m.GetInvocationId()
+	if id != "" {
+		for i, r := range x.queue {
+			if r.id == id {
+				x.queue = append(x.queue[:i], x.queue[i+1:]...)
+				r.reply.finish(nil, cause)
+				return true
+			}
+		}
+	}
+	if x.running == nil || (id != "" && x.running.req.id != id) {
+		return false
+	}
+	x.running.cancel(cause)
+	return true
+}
+
+// drop stops r with cause: removed if queued (answered with cause),
+// cancelled if it runs.
+func (x *agentActor) drop(r *request, cause error) {
+	for i, q := range x.queue {
+		if q == r {
+			x.queue = append(x.queue[:i], x.queue[i+1:]...)
+			r.reply.finish(nil, cause)
+			return
+		}
+	}
+	if x.running != nil && x.running.req == r {
+		x.running.cancel(cause)
+	}
+}
+
+// close cancels the running job, rejects the queued ones, and replies once
+// nothing runs; the actor then only answers queries and rejects work.
+func (x *agentActor) close(c actor.Context) {
+	x.closed = true
+	for _, r := range x.queue {
+		r.reply.finish(nil, ErrClosed)
+	}
+	x.queue = nil
+	var reply func(any)
+	if s := c.Sender(); s != nil {
+		reply = func(msg any) { x.sys.Root().Send(s, msg) }
+	} else {
+		reply = func(any) {}
+	}
+	if x.running == nil {
+		reply(&braidv1.AgentDone{})
+		return
+	}
+	x.running.cancel(ErrClosed)
+	x.closers = append(x.closers, reply)
+}
+
+func (x *agentActor) status() *braidv1.AgentStatus {
+	s := &braidv1.AgentStatus{Queued: int32(len(x.queue)), Messages: int32(len(x.d.messages))}
+	var unanswered []interrupt.Interrupt
+	if x.d.interrupts.Activated() {
+		unanswered = x.d.interrupts.Unanswered()
+	}
+	switch {
+	case x.running != nil:
+		s.State = braidv1.AgentState_AGENT_STATE_RUNNING
+	case len(unanswered) > 0:
+		s.State = braidv1.AgentState_AGENT_STATE_INTERRUPTED
+	case x.d.pending != nil:
+		s.State = braidv1.AgentState_AGENT_STATE_INCOMPLETE
+	default:
+		s.State = braidv1.AgentState_AGENT_STATE_IDLE
+	}
+	s.Interrupts = interruptsToWire(unanswered)
+	return s
+}
+
+// runRequest runs one request on the job's goroutine.
+func (a *job) runRequest(ctx context.Context, r *request) (any, error) {
+	switch r.kind {
+	case reqSetMessages:
+		return nil, a.setMessages(ctx, r.msgs)
+	case reqCallTool:
+		return a.callTool(ctx, r.tool, r.input)
+	case reqSetState:
+		return nil, a.setState(ctx, r.tool, r.input, r.del)
+	}
+	values, err := decodeValues(r.values)
+	if err != nil {
+		return nil, fmt.Errorf("%w: invocation values: %v", ErrBadInput, err)
+	}
+	var emit func(Event) bool
+	if r.reply.streaming() {
+		emit = r.reply.emit
+	}
+	return a.invoke(ctx, r.in, values, emit)
+}
+
+// ErrInterruptedReset: SetMessages while the agent waits for interrupt responses.
+var ErrInterruptedReset = errors.New("cannot replace the history while the agent is interrupted: resume it first")
+
+func (a *job) setMessages(ctx context.Context, msgs []model.Message) error {
+	if a.interrupts.Activated() {
+		return ErrInterruptedReset
+	}
+	for i, m := range msgs {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("%w: message %d: %v", ErrBadInput, i, err)
+		}
+	}
+	if err := validateHistory(msgs); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	old := a.history()
+	c := model.CloneMessages(msgs)
+	a.mu.Lock()
+	a.messages = c[:len(c):len(c)]
+	a.mu.Unlock()
+	if err := a.saveFrom(ctx, persistence.SaveInvocation, 0); err != nil {
+		a.mu.Lock()
+		a.messages = old
+		a.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (a *job) setState(ctx context.Context, key string, value json.RawMessage, del bool) error {
+	if del {
+		a.kv.Delete(key)
+	} else if err := a.kv.Set(key, value); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	return a.save(ctx, persistence.SaveInvocation)
+}
+
+func (a *job) callTool(ctx context.Context, name string, input json.RawMessage) (model.ToolResult, error) {
+	t, ok := a.tools[name]
+	if !ok {
+		return model.ToolResult{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	if a.interrupts.Activated() {
+		return model.ToolResult{}, ErrInterruptedDirect
+	}
+	tu := model.ToolUse{ToolUseID: "direct-" + name, Name: name, Input: input}
+	tc := tool.NewContext(tu, nil, a.kv, nil)
+	content, err := tool.Invoke(ctx, t, tc, input)
+	if errors.Is(err, interrupt.ErrNotInterruptible) {
+		return model.ToolResult{}, fmt.Errorf("tool %q: %w", name, ErrDirectInterrupt)
+	}
+	res := model.ToolResult{ToolUseID: tu.ToolUseID, Status: model.ToolSuccess, Content: content}
+	if err != nil {
+		res = model.ErrorResult(tu.ToolUseID, err.Error())
+	}
+	// The tool may have changed the state: saved like an invocation's end.
+	if serr := a.save(ctx, persistence.SaveInvocation); serr != nil {
+		return model.ToolResult{}, serr
+	}
+	return res, nil
+}
+
+func rawValues(m map[string][]byte) map[string]json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// protoReply answers a protobuf sender.
+type protoReply struct {
+	sys    *actors.System
+	to     *actor.PID
+	stream bool
+}
+
+func (r *protoReply) streaming() bool { return r.stream }
+
+func (r *protoReply) emit(ev Event) bool {
+	if r.to == nil {
+		return true
+	}
+	w, err := EventToWire(ev)
+	if err == nil {
+		r.sys.Root().Send(r.to, w)
+	}
+	return true
+}
+
+func (r *protoReply) finish(res any, err error) {
+	if r.to == nil {
+		return
+	}
+	if err != nil {
+		r.sys.Root().Send(r.to, ErrorToWire(err))
+		return
+	}
+	switch v := res.(type) {
+	case *Result:
+		w, werr := ResultToWire(v)
+		if werr != nil {
+			r.sys.Root().Send(r.to, ErrorToWire(werr))
+			return
+		}
+		r.sys.Root().Send(r.to, w)
+	case model.ToolResult:
+		b, werr := json.Marshal(v)
+		if werr != nil {
+			r.sys.Root().Send(r.to, ErrorToWire(werr))
+			return
+		}
+		r.sys.Root().Send(r.to, &braidv1.AgentToolResult{Result: b})
+	default:
+		r.sys.Root().Send(r.to, &braidv1.AgentDone{})
+	}
+}
+
+// localReply answers an in-process caller through channels.
+type localReply struct {
+	events  chan Event    // nil unless streaming
+	abandon chan struct{} // closed when a streaming caller stops reading
+	out     chan outcome  // one outcome
+}
+
+type outcome struct {
+	res any
+	err error
+}
+
+func newLocalReply(stream bool) *localReply {
+	r := &localReply{out: make(chan outcome, 1)}
+	if stream {
+		r.events = make(chan Event, 64)
+		r.abandon = make(chan struct{})
+	}
+	return r
+}
+
+func (r *localReply) streaming() bool { return r.events != nil }
+
+func (r *localReply) emit(ev Event) bool {
+	select {
+	case r.events <- ev:
+		return true
+	case <-r.abandon:
+		return false
+	}
+}
+
+func (r *localReply) finish(res any, err error) { r.out <- outcome{res: res, err: err} }

@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+// core is what an agent is made of and never changes after New: its
+// config, tools and hooks. The actor and its jobs share it.
+type core struct {
+	cfg   Config
+	tools map[string]tool.Tool
+	specs []model.ToolSpec
+	hooks *hook.Registry
+}
+
+// data is an agent's session (SPEC R1): history, key/value state,
+// interrupt state and pending work. The actor owns one, its committed
+// state; a job works on a draft of it and hands the draft back.
+type data struct {
+	messages   []model.Message
+	kv         *State
+	interrupts *interrupt.State
+	pending    *Pending
+}
+
+// draft returns a copy a job may change. The history is append-only and
+// shared: the copy's slice has no spare capacity, so an append never
+// writes into the array the original sees.
+func (d *data) draft() *data {
+	kv := &State{}
+	if d.kv.Len() > 0 {
+		kv.replace(d.kv.All())
+	}
+	return &data{
+		messages:   d.messages[:len(d.messages):len(d.messages)],
+		kv:         kv,
+		interrupts: d.interrupts.Clone(),
+		pending:    d.pending.clone(),
+	}
+}
+
+// snapshot returns the data as a Snapshot of agent id (copies).
+func (d *data) snapshot(id string) *Snapshot {
+	msgs := model.CloneMessages(d.messages)
+	if msgs == nil {
+		msgs = []model.Message{}
+	}
+	return &Snapshot{
+		Version:    SnapshotVersion,
+		AgentID:    id,
+		Messages:   msgs,
+		State:      d.kv.All(),
+		Interrupts: d.interrupts.Clone(),
+		Pending:    d.pending.clone(),
+	}
+}
+
+// job is one unit of work of the agent actor (an invocation, a history
+// reset, a direct tool call), run on a goroutine the actor starts. It
+// works on its own draft of the session and reports every saved point to
+// the actor (commit) and, at its end, hands the draft back.
+type job struct {
+	*core
+	sess *persistence.AgentSession // nil without a session
+	// commit gives the actor the state just saved; nil without a session.
+	commit func(*data)
+	// answering are the responses of the resume being run (the View's
+	// Answering).
+	answering []interrupt.Response
+
+	// The draft. Tools run concurrently; mu guards messages and pending
+	// for readers on their goroutines (views, saves).
+	mu         sync.Mutex
+	messages   []model.Message
+	kv         *State
+	interrupts *interrupt.State
+	pending    *Pending
+
+	hookMu sync.Mutex // serialises hooks fired from concurrent tools
+}
+
+func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)) *job {
+	return &job{core: c, sess: sess, commit: commit, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending}
+}
+
+// result returns the draft as the actor's new committed state. The job
+// must not touch it afterwards.
+func (a *job) result() *data {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending}
+}
+
+// published returns a copy of the draft for the actor, made at a save
+// point while the job goes on.
+func (a *job) published() *data {
+	a.mu.Lock()
+	msgs := a.messages[:len(a.messages):len(a.messages)]
+	p := a.pending.clone()
+	a.mu.Unlock()
+	kv := &State{}
+	kv.replace(a.kv.All())
+	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p}
+}
+
+func (a *job) setPending(p *Pending) {
+	a.mu.Lock()
+	a.pending = p
+	a.mu.Unlock()
+}
+
+func (a *job) pendingCopy() *Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending.clone()
+}
+
+func (a *job) history() []model.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.messages[:len(a.messages):len(a.messages)]
+}
+
+func (a *job) snapshot() *Snapshot {
+	a.mu.Lock()
+	d := &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending}
+	a.mu.Unlock()
+	return d.snapshot(a.cfg.ID)
+}
+
+// view returns the read-only view hooks and tools get (SPEC R7).
+func (a *job) view() *View { return &View{j: a} }
+
+// decodeValues turns the JSON invocation values back into Go values.
+func decodeValues(raw map[string]json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return nil, err
+		}
+		out[k] = x
+	}
+	return out, nil
+}
