@@ -65,10 +65,13 @@ type Registry struct {
 	pid *actor.PID
 }
 
-func newRegistry(sys *System) (*Registry, error) {
+func newRegistry(sys *System, observe func(Identity, Lifecycle)) (*Registry, error) {
 	r := &Registry{sys: sys}
+	if observe == nil {
+		observe = func(Identity, Lifecycle) {}
+	}
 	pid, err := sys.Spawn(func() actor.Actor {
-		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes()}
+		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), observe: observe}
 	})
 	if err != nil {
 		return nil, err
@@ -274,6 +277,7 @@ type registryActor struct {
 	// would give it fresh state behind its callers' backs (SPEC R6).
 	supervisor actor.SupervisorStrategy
 	dispatch   actor.Dispatcher
+	observe    func(Identity, Lifecycle)
 }
 
 func (x *registryActor) Receive(c actor.Context) {
@@ -363,8 +367,14 @@ func (x *registryActor) Receive(c actor.Context) {
 		if e == nil || e.pid == nil || !e.pid.Equal(m.Who) {
 			return
 		}
+		passivated := e.stopping && e.unbinding == nil
 		e.pid, e.stopping = nil, false
 		e.live.pid.Store(nil)
+		if passivated {
+			x.observe(id, Passivated)
+		} else {
+			x.observe(id, Stopped)
+		}
 		if e.unbinding != nil {
 			x.release(id, e)
 			return
@@ -387,6 +397,7 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 	e.pid = c.Spawn(props)
 	x.byPID[e.pid.Id] = id
 	e.live.pid.Store(e.pid)
+	x.observe(id, Activated)
 	return e.pid
 }
 
@@ -430,21 +441,36 @@ func (x *registryActor) release(id Identity, e *entry) {
 }
 
 // shell runs an owner's actor and the passivation protocol around it.
+// Idleness is its own clock, not Proto.Actor's receive timeout (whose timer
+// goroutine writes the actor context's fields unguarded, a data race under
+// load): one timer per actor sends idleTick to the actor itself, and the
+// actor, on its own goroutine, checks the time of its last message.
 type shell struct {
 	inner    actor.Actor
 	id       Identity
 	idle     time.Duration
 	registry *actor.PID
+	timer    *time.Timer
+	last     time.Time // of the last message but ticks
 }
+
+// idleTick: the shell's idle timer fired.
+type idleTick struct{}
 
 func (s *shell) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Started:
 		if s.idle > 0 {
-			c.SetReceiveTimeout(s.idle)
+			s.last = time.Now()
+			self, root := c.Self(), c.ActorSystem().Root
+			s.timer = time.AfterFunc(s.idle, func() { root.Send(self, idleTick{}) })
 		}
-	case *actor.ReceiveTimeout:
-		c.SetReceiveTimeout(s.idle) // fires once; armed again
+	case idleTick:
+		if since := time.Since(s.last); since < s.idle {
+			s.timer.Reset(s.idle - since)
+			return
+		}
+		s.timer.Reset(s.idle) // again, should the passivation not happen
 		if p, ok := s.inner.(Passivator); ok && p.Idle() {
 			c.Send(s.registry, &idleReport{id: s.id, pid: c.Self()})
 		}
@@ -456,6 +482,14 @@ func (s *shell) Receive(c actor.Context) {
 			c.Send(s.registry, &passivateRefused{id: s.id, pid: c.Self()})
 		}
 		return
+	case *actor.Stopping:
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+	default:
+		if s.timer != nil {
+			s.last = time.Now()
+		}
 	}
 	s.inner.Receive(c)
 }

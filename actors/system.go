@@ -14,6 +14,37 @@ import (
 type Config struct {
 	// Logger receives Proto.Actor's log lines. Nil discards them.
 	Logger *slog.Logger
+	// Observer, if not nil, is told each time the registry activates an
+	// owner's actor, passivates one, or sees one stop otherwise (unbound,
+	// failed). It runs on the registry's goroutine and must not block:
+	// metrics, logs, tests waiting for a passivation.
+	Observer func(Identity, Lifecycle)
+}
+
+// Lifecycle is what happened to an owner's actor.
+type Lifecycle int
+
+// Lifecycle events.
+const (
+	// Activated: a new actor was started for the identity.
+	Activated Lifecycle = iota + 1
+	// Passivated: the idle actor was stopped; the next message activates
+	// it again.
+	Passivated
+	// Stopped: the actor stopped otherwise (Unbind, or a fault).
+	Stopped
+)
+
+func (l Lifecycle) String() string {
+	switch l {
+	case Activated:
+		return "activated"
+	case Passivated:
+		return "passivated"
+	case Stopped:
+		return "stopped"
+	}
+	return "unknown"
 }
 
 // DefaultConfig returns the defaults: a silent logger.
@@ -44,7 +75,7 @@ func NewSystem(cfg Config) (*System, error) {
 		return logger.With("lib", "protoactor")
 	}))
 	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256)}
-	r, err := newRegistry(s)
+	r, err := newRegistry(s, cfg.Observer)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +113,7 @@ func (s *System) Spawn(producer actor.Producer, opts ...actor.PropsOption) (*act
 }
 
 // Release stops one actor without waiting for it to finish stopping. Use it
-// when the actor has no work left (Serial.Close drains it first).
+// when the actor has no work left.
 func (s *System) Release(pid *actor.PID) {
 	s.mu.Lock()
 	_, ok := s.pids[pid]

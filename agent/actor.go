@@ -50,7 +50,8 @@ type agentActor struct {
 	// cannot be re-activated (its state was nowhere but here).
 	first bool
 
-	d       *data // committed
+	jobCtx  context.Context // the parent of jobs' contexts: names the agent (jobKey)
+	d       *data           // committed
 	sess    *persistence.AgentSession
 	loadErr error
 	dead    bool // loadErr was answered: stopping
@@ -112,6 +113,11 @@ type (
 		err error
 	}
 )
+
+// jobKey is the context key under which a job's context names its agent
+// (its *core), so that the agent can refuse work asked of it from its own
+// hooks and tools (ErrReentrant).
+type jobKey struct{}
 
 // localAbandon: the in-process caller of req stopped waiting (its
 // context ended); the AgentCancel with an invocation id of the protobuf
@@ -198,6 +204,7 @@ func (x *agentActor) Idle() bool {
 // that the next message tries again.
 func (x *agentActor) activate() {
 	cfg := &x.core.cfg
+	x.jobCtx = context.WithValue(context.Background(), jobKey{}, x.core)
 	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
 	restore := cfg.Restore
 	if cfg.Session != nil {
@@ -232,7 +239,7 @@ func (x *agentActor) activate() {
 	}
 	x.d.messages = x.d.messages[:len(x.d.messages):len(x.d.messages)]
 	j := newJob(x.core, x.d, x.sess, nil)
-	if err := hook.Run(context.Background(), x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
+	if err := hook.Run(x.jobCtx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
 	}
 }
@@ -280,7 +287,7 @@ func (x *agentActor) enqueue(c actor.Context, r *request) {
 func (x *agentActor) start(c actor.Context, r *request) {
 	x.seq++
 	seq := x.seq
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(x.jobCtx)
 	x.running = &running{seq: seq, req: r, cancel: cancel}
 	self, root := c.Self(), x.sys.Root()
 	var commit func(*data)

@@ -38,6 +38,13 @@ var (
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new prompt")
 	// ErrTooManyResumes: AfterInvocation hooks resumed more than MaxAutoResumes times.
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
+	// ErrReentrant: a hook or tool of an agent asked that same agent for
+	// work (Invoke, Stream, SetMessages, SetState, CallTool) with the
+	// context it was given; the work would wait for the invocation that
+	// waits for it (SPEC R7). Read the agent through ev.Agent (or
+	// Snapshot and Status, which are answered at once), or have an
+	// AfterInvocation hook call Resume.
+	ErrReentrant = errors.New("an agent's own hook or tool cannot give it more work while it runs: read it through ev.Agent, or resume from AfterInvocation")
 )
 
 // KindAgent is the actor kind of agents in the registry (SPEC R4).
@@ -264,6 +271,9 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		r, err := a.invocation(in, opts)
+		if err == nil && ctx.Value(jobKey{}) == a.core {
+			err = ErrReentrant
+		}
 		if err != nil {
 			yield(nil, err)
 			return
@@ -334,6 +344,12 @@ func (a *Agent) invocation(in Input, opts []InvokeOption) (*request, error) {
 
 // run sends a job request and waits for its outcome or for ctx to end.
 func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
+	if ctx.Value(jobKey{}) == a.core {
+		return nil, ErrReentrant
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // not sent: the caller is gone already
+	}
 	reply := newLocalReply(false)
 	r.reply = reply
 	if err := a.send(r); err != nil {
@@ -428,6 +444,9 @@ func (a *Agent) Close(ctx context.Context) error {
 func (a *Agent) ask(ctx context.Context, msg any) (any, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	rep, err := a.binding.Ask(ctx, msg)
 	if err != nil {

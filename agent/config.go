@@ -117,7 +117,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)
 	}
 	if err := interrupt.ValidateOwnerPath(c.OwnerPath); err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 
 	seen := make(map[string]bool, len(c.Tools))

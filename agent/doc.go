@@ -1,10 +1,17 @@
 // Package agent is the agent loop: a model, tools and hooks, run as an actor
 // on Proto.Actor, that can stop for interrupts and resume where it stopped.
 //
-// An Agent is a handle to its actor. Invoke and Stream send one invocation to
-// the actor and wait; the actor runs invocations one at a time (SPEC A12), so
-// concurrent callers queue. The invocation itself runs on its own goroutine
-// so the mailbox stays responsive (Cancel, Close).
+// Each agent is an actor that owns its session (SPEC R1): history,
+// key/value state, interrupt state and pending work. An Agent is a client
+// handle: Invoke and Stream send one invocation to the actor and wait with
+// the caller's context (SPEC R5); the actor runs invocations one at a time
+// (SPEC A12), each on a goroutine it owns, so its mailbox answers Cancel,
+// Status, Snapshot and Close at once (SPEC R3). Hooks and tools see a
+// *View of the running work (SPEC R7). The actor's messages have protobuf
+// forms (proto/braidv1/agent.proto, SPEC R2), so other actors and other
+// processes can drive it; with a Session and Config.IdleTimeout it is
+// passivated when idle and activated again from the store by the next
+// message (SPEC R4).
 //
 // One invocation:
 //

@@ -28,6 +28,10 @@ type data struct {
 	kv         *State
 	interrupts *interrupt.State
 	pending    *Pending
+	// diverged: the stored history differs from this one from message
+	// divergeAt on (a take-back whose save failed); the next save rewrites.
+	diverged  bool
+	divergeAt int
 }
 
 // draft returns a copy a job may change. The history is append-only and
@@ -43,6 +47,8 @@ func (d *data) draft() *data {
 		kv:         kv,
 		interrupts: d.interrupts.Clone(),
 		pending:    d.pending.clone(),
+		diverged:   d.diverged,
+		divergeAt:  d.divergeAt,
 	}
 }
 
@@ -82,12 +88,14 @@ type job struct {
 	kv         *State
 	interrupts *interrupt.State
 	pending    *Pending
+	diverged   bool
+	divergeAt  int
 
 	hookMu sync.Mutex // serialises hooks fired from concurrent tools
 }
 
 func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)) *job {
-	return &job{core: c, sess: sess, commit: commit, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending}
+	return &job{core: c, sess: sess, commit: commit, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, diverged: d.diverged, divergeAt: d.divergeAt}
 }
 
 // result returns the draft as the actor's new committed state. The job
@@ -95,7 +103,7 @@ func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)
 func (a *job) result() *data {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending}
+	return &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, diverged: a.diverged, divergeAt: a.divergeAt}
 }
 
 // published returns a copy of the draft for the actor, made at a save
@@ -107,7 +115,7 @@ func (a *job) published() *data {
 	a.mu.Unlock()
 	kv := &State{}
 	kv.replace(a.kv.All())
-	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p}
+	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p, diverged: a.diverged, divergeAt: a.divergeAt}
 }
 
 func (a *job) setPending(p *Pending) {

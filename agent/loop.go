@@ -42,7 +42,7 @@ type invocation struct {
 // I7), then the passes, auto-resumes included. ctx is the job's: the
 // actor cancels it (Cancel, Close, a caller gone).
 func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit func(Event) bool) (*Result, error) {
-	fresh := !in.IsResume() && !a.interrupts.Activated()
+	fresh := !in.IsResume() && !a.interrupts.Activated() && a.pendingCopy() == nil
 	before := len(a.history())
 	res, err := a.passes(ctx, in, values, emit)
 	if err != nil && fresh && !a.interrupts.Activated() {
@@ -67,8 +67,11 @@ func (a *job) takeBack(ctx context.Context, n int) {
 	a.messages = all[:n:n]
 	a.mu.Unlock()
 	if err := a.saveFrom(ctx, persistence.SaveInvocation, n); err != nil {
+		// The session could not be rewritten: the next save does it.
 		a.mu.Lock()
-		a.messages = all
+		if !a.diverged || n < a.divergeAt {
+			a.diverged, a.divergeAt = true, n
+		}
 		a.mu.Unlock()
 	}
 }
@@ -145,6 +148,7 @@ func (a *job) validate(in Input) error {
 func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	a := inv.a
 	resuming := in.IsResume()
+	loaded := a.pendingCopy() // work cut off before this invocation
 	if resuming {
 		if err := a.interrupts.Resume(in.responses); err != nil {
 			return nil, err
@@ -164,7 +168,7 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 		}
 	}
 	res, err := inv.loop(ctx)
-	if err != nil && !a.interrupts.Activated() {
+	if err != nil && !a.interrupts.Activated() && (loaded == nil || a.pendingCopy() == nil) {
 		// A pass that failed before stopping: its interrupts are void, and
 		// its cycle is dropped with the model turn that asked for it.
 		a.interrupts.Clear()
@@ -506,6 +510,11 @@ func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep in
 		rec.Pending = p
 	}
 	ctx = context.WithoutCancel(ctx)
+	a.mu.Lock()
+	if a.diverged && (keep < 0 || keep > a.divergeAt) {
+		keep = a.divergeAt
+	}
+	a.mu.Unlock()
 	var err error
 	if keep < 0 {
 		err = a.sess.Save(ctx, rec, point)
@@ -515,6 +524,9 @@ func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep in
 	if err != nil {
 		return fmt.Errorf("save session (%s): %w", point, err)
 	}
+	a.mu.Lock()
+	a.diverged = false
+	a.mu.Unlock()
 	if a.commit != nil {
 		a.commit(a.published())
 	}

@@ -34,6 +34,8 @@ var wireErrors = sync.OnceValues(func() (*actors.ErrorCodec, error) {
 		actors.ErrorCode{Code: "agent.ErrConfig", Err: ErrConfig},
 		actors.ErrorCode{Code: "agent.ErrSnapshot", Err: ErrSnapshot},
 		actors.ErrorCode{Code: "agent.ErrPanic", Err: ErrPanic},
+		actors.ErrorCode{Code: "agent.ErrReentrant", Err: ErrReentrant},
+		actors.ErrorCode{Code: "agent.ErrFaulted", Err: ErrFaulted},
 	)
 })
 

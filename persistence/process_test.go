@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -58,7 +59,7 @@ type pathsIn struct {
 	Paths []string `json:"paths"`
 }
 
-func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
+func scenarioAgent(sess agent.Session, runsFile string, opts ...func(*agent.Config)) (*agent.Agent, error) {
 	record := func(name string) error {
 		f, err := os.OpenFile(runsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -118,7 +119,11 @@ func scenarioAgent(sess agent.Session, runsFile string) (*agent.Agent, error) {
 		}
 		return nil
 	})
-	return agent.New(context.Background(), agent.Config{Model: m, Tools: []tool.Tool{del, insp}, Hooks: []hook.Provider{approve}, Session: sess})
+	cfg := agent.Config{Model: m, Tools: []tool.Tool{del, insp}, Hooks: []hook.Provider{approve}, Session: sess}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return agent.New(context.Background(), cfg)
 }
 
 // helperStore opens the store named by the environment.
@@ -158,13 +163,40 @@ func helperMain(mode string) int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return exitFailed
 	}
-	a, err := scenarioAgent(sess, runs)
+	var agentOpts []func(*agent.Config)
+	passivated := make(chan struct{}, 1)
+	if mode == "passivate" {
+		// Its own system, to see the passivation: the agent's actor is
+		// stopped once it waits for the answer.
+		sys, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) {
+			if l == actors.Passivated {
+				passivated <- struct{}{}
+			}
+		}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return exitFailed
+		}
+		agentOpts = append(agentOpts, func(c *agent.Config) { c.System, c.IdleTimeout = sys, 10*time.Millisecond })
+	}
+	a, err := scenarioAgent(sess, runs, agentOpts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper: agent:", err)
 		return exitFailed
 	}
 	out := json.NewEncoder(os.Stdout)
 	switch mode {
+	case "passivate":
+		// Raise the interrupt, wait for the agent's passivation, report,
+		// then wait to be killed.
+		res, err := a.Invoke(ctx, agent.Text("delete old files"))
+		if err != nil || res.StopReason != agent.StopInterrupt {
+			fmt.Fprintln(os.Stderr, "helper: want an interrupt:", res, err)
+			return exitFailed
+		}
+		<-passivated
+		_ = out.Encode(map[string]any{"interrupts": res.Interrupts})
+		select {}
 	case "interrupt":
 		// Raise the interrupt, report it, then wait to be killed.
 		res, err := a.Invoke(ctx, agent.Text("delete old files"))
@@ -376,6 +408,32 @@ func TestProcess_InterruptKillResume(t *testing.T) {
 			var res struct{ Stop, Text string }
 			h.readJSON(t, &res)
 			require.Equal(t, exitOK, h.wait(t), h.stderr.String())
+			assert.Equal(t, "end_turn", res.Stop)
+			assert.Equal(t, "done: true, inspected", res.Text)
+			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runCounts(t, e.runs))
+		})
+	}
+}
+
+// SPEC R4, S1: the agent is passivated in one OS process while it waits for
+// the answer (its actor stopped, its state only in the store), which is
+// then killed; a brand-new process, with a registry of its own, activates
+// it from the store on the resume and finishes; every tool runs once.
+func TestProcess_PassivatedAgentResumesInAFreshProcess(t *testing.T) {
+	for _, store := range stores {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, store)
+			h := startHelper(t, e, "passivate")
+			var got struct{ Interrupts []interrupt.Interrupt }
+			h.readJSON(t, &got)
+			require.Len(t, got.Interrupts, 1)
+			require.NoError(t, h.cmd.Process.Kill())
+			assert.Equal(t, -1, h.wait(t))
+
+			r := startHelper(t, e, "resume", "BRAID_HELPER_ID="+got.Interrupts[0].ID)
+			var res struct{ Stop, Text string }
+			r.readJSON(t, &res)
+			require.Equal(t, exitOK, r.wait(t), r.stderr.String())
 			assert.Equal(t, "end_turn", res.Stop)
 			assert.Equal(t, "done: true, inspected", res.Text)
 			assert.Equal(t, map[string]int{"delete_files": 1, "inspect_files": 1}, runCounts(t, e.runs))
