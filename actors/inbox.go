@@ -20,13 +20,14 @@ type Inbox struct {
 	queue  []any
 	wake   chan struct{} // has a value while queue is not empty
 	closed bool
+	gen    uint64 // of the process id; messages to an older one are dropped
 }
 
 // NewInbox returns an open inbox of sys.
 func NewInbox(sys *System) *Inbox {
 	in := &Inbox{sys: sys, wake: make(chan struct{}, 1)}
 	reg := sys.sys.ProcessRegistry
-	in.pid, _ = reg.Add(inboxProcess{in}, "inbox$"+reg.NextId())
+	in.pid, _ = reg.Add(inboxProcess{in: in}, "inbox$"+reg.NextId())
 	return in
 }
 
@@ -82,9 +83,9 @@ func (in *Inbox) Close() {
 	}
 }
 
-func (in *Inbox) put(m any) {
+func (in *Inbox) put(gen uint64, m any) {
 	in.mu.Lock()
-	if in.closed {
+	if in.closed || gen != in.gen {
 		in.mu.Unlock()
 		return
 	}
@@ -97,10 +98,30 @@ func (in *Inbox) put(m any) {
 }
 
 // inboxProcess is the Proto.Actor process behind an Inbox.
-type inboxProcess struct{ in *Inbox }
+type inboxProcess struct {
+	in  *Inbox
+	gen uint64
+}
 
 func (p inboxProcess) SendUserMessage(_ *actor.PID, message any) {
-	p.in.put(actor.UnwrapEnvelopeMessage(message))
+	p.in.put(p.gen, actor.UnwrapEnvelopeMessage(message))
+}
+
+// renew gives the inbox a new process id and empties it: what is sent to
+// the old id from now on is dropped.
+func (in *Inbox) renew() {
+	in.mu.Lock()
+	in.gen++
+	gen := in.gen
+	in.queue = nil
+	select {
+	case <-in.wake:
+	default:
+	}
+	in.mu.Unlock()
+	reg := in.sys.sys.ProcessRegistry
+	reg.Remove(in.pid)
+	in.pid, _ = reg.Add(inboxProcess{in: in, gen: gen}, "inbox$"+reg.NextId())
 }
 
 func (p inboxProcess) SendSystemMessage(*actor.PID, any) {}
@@ -130,6 +151,7 @@ func (f *inboxes) get(sys *System) *Inbox {
 func (f *inboxes) put(in *Inbox) {
 	f.mu.Lock()
 	if len(f.free) < 64 {
+		in.renew()
 		f.free = append(f.free, in)
 		in = nil
 	}

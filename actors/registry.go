@@ -80,12 +80,32 @@ func newRegistry(sys *System, observe func(Identity, Lifecycle)) (*Registry, err
 	return r, nil
 }
 
+// shutdown releases every identity and returns the live actors.
+func (r *Registry) shutdown(ctx context.Context) ([]*actor.PID, error) {
+	reply := make(chan []*actor.PID, 1)
+	r.sys.Root().Send(r.pid, &shutdownReq{reply: reply})
+	select {
+	case live := <-reply:
+		return live, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Bind claims id for a producer. The actor is not started until the first
 // message (or Activate). Binding an identity that is bound already is
 // ErrBound.
 func (r *Registry) Bind(ctx context.Context, id Identity, cfg BindConfig) (*Binding, error) {
 	if cfg.Producer == nil {
 		return nil, fmt.Errorf("bind %s: no producer", id)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-r.sys.done:
+		return nil, ErrClosed
+	default:
 	}
 	reply := make(chan error, 1)
 	b := &Binding{r: r, id: id, live: &liveRef{}}
@@ -97,13 +117,8 @@ func (r *Registry) Bind(ctx context.Context, id Identity, cfg BindConfig) (*Bind
 		}
 		return b, nil
 	case <-ctx.Done():
-		// The bind may still land: release it so the identity is not
-		// left claimed by nobody.
-		go func() {
-			if <-reply == nil {
-				r.sys.Root().Send(r.pid, &unbindReq{id: id, reply: make(chan struct{}, 1)})
-			}
-		}()
+		// Queued behind the bind, before any later request of this caller.
+		r.sys.Root().Send(r.pid, &unbindReq{id: id, live: b.live, reply: make(chan struct{}, 1)})
 		return nil, ctx.Err()
 	}
 }
@@ -127,8 +142,10 @@ type Binding struct {
 // reach zero, so every direct send is in the actor's mailbox before the
 // passivation request is.
 type liveRef struct {
-	pid     atomic.Pointer[actor.PID]
-	senders atomic.Int32
+	pid      atomic.Pointer[actor.PID]
+	senders  atomic.Int32
+	routed   atomic.Int32 // routes of this binding not yet delivered or dropped
+	draining atomic.Bool  // the registry waits for senders to reach zero
 }
 
 // send delivers msg (with sender, if not nil) directly when the actor is
@@ -136,17 +153,22 @@ type liveRef struct {
 func (b *Binding) send(msg any, sender *actor.PID) {
 	root := b.r.sys.Root()
 	b.live.senders.Add(1)
-	if pid := b.live.pid.Load(); pid != nil {
+	if pid := b.live.pid.Load(); pid != nil && b.live.routed.Load() == 0 {
 		if sender != nil {
 			root.RequestWithCustomSender(pid, msg, sender)
 		} else {
 			root.Send(pid, msg)
 		}
-		b.live.senders.Add(-1)
+		if b.live.senders.Add(-1) == 0 && b.live.draining.Load() {
+			root.Send(b.r.pid, &drained{id: b.id, pid: pid})
+		}
 		return
 	}
-	b.live.senders.Add(-1)
-	root.Send(b.r.pid, &route{id: b.id, msg: msg, sender: sender})
+	b.live.routed.Add(1)
+	if b.live.senders.Add(-1) == 0 && b.live.draining.Load() {
+		root.Send(b.r.pid, &drained{id: b.id})
+	}
+	root.Send(b.r.pid, &route{id: b.id, live: b.live, msg: msg, sender: sender, counted: true})
 }
 
 // Identity returns the bound identity.
@@ -162,6 +184,11 @@ func (b *Binding) Request(msg any, replyTo *Inbox) { b.send(msg, replyTo.PID()) 
 
 // Ask sends msg and waits for one reply, or for ctx to end.
 func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
+	select {
+	case <-b.r.sys.done:
+		return nil, ErrClosed
+	default:
+	}
 	in := b.r.sys.inboxes.get(b.r.sys)
 	b.Request(msg, in)
 	rep, err := in.Receive(ctx)
@@ -177,8 +204,11 @@ func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
 // process id, for code that talks Proto.Actor directly (tests, and the
 // cluster layer). The id is valid until the actor is passivated.
 func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	reply := make(chan *actor.PID, 1)
-	b.r.sys.Root().Send(b.r.pid, &activateReq{id: b.id, reply: reply})
+	b.r.sys.Root().Send(b.r.pid, &activateReq{id: b.id, live: b.live, reply: reply})
 	select {
 	case pid := <-reply:
 		if pid == nil {
@@ -192,8 +222,11 @@ func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
 
 // Live reports whether the identity's actor is live (not passivated).
 func (b *Binding) Live(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	reply := make(chan bool, 1)
-	b.r.sys.Root().Send(b.r.pid, &liveReq{id: b.id, reply: reply})
+	b.r.sys.Root().Send(b.r.pid, &liveReq{id: b.id, live: b.live, reply: reply})
 	select {
 	case live := <-reply:
 		return live, nil
@@ -206,8 +239,11 @@ func (b *Binding) Live(ctx context.Context) (bool, error) {
 // (or ctx ends), and releases the identity. Messages sent after it are
 // dropped. Unbinding twice is a no-op.
 func (b *Binding) Unbind(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	reply := make(chan struct{}, 1)
-	b.r.sys.Root().Send(b.r.pid, &unbindReq{id: b.id, reply: reply})
+	b.r.sys.Root().Send(b.r.pid, &unbindReq{id: b.id, live: b.live, reply: reply})
 	select {
 	case <-reply:
 		return nil
@@ -226,20 +262,25 @@ type (
 		reply chan error
 	}
 	route struct {
-		id     Identity
-		msg    any
-		sender *actor.PID
+		id      Identity
+		live    *liveRef
+		msg     any
+		sender  *actor.PID
+		counted bool // counted in live.routed
 	}
 	activateReq struct {
 		id    Identity
+		live  *liveRef
 		reply chan *actor.PID
 	}
 	liveReq struct {
 		id    Identity
+		live  *liveRef
 		reply chan bool
 	}
 	unbindReq struct {
 		id    Identity
+		live  *liveRef
 		reply chan struct{}
 	}
 	// idleReport: the shell's actor is idle; the registry answers with
@@ -249,6 +290,9 @@ type (
 		pid *actor.PID
 	}
 	passivateReq struct{}
+	// shutdownReq: the system closes; the registry releases every
+	// identity and answers with the live actors, which System.Close stops.
+	shutdownReq struct{ reply chan []*actor.PID }
 	// drained: check again whether direct sends have stopped.
 	drained struct {
 		id  Identity
@@ -267,6 +311,29 @@ type entry struct {
 	stopping  bool       // passivation or unbind asked; routes wait in held
 	held      []*route
 	unbinding []chan struct{}
+	asked     bool // passivateReq sent
+}
+
+// entryOf returns the entry of the binding whose liveRef is live.
+func (x *registryActor) entryOf(id Identity, live *liveRef) (*entry, bool) {
+	e, ok := x.entries[id]
+	if !ok || e.live != live {
+		return nil, false
+	}
+	return e, true
+}
+
+// dropHeld drops the held routes and answers the held activations.
+func dropHeld(e *entry) {
+	for _, h := range e.held {
+		if a, ok := h.msg.(*activateReq); ok {
+			a.reply <- nil
+		}
+		if h.counted {
+			e.live.routed.Add(-1)
+		}
+	}
+	e.held = nil
 }
 
 // registryActor owns the identity table.
@@ -293,8 +360,11 @@ func (x *registryActor) Receive(c actor.Context) {
 		x.entries[m.id] = &entry{cfg: m.cfg, live: m.live}
 		m.reply <- nil
 	case *route:
-		e, ok := x.entries[m.id]
+		e, ok := x.entryOf(m.id, m.live)
 		if !ok || e.unbinding != nil {
+			if m.counted {
+				m.live.routed.Add(-1)
+			}
 			return // released: dropped
 		}
 		if e.stopping {
@@ -303,28 +373,28 @@ func (x *registryActor) Receive(c actor.Context) {
 		}
 		x.deliver(c, m.id, e, m)
 	case *activateReq:
-		e, ok := x.entries[m.id]
+		e, ok := x.entryOf(m.id, m.live)
 		if !ok || e.unbinding != nil {
 			m.reply <- nil
 			return
 		}
 		if e.stopping {
 			// Answered once the passivation is over, in order.
-			e.held = append(e.held, &route{id: m.id, msg: m})
+			e.held = append(e.held, &route{id: m.id, live: m.live, msg: m})
 			return
 		}
 		m.reply <- x.live(c, m.id, e)
 	case *liveReq:
-		e, ok := x.entries[m.id]
+		e, ok := x.entryOf(m.id, m.live)
 		m.reply <- ok && e.pid != nil && !e.stopping
 	case *unbindReq:
-		e, ok := x.entries[m.id]
+		e, ok := x.entryOf(m.id, m.live)
 		if !ok {
 			m.reply <- struct{}{}
 			return
 		}
 		e.unbinding = append(e.unbinding, m.reply)
-		e.held = nil
+		dropHeld(e)
 		e.live.pid.Store(nil)
 		if e.pid == nil {
 			x.release(m.id, e)
@@ -342,10 +412,11 @@ func (x *registryActor) Receive(c actor.Context) {
 		// its mailbox.
 		e.stopping = true
 		e.live.pid.Store(nil)
+		e.live.draining.Store(true)
 		x.passivateWhenDrained(c, m.id, e)
 	case *drained:
 		e, ok := x.entries[m.id]
-		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || !e.stopping || e.unbinding != nil {
+		if !ok || e.pid == nil || !e.stopping || e.unbinding != nil || e.asked {
 			return
 		}
 		x.passivateWhenDrained(c, m.id, e)
@@ -354,9 +425,26 @@ func (x *registryActor) Receive(c actor.Context) {
 		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.unbinding != nil {
 			return
 		}
-		e.stopping = false
+		e.stopping, e.asked = false, false
+		e.live.draining.Store(false)
 		e.live.pid.Store(e.pid)
 		x.flush(c, m.id, e)
+	case *shutdownReq:
+		var live []*actor.PID
+		for id, e := range x.entries {
+			if e.pid != nil {
+				live = append(live, e.pid)
+				c.Unwatch(e.pid)
+			}
+			e.live.pid.Store(nil)
+			dropHeld(e)
+			for _, r := range e.unbinding {
+				r <- struct{}{}
+			}
+			delete(x.entries, id)
+		}
+		x.byPID = map[string]Identity{}
+		m.reply <- live
 	case *actor.Terminated:
 		id, ok := x.byPID[m.Who.Id]
 		if !ok {
@@ -368,8 +456,9 @@ func (x *registryActor) Receive(c actor.Context) {
 			return
 		}
 		passivated := e.stopping && e.unbinding == nil
-		e.pid, e.stopping = nil, false
+		e.pid, e.stopping, e.asked = nil, false, false
 		e.live.pid.Store(nil)
+		e.live.draining.Store(false)
 		if passivated {
 			x.observe(id, Passivated)
 		} else {
@@ -391,10 +480,15 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 	inner := e.cfg.Producer
 	idle := e.cfg.IdleTimeout
 	registry := c.Self()
+	// Spawned from the root and watched, not as children: Proto.Actor's
+	// set of children keeps a pointer to a removed child in its array
+	// until the slot is reused, which held every passivated owner in
+	// memory. The guardian strategy supervises a root-spawned actor.
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &shell{inner: inner(), id: id, idle: idle, registry: registry}
-	}, actor.WithSupervisor(x.supervisor), actor.WithDispatcher(x.dispatch))
-	e.pid = c.Spawn(props)
+	}, actor.WithGuardian(x.supervisor), actor.WithDispatcher(x.dispatch))
+	e.pid = c.ActorSystem().Root.Spawn(props)
+	c.Watch(e.pid)
 	x.byPID[e.pid.Id] = id
 	e.live.pid.Store(e.pid)
 	x.observe(id, Activated)
@@ -405,9 +499,9 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 // is in progress, checking again through its own mailbox until then.
 func (x *registryActor) passivateWhenDrained(c actor.Context, id Identity, e *entry) {
 	if e.live.senders.Load() > 0 {
-		c.Send(c.Self(), &drained{id: id, pid: e.pid})
-		return
+		return // the last of them sends drained
 	}
+	e.asked = true
 	c.Send(e.pid, &passivateReq{})
 }
 
@@ -421,6 +515,9 @@ func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route
 		c.RequestWithCustomSender(pid, m.msg, m.sender)
 	} else {
 		c.Send(pid, m.msg)
+	}
+	if m.counted {
+		e.live.routed.Add(-1)
 	}
 }
 
@@ -470,22 +567,30 @@ func (s *shell) Receive(c actor.Context) {
 			s.timer.Reset(s.idle - since)
 			return
 		}
-		s.timer.Reset(s.idle) // again, should the passivation not happen
 		if p, ok := s.inner.(Passivator); ok && p.Idle() {
 			c.Send(s.registry, &idleReport{id: s.id, pid: c.Self()})
+			return // the registry answers with passivateReq, or stops it
 		}
+		s.timer.Reset(s.idle)
 		return
 	case *passivateReq:
 		if p, ok := s.inner.(Passivator); ok && p.Idle() {
 			c.Stop(c.Self())
 		} else {
 			c.Send(s.registry, &passivateRefused{id: s.id, pid: c.Self()})
+			if s.timer != nil {
+				s.timer.Reset(s.idle)
+			}
 		}
 		return
 	case *actor.Stopping:
 		if s.timer != nil {
 			s.timer.Stop()
 		}
+	case *actor.Stopped:
+		s.inner.Receive(c)
+		s.inner = nil // nothing of the owner outlives it
+		return
 	default:
 		if s.timer != nil {
 			s.last = time.Now()

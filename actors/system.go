@@ -60,6 +60,7 @@ type System struct {
 	mu       sync.Mutex
 	pids     map[*actor.PID]struct{}
 	closed   bool
+	done     chan struct{} // closed by Close
 }
 
 // ErrClosed: the system was closed.
@@ -74,7 +75,7 @@ func NewSystem(cfg Config) (*System, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256)}
+	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256), done: make(chan struct{})}
 	r, err := newRegistry(s, cfg.Observer)
 	if err != nil {
 		return nil, err
@@ -89,6 +90,10 @@ func (s *System) Go(fn func()) { s.pool.Go(fn) }
 
 // mailboxes is the dispatcher of the system's actors (see inline).
 func (s *System) mailboxes() actor.Dispatcher { return inline{throughput: 300} }
+
+// UniqueID returns a short string no other call on s returns: the path of
+// an owner that has no session to name it.
+func (s *System) UniqueID() string { return s.sys.ProcessRegistry.NextId() }
 
 // Registry returns the system's registry of owners (one per System).
 func (s *System) Registry() *Registry { return s.registry }
@@ -159,13 +164,17 @@ func (s *System) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	pids := make([]*actor.PID, 0, len(s.pids))
+	close(s.done)
+	s.mu.Unlock()
+	// The owners first (the registry's, spawned from the root), then the
+	// actors spawned through Spawn, the registry's own included.
+	pids, err := s.registry.shutdown(ctx)
+	s.mu.Lock()
 	for p := range s.pids {
 		pids = append(pids, p)
 	}
 	s.pids = nil
 	s.mu.Unlock()
-	var err error
 	for _, p := range pids {
 		if e := stopAndWait(ctx, s.sys, p); e != nil && err == nil {
 			err = e

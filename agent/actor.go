@@ -57,16 +57,10 @@ type agentActor struct {
 	dead    bool // loadErr was answered: stopping
 
 	seq     uint64
-	running *running
+	running *request // the job running, if any
 	queue   []*request
 	closed  bool
 	closers []func(any)
-}
-
-type running struct {
-	seq    uint64
-	req    *request
-	cancel context.CancelCauseFunc
 }
 
 type reqKind int
@@ -79,8 +73,12 @@ const (
 )
 
 // request is one job asked for, in the form both the protobuf and the
-// in-process messages are decoded to.
+// in-process messages are decoded to; in one process the handle sends it
+// as it is (SPEC R2 lets in-process sends skip serialization: everything
+// in it has a protobuf form).
 type request struct {
+	seq    uint64                  // set when it starts
+	cancel context.CancelCauseFunc // set when it starts
 	kind   reqKind
 	id     string // invocation id ("" when none was given)
 	in     Input
@@ -127,13 +125,6 @@ type localAbandon struct {
 	cause error
 }
 
-// localInvoke is the in-process form of AgentInvoke: the input and the
-// reply channels as Go values (SPEC R2 lets in-process sends skip
-// serialization; everything in it has a protobuf form).
-type localInvoke struct {
-	req *request
-}
-
 func (x *agentActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
@@ -148,8 +139,8 @@ func (x *agentActor) Receive(c actor.Context) {
 		}
 	case *jobDone:
 		x.done(c, m)
-	case *localInvoke:
-		x.enqueue(c, m.req)
+	case *request:
+		x.enqueue(c, m)
 	case *localAbandon:
 		x.drop(m.req, m.cause)
 	case *braidv1.AgentInvoke:
@@ -288,7 +279,8 @@ func (x *agentActor) start(c actor.Context, r *request) {
 	x.seq++
 	seq := x.seq
 	ctx, cancel := context.WithCancelCause(x.jobCtx)
-	x.running = &running{seq: seq, req: r, cancel: cancel}
+	r.seq, r.cancel = seq, cancel
+	x.running = r
 	self, root := c.Self(), x.sys.Root()
 	var commit func(*data)
 	if x.sess != nil {
@@ -357,7 +349,7 @@ func (x *agentActor) cancel(m *braidv1.AgentCancel) bool {
 			}
 		}
 	}
-	if x.running == nil || (id != "" && x.running.req.id != id) {
+	if x.running == nil || (id != "" && x.running.id != id) {
 		return false
 	}
 	x.running.cancel(cause)
@@ -374,7 +366,7 @@ func (x *agentActor) drop(r *request, cause error) {
 			return
 		}
 	}
-	if x.running != nil && x.running.req == r {
+	if x.running != nil && x.running == r {
 		x.running.cancel(cause)
 	}
 }

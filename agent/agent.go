@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/google/uuid"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
@@ -94,7 +93,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Session != nil {
 		id.SessionID = cfg.Session.SessionID()
 	} else {
-		id.Path += "#" + uuid.NewString() // no session: an identity of its own
+		id.Path += "#" + sys.UniqueID() // no session: an identity of its own
 	}
 	activations := 0
 	producer := func() actor.Actor {
@@ -368,7 +367,7 @@ func (a *Agent) send(r *request) error {
 	if a.closed.Load() {
 		return ErrClosed
 	}
-	a.binding.Send(&localInvoke{req: r})
+	a.binding.Send(r)
 	return nil
 }
 

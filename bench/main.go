@@ -4,9 +4,13 @@
 //
 //	go run ./bench                              # Braid only
 //	go run ./bench -peer results.jsonl          # with the peer's run-bench.sh output
+//	go run ./bench -only b5                     # only b5: memory per agent, activation
 //
 // Run the peer in the same session (scripts/peer-bench.sh does) and compare
-// ratios, not absolute times: these machines are shared and noisy.
+// ratios, not absolute times: these machines are shared and noisy. The
+// peer's b5 lines (node --expose-gc bench/b5_memory.mjs MODE 1000, for MODE
+// idle, interrupted and completed) fill b5's peer column when the results
+// hold them.
 package main
 
 import (
@@ -38,7 +42,9 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdout); errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,6 +62,9 @@ func run(args []string, w io.Writer) error {
 	peerFile := fs.String("peer", "", "JSON lines written by the peer's run-bench.sh (optional)")
 	pgDSN := fs.String("postgres", os.Getenv("BRAID_TEST_POSTGRES_DSN"), "PostgreSQL DSN for the b4 postgres row (default $BRAID_TEST_POSTGRES_DSN; none: no row)")
 	rounds := fs.Int("rounds", 3, "run each benchmark this many times and keep the best")
+	only := fs.String("only", "", "run only this part: b5 (memory per agent, activation of a passivated agent); empty: everything")
+	b5Agents := fs.Int("b5-agents", 1000, "agents per b5 measurement")
+	passivateAfter := fs.Duration("passivate-after", 250*time.Millisecond, "b5: IdleTimeout of the passivated agents; must outlast one timed loop of activations")
 	child := fs.String("fsync-child", "", "internal: run the b4 cycles that strace counts (durable|nofsync)")
 	childDir := fs.String("fsync-dir", "", "internal: the store folder of -fsync-child")
 	if err := fs.Parse(args); err != nil {
@@ -64,34 +73,57 @@ func run(args []string, w io.Writer) error {
 	if *child != "" {
 		return fsyncChild(*child, *childDir)
 	}
+	if *only != "" && *only != "b5" {
+		return fmt.Errorf("-only %q: want b5 or nothing", *only)
+	}
+	if *b5Agents < 1 || *passivateAfter <= 0 {
+		return errors.New("-b5-agents and -passivate-after must be positive")
+	}
 	peer, err := readPeer(*peerFile)
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
+	if *only == "" {
+		if err := throughput(ctx, w, peer.perSecond, *rounds, *pgDSN); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs, best of %d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
+	}
+	b5, err := runB5(ctx, *b5Agents, *rounds, *passivateAfter)
+	if err != nil {
+		return err
+	}
+	printB5(w, b5, peer)
+	return nil
+}
+
+// throughput runs and prints b1, b2 and b4, the fsync counts and the actor
+// share.
+func throughput(ctx context.Context, w io.Writer, peer map[string]float64, rounds int, pgDSN string) error {
 	env, err := benchcase.NewEnv()
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	ctx := context.Background()
-
 	rows := []row{
 		{scenario: "b1 invoke, one tool", mode: "fresh", peerBench: "b1_invoke_one_tool", peerMode: "fresh",
-			res: best(*rounds, scenario(ctx, env, true, benchcase.InvokeOneTool))},
+			res: best(rounds, scenario(ctx, env, true, benchcase.InvokeOneTool))},
 		{scenario: "b1 invoke, one tool", mode: "reused", peerBench: "b1_invoke_one_tool", peerMode: "reused-reset",
-			res: best(*rounds, scenario(ctx, env, false, benchcase.InvokeOneTool))},
+			res: best(rounds, scenario(ctx, env, false, benchcase.InvokeOneTool))},
 		{scenario: "b2 interrupt + resume", mode: "fresh", peerBench: "b2_interrupt_resume", peerMode: "fresh",
-			res: best(*rounds, scenario(ctx, env, true, benchcase.InterruptResume, benchcase.Approval()))},
+			res: best(rounds, scenario(ctx, env, true, benchcase.InterruptResume, benchcase.Approval()))},
 		{scenario: "b2 interrupt + resume", mode: "reused", peerBench: "b2_interrupt_resume", peerMode: "reused-reset",
-			res: best(*rounds, scenario(ctx, env, false, benchcase.InterruptResume, benchcase.Approval()))},
+			res: best(rounds, scenario(ctx, env, false, benchcase.InterruptResume, benchcase.Approval()))},
 	}
-	b4, err := sessionRows(ctx, env, *rounds, *pgDSN)
+	b4, err := sessionRows(ctx, env, rounds, pgDSN)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, b4...)
 	fsyncs := countFsyncs()
-	hop := best(*rounds, func(b *testing.B) {
+	hop := best(rounds, func(b *testing.B) {
 		a, err := env.NewAgent()
 		if err != nil {
 			b.Fatal(err)
@@ -103,7 +135,7 @@ func run(args []string, w io.Writer) error {
 			}
 		}
 	})
-	life := best(*rounds, func(b *testing.B) {
+	life := best(rounds, func(b *testing.B) {
 		for b.Loop() {
 			if err := env.Life(ctx); err != nil {
 				b.Fatal(err)
@@ -111,7 +143,7 @@ func run(args []string, w io.Writer) error {
 		}
 	})
 
-	fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs, best of %d\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
+	fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs, best of %d\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), rounds)
 	fmt.Fprintln(w, "| scenario | mode | Braid ops/s | µs/op | allocs/op | Strands TS ops/s | ratio |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
@@ -396,15 +428,24 @@ func perSecond(r testing.BenchmarkResult) float64 {
 	return float64(time.Second) / float64(r.NsPerOp())
 }
 
-// readPeer reads {"bench":..,"modes":{mode:{"perSecond":..}}} lines.
-func readPeer(path string) (map[string]float64, error) {
-	out := map[string]float64{}
+// peerResults are the peer's figures: perSecond by "bench/mode" (b1, b2,
+// b4), and b5's heap per agent by mode.
+type peerResults struct {
+	perSecond map[string]float64
+	b5Heap    map[string]float64 // mode -> perAgentKiB.heapUsed
+}
+
+// readPeer reads the peer's JSON lines (common.mjs printResult):
+// {"bench":..,"modes":{mode:{"perSecond":..}}} for b1, b2 and b4, and
+// {"bench":"b5_memory","mode":..,"perAgentKiB":{"heapUsed":..}} for b5.
+func readPeer(path string) (peerResults, error) {
+	out := peerResults{perSecond: map[string]float64{}, b5Heap: map[string]float64{}}
 	if path == "" {
 		return out, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -415,14 +456,21 @@ func readPeer(path string) (map[string]float64, error) {
 			Modes map[string]struct {
 				PerSecond float64 `json:"perSecond"`
 			} `json:"modes"`
+			Mode        string `json:"mode"`
+			PerAgentKiB *struct {
+				HeapUsed float64 `json:"heapUsed"`
+			} `json:"perAgentKiB"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return out, fmt.Errorf("%s: %w", path, err)
 		}
 		for m, v := range line.Modes {
 			if v.PerSecond > 0 {
-				out[line.Bench+"/"+m] = v.PerSecond
+				out.perSecond[line.Bench+"/"+m] = v.PerSecond
 			}
+		}
+		if line.Bench == "b5_memory" && line.PerAgentKiB != nil {
+			out.b5Heap[line.Mode] = line.PerAgentKiB.HeapUsed
 		}
 	}
 	return out, sc.Err()

@@ -13,8 +13,11 @@ import (
 // The zero State is empty and ready to use. All methods are safe for
 // concurrent use; concurrent tools of one cycle raise into one State.
 type State struct {
-	mu        sync.Mutex
-	byID      map[string]int // index into list
+	mu sync.Mutex
+	// byID indexes list by id once it holds more than indexFrom
+	// interrupts (nil before: a scan is cheaper, and a map costs most of
+	// a small state's memory).
+	byID      map[string]int
 	list      []Interrupt
 	activated bool
 	version   uint64
@@ -23,20 +26,50 @@ type State struct {
 // NewState returns an empty State.
 func NewState() *State { return &State{} }
 
+// indexFrom is the number of interrupts above which a State keeps byID.
+const indexFrom = 8
+
+// find returns the index of id in list. The caller holds mu.
+func (s *State) find(id string) (int, bool) {
+	if s.byID != nil {
+		i, ok := s.byID[id]
+		return i, ok
+	}
+	for i := range s.list {
+		if s.list[i].ID == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// reindex builds byID if list has grown past indexFrom. The caller holds mu.
+func (s *State) reindex() {
+	if len(s.list) <= indexFrom {
+		s.byID = nil
+		return
+	}
+	s.byID = make(map[string]int, len(s.list))
+	for i := range s.list {
+		s.byID[s.list[i].ID] = i
+	}
+}
+
 // Register records an interrupt unless one with that id exists; an existing
 // record wins and its name and reason never change (SPEC I3). It returns the
 // stored record and whether it was created.
 func (s *State) Register(in Interrupt) (Interrupt, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i, ok := s.byID[in.ID]; ok {
+	if i, ok := s.find(in.ID); ok {
 		return s.list[i].Clone(), false
 	}
-	if s.byID == nil {
-		s.byID = make(map[string]int)
-	}
-	s.byID[in.ID] = len(s.list)
 	s.list = append(s.list, in.Clone())
+	if s.byID != nil {
+		s.byID[in.ID] = len(s.list) - 1
+	} else if len(s.list) > indexFrom {
+		s.reindex()
+	}
 	s.version++
 	return in, true
 }
@@ -45,7 +78,7 @@ func (s *State) Register(in Interrupt) (Interrupt, bool) {
 func (s *State) Get(id string) (Interrupt, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.byID[id]
+	i, ok := s.find(id)
 	if !ok {
 		return Interrupt{}, false
 	}
@@ -146,7 +179,7 @@ func (s *State) checkLocked(responses []Response) error {
 			return &IDError{ID: r.ID, Err: ErrDuplicateResponse}
 		}
 		seen[r.ID] = struct{}{}
-		if _, ok := s.byID[r.ID]; !ok {
+		if _, ok := s.find(r.ID); !ok {
 			return &IDError{ID: r.ID, Err: ErrUnknownID}
 		}
 		if !r.Value.Valid() {
@@ -166,7 +199,7 @@ func (s *State) Resume(responses []Response) error {
 		return err
 	}
 	for _, r := range responses {
-		i := s.byID[r.ID]
+		i, _ := s.find(r.ID)
 		s.list[i].Response = Value{raw: cloneRaw(r.Value.raw)}
 		s.list[i].Answered = true
 	}
@@ -178,7 +211,7 @@ func (s *State) Resume(responses []Response) error {
 func (s *State) answer(id string) (Value, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.byID[id]
+	i, ok := s.find(id)
 	if !ok || !s.list[i].Answered {
 		return Value{}, false
 	}
@@ -191,12 +224,11 @@ func (s *State) Clone() *State {
 	defer s.mu.Unlock()
 	c := &State{activated: s.activated, version: s.version}
 	if len(s.list) > 0 {
-		c.byID = make(map[string]int, len(s.list))
 		c.list = make([]Interrupt, len(s.list))
 		for i, in := range s.list {
 			c.list[i] = in.Clone()
-			c.byID[in.ID] = i
 		}
+		c.reindex()
 	}
 	return c
 }
@@ -242,10 +274,11 @@ func (s *State) UnmarshalJSON(data []byte) error {
 		byID[in.ID] = i
 	}
 	s.mu.Lock()
-	s.byID, s.list, s.activated = byID, w.Interrupts, w.Activated
+	s.list, s.activated = w.Interrupts, w.Activated
 	if len(s.list) == 0 {
-		s.byID, s.list = nil, nil
+		s.list = nil
 	}
+	s.reindex()
 	s.version++
 	s.mu.Unlock()
 	return nil

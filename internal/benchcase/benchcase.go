@@ -6,6 +6,8 @@
 //	   runs, the model answers.
 //	b2 InterruptResume: a BeforeToolCall hook interrupts, the caller resumes
 //	   with "y", the tool runs, the model answers.
+//	b5 Interrupt: the first half of b2, the agent left waiting on its
+//	   interrupt (memory per agent, activation of a passivated agent).
 //
 // "Fresh" builds a new agent (and model) for every operation, in a shared
 // actor system, as a server building an agent per request would; tools are
@@ -16,6 +18,7 @@ package benchcase
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
@@ -88,12 +91,28 @@ func NewEnv() (*Env, error) {
 	return &Env{Sys: sys, Tools: Tools()}, nil
 }
 
+// NewEnvConfig is NewEnv with a configured actor system (an Observer that
+// counts passivations, for instance).
+func NewEnvConfig(cfg actors.Config) (*Env, error) {
+	sys, err := actors.NewSystem(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Sys: sys, Tools: Tools()}, nil
+}
+
 // Close stops the actor system.
 func (e *Env) Close() error { return e.Sys.Close(context.Background()) }
 
 // NewAgent builds one agent of the scenario.
 func (e *Env) NewAgent(hooks ...hook.Provider) (*agent.Agent, error) {
 	return agent.New(context.Background(), agent.Config{Model: Model(), Tools: e.Tools, Hooks: hooks, System: e.Sys})
+}
+
+// NewSessionAgent builds one agent of the scenario on a session, its actor
+// passivated after idle without a message (zero: never).
+func (e *Env) NewSessionAgent(sess agent.Session, idle time.Duration, hooks ...hook.Provider) (*agent.Agent, error) {
+	return agent.New(context.Background(), agent.Config{Model: Model(), Tools: e.Tools, Hooks: hooks, System: e.Sys, Session: sess, IdleTimeout: idle})
 }
 
 // InvokeOneTool runs scenario b1 once on a.
@@ -123,6 +142,19 @@ func InterruptResume(ctx context.Context, a *agent.Agent) error {
 	}
 	if res.StopReason != agent.StopEndTurn {
 		return fmt.Errorf("b2 resume: stop reason %s", res.StopReason)
+	}
+	return nil
+}
+
+// Interrupt invokes a (built with Approval) once and checks that it stopped
+// on one interrupt, which stays open: b5's interrupted agent.
+func Interrupt(ctx context.Context, a *agent.Agent) error {
+	res, err := a.Invoke(ctx, agent.Text("delete old files"))
+	if err != nil {
+		return err
+	}
+	if res.StopReason != agent.StopInterrupt || len(res.Interrupts) != 1 {
+		return fmt.Errorf("b5: want one interrupt, got %s %v", res.StopReason, res.Interrupts)
 	}
 	return nil
 }
