@@ -302,6 +302,12 @@ type (
 		id  Identity
 		pid *actor.PID
 	}
+	// stoppedReport: the shell's actor stopped (passivated, unbound, or
+	// stopped by its supervisor after a panic).
+	stoppedReport struct {
+		id  Identity
+		pid *actor.PID
+	}
 )
 
 type entry struct {
@@ -338,20 +344,24 @@ func dropHeld(e *entry) {
 
 // registryActor owns the identity table.
 type registryActor struct {
-	entries map[Identity]*entry
-	byPID   map[string]Identity
-	// supervisor stops an owner whose Receive panicked: restarting it
-	// would give it fresh state behind its callers' backs (SPEC R6).
-	supervisor actor.SupervisorStrategy
-	dispatch   actor.Dispatcher
-	observe    func(Identity, Lifecycle)
+	entries  map[Identity]*entry
+	props    *actor.Props          // of every owner's shell
+	next     atomic.Pointer[shell] // the shell Spawn's producer returns
+	dispatch actor.Dispatcher
+	observe  func(Identity, Lifecycle)
 }
 
 func (x *registryActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		x.byPID = map[string]Identity{}
-		x.supervisor = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+		// Spawned from the root, not as the registry's children: Proto.
+		// Actor's set of children keeps a pointer to a removed child in its
+		// array until the slot is reused, which held every passivated owner
+		// in memory. The guardian strategy supervises a root-spawned actor:
+		// an owner whose Receive panicked is stopped, never restarted with
+		// fresh state behind its callers' backs (SPEC R6).
+		stop := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
+		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(actor.UnboundedLockfree()))
 	case *bindReq:
 		if _, ok := x.entries[m.id]; ok {
 			m.reply <- ErrBound
@@ -434,7 +444,6 @@ func (x *registryActor) Receive(c actor.Context) {
 		for id, e := range x.entries {
 			if e.pid != nil {
 				live = append(live, e.pid)
-				c.Unwatch(e.pid)
 			}
 			e.live.pid.Store(nil)
 			dropHeld(e)
@@ -443,16 +452,10 @@ func (x *registryActor) Receive(c actor.Context) {
 			}
 			delete(x.entries, id)
 		}
-		x.byPID = map[string]Identity{}
 		m.reply <- live
-	case *actor.Terminated:
-		id, ok := x.byPID[m.Who.Id]
-		if !ok {
-			return
-		}
-		delete(x.byPID, m.Who.Id)
-		e := x.entries[id]
-		if e == nil || e.pid == nil || !e.pid.Equal(m.Who) {
+	case *stoppedReport:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) {
 			return
 		}
 		passivated := e.stopping && e.unbinding == nil
@@ -460,15 +463,15 @@ func (x *registryActor) Receive(c actor.Context) {
 		e.live.pid.Store(nil)
 		e.live.draining.Store(false)
 		if passivated {
-			x.observe(id, Passivated)
+			x.observe(m.id, Passivated)
 		} else {
-			x.observe(id, Stopped)
+			x.observe(m.id, Stopped)
 		}
 		if e.unbinding != nil {
-			x.release(id, e)
+			x.release(m.id, e)
 			return
 		}
-		x.flush(c, id, e) // held routes activate it again
+		x.flush(c, m.id, e) // held routes activate it again
 	}
 }
 
@@ -477,22 +480,25 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 	if e.pid != nil {
 		return e.pid
 	}
-	inner := e.cfg.Producer
-	idle := e.cfg.IdleTimeout
-	registry := c.Self()
-	// Spawned from the root and watched, not as children: Proto.Actor's
-	// set of children keeps a pointer to a removed child in its array
-	// until the slot is reused, which held every passivated owner in
-	// memory. The guardian strategy supervises a root-spawned actor.
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return &shell{inner: inner(), id: id, idle: idle, registry: registry}
-	}, actor.WithGuardian(x.supervisor), actor.WithDispatcher(x.dispatch))
-	e.pid = c.ActorSystem().Root.Spawn(props)
-	c.Watch(e.pid)
-	x.byPID[e.pid.Id] = id
+	// The shell is handed to the shared Props' producer, which Spawn calls
+	// before it returns (one Props per registry: a Props per activation
+	// would cost more than a third of an idle owner's memory).
+	x.next.Store(&shell{inner: e.cfg.Producer(), id: id, idle: e.cfg.IdleTimeout, registry: c.Self()})
+	e.pid = c.ActorSystem().Root.Spawn(x.props)
+	x.next.Store(nil)
 	e.live.pid.Store(e.pid)
 	x.observe(id, Activated)
 	return e.pid
+}
+
+// produce is the shared Props' producer: the shell live prepared. Owners
+// are never restarted (their supervisor stops them), so it is called by
+// Spawn only; a call without a prepared shell gets one that stops itself.
+func (x *registryActor) produce() actor.Actor {
+	if sh := x.next.Swap(nil); sh != nil {
+		return sh
+	}
+	return &shell{}
 }
 
 // passivateWhenDrained sends the passivation request once no direct send
@@ -555,6 +561,12 @@ type shell struct {
 type idleTick struct{}
 
 func (s *shell) Receive(c actor.Context) {
+	if s.inner == nil { // stopped, or made by no activation (see produce)
+		if _, ok := c.Message().(*actor.Started); ok {
+			c.Stop(c.Self())
+		}
+		return
+	}
 	switch c.Message().(type) {
 	case *actor.Started:
 		if s.idle > 0 {
@@ -588,8 +600,12 @@ func (s *shell) Receive(c actor.Context) {
 			s.timer.Stop()
 		}
 	case *actor.Stopped:
-		s.inner.Receive(c)
+		// Reported first: the registry must learn of the stop even if
+		// the owner's own Stopped handling fails.
+		c.Send(s.registry, &stoppedReport{id: s.id, pid: c.Self()})
+		inner := s.inner
 		s.inner = nil // nothing of the owner outlives it
+		inner.Receive(c)
 		return
 	default:
 		if s.timer != nil {

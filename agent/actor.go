@@ -473,7 +473,7 @@ func (a *job) setState(ctx context.Context, key string, value json.RawMessage, d
 }
 
 func (a *job) callTool(ctx context.Context, name string, input json.RawMessage) (model.ToolResult, error) {
-	t, ok := a.tools[name]
+	t, ok := a.tools.get(name)
 	if !ok {
 		return model.ToolResult{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}

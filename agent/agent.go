@@ -16,7 +16,6 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/proto/braidv1"
-	"github.com/braidhq/braid/tool"
 )
 
 // Errors of the agent handle.
@@ -75,12 +74,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &core{cfg: cfg, tools: make(map[string]tool.Tool, len(cfg.Tools)), hooks: hook.NewRegistry(cfg.Hooks...)}
-	for _, t := range cfg.Tools {
-		s := t.Spec()
-		c.tools[s.Name] = t
-		c.specs = append(c.specs, s)
-	}
+	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hook.NewRegistry(cfg.Hooks...)}
 	sys := cfg.System
 	if sys == nil {
 		var err error
@@ -119,7 +113,7 @@ func (a *Agent) ID() string { return a.core.cfg.ID }
 func (a *Agent) Name() string { return a.core.cfg.Name }
 
 // Tools returns the specs of the agent's tools.
-func (a *Agent) Tools() []model.ToolSpec { return slices.Clone(a.core.specs) }
+func (a *Agent) Tools() []model.ToolSpec { return slices.Clone(a.core.tools.specs) }
 
 // Hooks returns the registry, for adding callbacks after New.
 func (a *Agent) Hooks() *hook.Registry { return a.core.hooks }
@@ -402,7 +396,7 @@ func (a *Agent) Cancel(ctx context.Context) (bool, error) {
 // while the agent is interrupted, and runs after the invocations asked for
 // before it.
 func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.ToolResult, error) {
-	if _, ok := a.core.tools[name]; !ok {
+	if _, ok := a.core.tools.get(name); !ok {
 		return model.ToolResult{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	raw, err := json.Marshal(input)

@@ -1161,3 +1161,34 @@ func cancelNow(t *testing.T, a *agent.Agent) bool {
 	require.NoError(t, err)
 	return ran
 }
+
+// SPEC A1: every tool of a long tool list is found by name, by the model's
+// calls and by direct calls alike, and an unknown name still is not (the
+// lookup switches from a scan to an index above a handful of tools).
+func TestTools_ManyToolsAreFoundByName(t *testing.T) {
+	for _, n := range []int{1, 16, 17, 40} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var tools []tool.Tool
+			var counters []*counter
+			var calls []model.ToolCall
+			for i := range n {
+				tl, c := countingTool(fmt.Sprintf("tool_%d", i))
+				tools, counters = append(tools, tl), append(counters, c)
+				calls = append(calls, model.Call(fmt.Sprintf("t%d", i), tl.Spec().Name, pathsIn{}))
+			}
+			a := newAgent(t, agent.Config{Model: toolThenText("ok", calls...), Tools: tools})
+			res, err := a.Invoke(context.Background(), agent.Text("run them all"))
+			require.NoError(t, err)
+			assert.Equal(t, agent.StopEndTurn, res.StopReason)
+			for i, c := range counters {
+				assert.Equal(t, 1, c.get(fmt.Sprintf("t%d", i)), "tool_%d", i)
+			}
+			last := fmt.Sprintf("tool_%d", n-1)
+			r, err := a.CallTool(context.Background(), last, pathsIn{})
+			require.NoError(t, err)
+			assert.Equal(t, last+" ok", r.Text())
+			_, err = a.CallTool(context.Background(), fmt.Sprintf("tool_%d", n), pathsIn{})
+			assert.ErrorIs(t, err, agent.ErrUnknownTool)
+		})
+	}
+}

@@ -15,9 +15,50 @@ import (
 // config, tools and hooks. The actor and its jobs share it.
 type core struct {
 	cfg   Config
-	tools map[string]tool.Tool
-	specs []model.ToolSpec
+	tools tools
 	hooks *hook.Registry
+}
+
+// tools is an agent's tool list with its specs, looked up by name: a scan
+// for the few tools most agents have, an index above that (a map per
+// agent costs more memory than the agent's whole interrupt state).
+type tools struct {
+	list   []tool.Tool
+	specs  []model.ToolSpec
+	byName map[string]int // only above toolScan tools
+}
+
+const toolScan = 16
+
+func newTools(list []tool.Tool) tools {
+	ts := tools{list: list, specs: make([]model.ToolSpec, len(list))}
+	for i, t := range list {
+		ts.specs[i] = t.Spec()
+	}
+	if len(list) > toolScan {
+		ts.byName = make(map[string]int, len(list))
+		for i, s := range ts.specs {
+			ts.byName[s.Name] = i
+		}
+	}
+	return ts
+}
+
+// get returns the tool named name. Names are unique (Config.Validate).
+func (ts *tools) get(name string) (tool.Tool, bool) {
+	if ts.byName != nil {
+		i, ok := ts.byName[name]
+		if !ok {
+			return nil, false
+		}
+		return ts.list[i], true
+	}
+	for i := range ts.specs {
+		if ts.specs[i].Name == name {
+			return ts.list[i], true
+		}
+	}
+	return nil, false
 }
 
 // data is an agent's session (SPEC R1): history, key/value state,
@@ -160,4 +201,10 @@ func decodeValues(raw map[string]json.RawMessage) (map[string]any, error) {
 		out[k] = x
 	}
 	return out, nil
+}
+
+// lookup is get without the flag: nil for an unknown name.
+func (ts *tools) lookup(name string) tool.Tool {
+	t, _ := ts.get(name)
+	return t
 }

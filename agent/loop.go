@@ -252,7 +252,7 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 	a := inv.a
 	scope := a.scope(interrupt.SourceHook, interrupt.BeforeModelCallID)
 	a.mu.Lock()
-	req := &model.Request{SystemPrompt: a.cfg.SystemPrompt, Messages: a.messages[:len(a.messages):len(a.messages)], Tools: a.specs}
+	req := &model.Request{SystemPrompt: a.cfg.SystemPrompt, Messages: a.messages[:len(a.messages):len(a.messages)], Tools: a.tools.specs}
 	a.mu.Unlock()
 	bm := &BeforeModelCallEvent{Agent: a.view(), Request: req, scope: scope}
 	if err := hook.Run(ctx, a.hooks, bm); err != nil {
@@ -350,10 +350,10 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 			}
 		}
 	}
-	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results, started: map[string]ToolStart{}}
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results}
 	if p := a.pendingCopy(); p != nil {
 		for _, s := range p.Started { // cut off by a crash (SPEC S6)
-			cycle.started[s.ToolUseID] = s
+			cycle.markStarted(s)
 		}
 	}
 	if a.pending == nil {
@@ -395,7 +395,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	} else if len(remaining) > 0 {
 		tasks := make([]tool.Task, len(remaining))
 		for k, i := range remaining {
-			tasks[k] = &toolTask{cycle: cycle, i: i, use: uses[i], tool: a.tools[uses[i].Name]}
+			tasks[k] = &toolTask{cycle: cycle, i: i, use: uses[i], tool: a.tools.lookup(uses[i].Name)}
 		}
 		a.cfg.Executor.Execute(ctx, tasks)
 	}
@@ -612,7 +612,10 @@ func (c *toolCycle) pending() *Pending {
 }
 
 func (c *toolCycle) pendingLocked() *Pending {
-	p := &Pending{Kind: PendingTools, Message: &c.assistant, Completed: make([]model.ToolResult, 0, len(c.results))}
+	// A copy of the message, not a pointer into c: the committed Pending
+	// outlives the cycle, and must not keep it (and its job) in memory.
+	assistant := c.assistant
+	p := &Pending{Kind: PendingTools, Message: &assistant, Completed: make([]model.ToolResult, 0, len(c.results))}
 	for i, x := range c.results {
 		if x != nil {
 			p.Completed = append(p.Completed, x.Clone())
@@ -621,6 +624,15 @@ func (c *toolCycle) pendingLocked() *Pending {
 		}
 	}
 	return p
+}
+
+// markStarted records s; the map is made at the first mark (most cycles
+// have no at-most-once tool). The caller holds c.mu, or owns c alone.
+func (c *toolCycle) markStarted(s ToolStart) {
+	if c.started == nil {
+		c.started = make(map[string]ToolStart, 1)
+	}
+	c.started[s.ToolUseID] = s
 }
 
 // crashed returns the start mark of a tool cut off by a crash, if any.
@@ -640,7 +652,7 @@ func (c *toolCycle) start(id string) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.started[id] = ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()}
+	c.markStarted(ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()})
 	return c.saveLocked(persistence.SaveToolStart)
 }
 

@@ -32,7 +32,7 @@ func (v *View) State() *State { return v.j.kv }
 func (v *View) Messages() []model.Message { return model.CloneMessages(v.j.history()) }
 
 // Tools returns the specs of the agent's tools.
-func (v *View) Tools() []model.ToolSpec { return slices.Clone(v.j.specs) }
+func (v *View) Tools() []model.ToolSpec { return slices.Clone(v.j.tools.specs) }
 
 // Interrupts returns the agent's interrupts without an answer yet.
 func (v *View) Interrupts() []interrupt.Interrupt { return v.j.interrupts.Unanswered() }

@@ -512,7 +512,7 @@ func printB5(w io.Writer, f b5Figures, peer peerResults) {
 		if closed.heapKiB >= b5ClosedTarget {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(w, "b5 target (issue 10), nothing but the store row once a passivated agent is closed (~0 heap): %.2f KiB per agent, %s; each further agent cycled afterwards keeps %.2f KiB (SQLite's own cache is C memory, outside the Go heap)\n",
+		fmt.Fprintf(w, "b5 target (issue 10), nothing but the store row once a passivated agent is closed (~0 heap): %.2f KiB per agent, %s; each further agent cycled afterwards keeps %.2f KiB (a heap profile of the closed agents holds no object of Braid's: what stays is the high-water size of Proto.Actor's process-registry maps and the registry's table, which Go maps do not give back)\n",
 			closed.heapKiB, verdict, further.heapKiB)
 	}
 	p := f.passive

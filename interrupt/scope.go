@@ -17,12 +17,86 @@ type Scope struct {
 	source Source
 	idFor  func(name string) string
 
-	mu        sync.Mutex
-	callback  int
-	names     map[string]int      // name → callback that first raised it
-	raised    []Interrupt         // unanswered, in call order (SPEC I8)
-	raisedIDs map[string]struct{} // ids in raised, so each is listed once in O(1)
+	mu       sync.Mutex
+	callback int
+	names    []raisedName // in first-raise order
+	raised   []Interrupt  // unanswered, in call order (SPEC I8)
+	// Indexes of names and raised, made once they pass scopeScan entries,
+	// so that many interrupts in one event stay linear: most events raise
+	// one or two, which a scan finds without a map's allocations.
+	nameIdx   map[string]int      // name → index in names
+	raisedIDs map[string]struct{} // ids in raised
 	dupErr    error
+}
+
+// raisedName is a name raised in the scope and the callback that first
+// raised it.
+type raisedName struct {
+	name     string
+	callback int
+}
+
+const scopeScan = 8
+
+// nameCallback returns the callback that first raised name. The caller
+// holds mu.
+func (s *Scope) nameCallback(name string) (int, bool) {
+	if s.nameIdx != nil {
+		i, ok := s.nameIdx[name]
+		if !ok {
+			return 0, false
+		}
+		return s.names[i].callback, true
+	}
+	for _, n := range s.names {
+		if n.name == name {
+			return n.callback, true
+		}
+	}
+	return 0, false
+}
+
+// addName records name for the current callback. The caller holds mu and
+// checked that name is not recorded.
+func (s *Scope) addName(name string) {
+	s.names = append(s.names, raisedName{name: name, callback: s.callback})
+	switch {
+	case s.nameIdx != nil:
+		s.nameIdx[name] = len(s.names) - 1
+	case len(s.names) > scopeScan:
+		s.nameIdx = make(map[string]int, 2*len(s.names))
+		for i, n := range s.names {
+			s.nameIdx[n.name] = i
+		}
+	}
+}
+
+// listed reports whether id is in raised. The caller holds mu.
+func (s *Scope) listed(id string) bool {
+	if s.raisedIDs != nil {
+		_, ok := s.raisedIDs[id]
+		return ok
+	}
+	for i := range s.raised {
+		if s.raised[i].ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// addRaised lists it in raised. The caller holds mu.
+func (s *Scope) addRaised(it Interrupt) {
+	s.raised = append(s.raised, it)
+	switch {
+	case s.raisedIDs != nil:
+		s.raisedIDs[it.ID] = struct{}{}
+	case len(s.raised) > scopeScan:
+		s.raisedIDs = make(map[string]struct{}, 2*len(s.raised))
+		for i := range s.raised {
+			s.raisedIDs[s.raised[i].ID] = struct{}{}
+		}
+	}
 }
 
 // NewScope returns a Scope that records into state, with ids made by idFor
@@ -81,7 +155,8 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		rawReason = r
 	}
 	s.mu.Lock()
-	if cb, ok := s.names[name]; ok && cb != s.callback {
+	cb, known := s.nameCallback(name)
+	if known && cb != s.callback {
 		err := &DuplicateNameError{Name: name}
 		if s.dupErr == nil {
 			s.dupErr = err
@@ -89,10 +164,9 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		s.mu.Unlock()
 		return Value{}, err
 	}
-	if s.names == nil {
-		s.names = make(map[string]int, 1)
+	if !known {
+		s.addName(name)
 	}
-	s.names[name] = s.callback
 	s.mu.Unlock()
 
 	id := s.idFor(name)
@@ -112,12 +186,8 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		return stored.Response, nil
 	}
 	s.mu.Lock()
-	if _, listed := s.raisedIDs[stored.ID]; !listed {
-		if s.raisedIDs == nil {
-			s.raisedIDs = make(map[string]struct{}, 1)
-		}
-		s.raisedIDs[stored.ID] = struct{}{}
-		s.raised = append(s.raised, stored)
+	if !s.listed(stored.ID) {
+		s.addRaised(stored)
 	}
 	s.mu.Unlock()
 	return Value{}, &RaisedError{Interrupt: stored}
