@@ -117,18 +117,6 @@ func (s *System) Spawn(producer actor.Producer, opts ...actor.PropsOption) (*act
 	return pid, nil
 }
 
-// Release stops one actor without waiting for it to finish stopping. Use it
-// when the actor has no work left.
-func (s *System) Release(pid *actor.PID) {
-	s.mu.Lock()
-	_, ok := s.pids[pid]
-	delete(s.pids, pid)
-	s.mu.Unlock()
-	if ok {
-		s.sys.Root.Stop(pid)
-	}
-}
-
 // Stop stops one actor and waits until it has stopped or ctx ends.
 func (s *System) Stop(ctx context.Context, pid *actor.PID) error {
 	s.mu.Lock()
