@@ -129,14 +129,11 @@ func InvokeOneTool(ctx context.Context, a *agent.Agent) error {
 
 // InterruptResume runs scenario b2 once on a (built with Approval).
 func InterruptResume(ctx context.Context, a *agent.Agent) error {
-	res, err := a.Invoke(ctx, agent.Text("delete old files"))
+	id, err := interruptOnce(ctx, a, "b2")
 	if err != nil {
 		return err
 	}
-	if res.StopReason != agent.StopInterrupt || len(res.Interrupts) != 1 {
-		return fmt.Errorf("b2: want one interrupt, got %s %v", res.StopReason, res.Interrupts)
-	}
-	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	res, err := a.Invoke(ctx, agent.Resume(interrupt.Respond(id, "y")))
 	if err != nil {
 		return err
 	}
@@ -149,14 +146,21 @@ func InterruptResume(ctx context.Context, a *agent.Agent) error {
 // Interrupt invokes a (built with Approval) once and checks that it stopped
 // on one interrupt, which stays open: b5's interrupted agent.
 func Interrupt(ctx context.Context, a *agent.Agent) error {
+	_, err := interruptOnce(ctx, a, "b5")
+	return err
+}
+
+// interruptOnce invokes a with the scenario's prompt and returns the id of
+// the one interrupt it must stop on.
+func interruptOnce(ctx context.Context, a *agent.Agent, scenario string) (string, error) {
 	res, err := a.Invoke(ctx, agent.Text("delete old files"))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if res.StopReason != agent.StopInterrupt || len(res.Interrupts) != 1 {
-		return fmt.Errorf("b5: want one interrupt, got %s %v", res.StopReason, res.Interrupts)
+		return "", fmt.Errorf("%s: want one interrupt, got %s %v", scenario, res.StopReason, res.Interrupts)
 	}
-	return nil
+	return res.Interrupts[0].ID, nil
 }
 
 // Fresh runs op on a new agent and closes it.
