@@ -71,6 +71,10 @@ func builtinCodes() []ErrorCode {
 		{"context.Canceled", context.Canceled},
 		{"context.DeadlineExceeded", context.DeadlineExceeded},
 		{"actors.ErrClosed", ErrClosed},
+		{"actors.ErrNodeTimeout", ErrNodeTimeout},
+		{"actors.ErrRunBusy", ErrRunBusy},
+		{"actors.ErrTopology", ErrTopology},
+		{"actors.ErrNodeFailed", ErrNodeFailed},
 	}
 }
 

@@ -200,7 +200,7 @@ func (x *agentActor) activate() {
 	restore := cfg.Restore
 	if cfg.Session != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
-		sess, rec, err := cfg.Session.OpenAgent(ctx, cfg.ID)
+		sess, rec, err := cfg.Session.OpenAgent(ctx, actors.RecordID(cfg.OwnerPath, cfg.ID))
 		cancel()
 		if err != nil {
 			x.loadErr = fmt.Errorf("restore agent %q: %w", cfg.ID, err)

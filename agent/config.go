@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/actors"
@@ -39,8 +40,9 @@ type Config struct {
 	// OwnerPath places the agent inside an orchestrator (SPEC I2), for
 	// example "graph/node": the ids of its interrupts carry it
 	// ("graph/node/v1:tool_call:..."), as do its identity and its tools'
-	// idempotency keys. Empty outside any orchestrator: ids are exactly
-	// Strands Python's v1 forms.
+	// idempotency keys and its session record (id "graph:node:<ID>", so
+	// with an owner path ID must not hold ":"). Empty outside any
+	// orchestrator: ids are exactly Strands Python's v1 forms.
 	OwnerPath string
 	// IdleTimeout passivates the agent's actor (SPEC R4) after this long
 	// without a message while it runs nothing: its memory is freed, its
@@ -115,6 +117,9 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout > 0 && c.Session == nil {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)
+	}
+	if c.OwnerPath != "" && strings.Contains(c.ID, ":") {
+		return fmt.Errorf("%w: the id %q of an agent with an owner path holds \":\" (its session record id joins path and id with \":\")", ErrConfig, c.ID)
 	}
 	if err := interrupt.ValidateOwnerPath(c.OwnerPath); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -161,10 +161,19 @@ func (s *State) CheckResume(responses []Response) error {
 }
 
 func (s *State) checkLocked(responses []Response) error {
+	return CheckResponses(responses, s.activated, func(id string) bool { _, ok := s.find(id); return ok })
+}
+
+// CheckResponses runs the checks of a resume (SPEC I7) for an owner that
+// keeps its interrupts in a table of its own (an orchestrator): the list
+// is not empty, the owner is interrupted (activated), and every response
+// has an id that known reports, a response field, and an id of its own.
+// It changes nothing.
+func CheckResponses(responses []Response, activated bool, known func(id string) bool) error {
 	if len(responses) == 0 {
 		return ErrEmptyResume
 	}
-	if !s.activated {
+	if !activated {
 		return &IDError{ID: responses[0].ID, Err: ErrNotInterrupted}
 	}
 	seen := make(map[string]struct{}, len(responses))
@@ -179,7 +188,7 @@ func (s *State) checkLocked(responses []Response) error {
 			return &IDError{ID: r.ID, Err: ErrDuplicateResponse}
 		}
 		seen[r.ID] = struct{}{}
-		if _, ok := s.find(r.ID); !ok {
+		if !known(r.ID) {
 			return &IDError{ID: r.ID, Err: ErrUnknownID}
 		}
 		if !r.Value.Valid() {

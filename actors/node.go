@@ -1,0 +1,210 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// NodeEnv is what an orchestrator tells a node when it opens it.
+type NodeEnv struct {
+	// System is the orchestrator's actor system.
+	System *System
+	// Path is the node's owner path (SPEC I2): the ids of the interrupts
+	// raised inside the node carry it, and so do the identities of the
+	// owners it builds (its agent, a nested orchestrator).
+	Path string
+	// NodeID is the node's id within its orchestrator.
+	NodeID string
+	// Session is the orchestrator's session manager, nil without one: the
+	// node's owners save into the same session.
+	Session *persistence.SessionManager
+	// IdleTimeout is the orchestrator's: the node's owners passivate with it.
+	IdleTimeout time.Duration
+}
+
+// Node is what an orchestrator runs at one of its nodes (SPEC M1): an
+// agent, a nested orchestrator or a Go function (package agentnode).
+type Node interface {
+	// OpenNode prepares the node for the orchestrator described by env. It
+	// is called once per orchestrator activation.
+	OpenNode(ctx context.Context, env NodeEnv) (NodeRunner, error)
+}
+
+// NodeRunner runs a node's executor; its methods are called by the node's
+// actor, one call at a time, on a goroutine the actor owns.
+type NodeRunner interface {
+	// RunNode runs the executor once. in is its input: the node's task,
+	// or, with resume, the answers to the interrupts it stopped for (the
+	// executor resumes, it does not restart). The result's status is
+	// COMPLETED, INTERRUPTED (with the unanswered interrupts, ids carrying
+	// the node's path), FAILED (with its error) or CANCELLED. Failures are
+	// results, not errors: RunNode has none.
+	RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult
+	// Progress reports how many messages the executor's session holds (0
+	// for an executor without one): the orchestrator keeps it, so that a
+	// run cut off by a crash carries on rather than starting again.
+	Progress(ctx context.Context) (int64, error)
+	// Close releases the executor (its agent's or nested orchestrator's
+	// identity). Its session stays in the store.
+	Close(ctx context.Context) error
+}
+
+// GateHooks are an orchestrator's node hooks (SPEC M3), called on the
+// node's goroutine: hooks of concurrent nodes run concurrently.
+type GateHooks interface {
+	// BeforeNode runs the BeforeNodeCall callbacks of node. gate holds the
+	// orchestrator's interrupts for this node (answers included); the
+	// callbacks' interrupts are recorded in it. cancelled with msg skips
+	// the node (CANCELLED); an error fails it.
+	BeforeNode(ctx context.Context, node string, gate *interrupt.State) (msg string, cancelled bool, err error)
+	// AfterNode runs the AfterNodeCall callbacks of node, which finished
+	// (not for a node whose BeforeNode interrupted).
+	AfterNode(ctx context.Context, node string, res *braidv1.NodeResult) error
+}
+
+// nodeActor is one node of an orchestrator (SPEC M1): a child of the
+// orchestrator's actor that runs its executor on a goroutine it owns and
+// reports every run to its parent with a NodeReport.
+type nodeActor struct {
+	sys     *System
+	id      string
+	runner  NodeRunner
+	hooks   GateHooks
+	timeout time.Duration
+
+	cancel context.CancelFunc // of the running run, if any
+}
+
+// nodeCancel asks a node to stop its running run.
+type nodeCancel struct{}
+
+// nodeRunDone: the run's goroutine ended.
+type nodeRunDone struct{ run uint64 }
+
+func (n *nodeActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *braidv1.NodeRun:
+		if n.cancel != nil {
+			// The orchestrator runs a node once at a time; a second run is
+			// its bug, reported rather than run twice.
+			c.Send(c.Parent(), n.failedReport(m, fmt.Errorf("node %q: run %d while run is in flight", n.id, m.GetRun())))
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if n.timeout > 0 {
+			ctx, cancel = context.WithTimeout(context.Background(), n.timeout)
+		}
+		n.cancel = cancel
+		parent, self := c.Parent(), c.Self()
+		root := n.sys.Root()
+		n.sys.Go(func() {
+			rep := n.run(ctx, m)
+			cancel()
+			root.Send(self, &nodeRunDone{run: m.GetRun()})
+			root.Send(parent, rep)
+		})
+	case *nodeRunDone:
+		n.cancel = nil
+	case *nodeCancel:
+		if n.cancel != nil {
+			n.cancel()
+		}
+	case *actor.Stopping:
+		if n.cancel != nil {
+			n.cancel()
+		}
+	}
+}
+
+// run runs one NodeRun: the gate, the executor, AfterNodeCall. A panic
+// anywhere fails the run (SPEC R6).
+func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun) (rep *braidv1.NodeReport) {
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			rep = n.failedReport(m, fmt.Errorf("node %q panicked: %v\n%s", n.id, r, debug.Stack()))
+		}
+	}()
+	rep = &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun()}
+	gate := interrupt.NewState()
+	for _, w := range m.GetGate() {
+		in, err := InterruptFromWire(w)
+		if err != nil {
+			return n.failedReport(m, err)
+		}
+		gate.Register(in)
+	}
+	if n.hooks != nil {
+		msg, cancelled, err := n.hooks.BeforeNode(ctx, n.id, gate)
+		rep.Gate = interruptsToWire(gate.All())
+		switch {
+		case err != nil:
+			rep.Result = failedResult(n.id, fmt.Errorf("BeforeNodeCall hook of node %q: %w", n.id, err))
+			return rep
+		case len(gate.Unanswered()) > 0:
+			rep.Gated = true
+			rep.Result = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_INTERRUPTED,
+				Interrupts: interruptsToWire(gate.Unanswered())}
+			return rep
+		case cancelled:
+			rep.Result = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: msg}
+			n.after(ctx, rep)
+			return rep
+		}
+	}
+	res := n.runner.RunNode(ctx, m)
+	if res == nil {
+		res = failedResult(n.id, fmt.Errorf("node %q: its executor returned no result", n.id))
+	}
+	res.NodeId = n.id
+	if err := ctx.Err(); err != nil && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		if ctx.Err() == context.DeadlineExceeded && n.timeout > 0 {
+			res = failedResult(n.id, fmt.Errorf("%w: Node '%s' execution timed out after %gs", ErrNodeTimeout, n.id, n.timeout.Seconds()))
+		}
+	}
+	res.DurationNs = int64(time.Since(start))
+	rep.Result = res
+	if p, err := n.runner.Progress(context.WithoutCancel(ctx)); err == nil {
+		rep.Messages = p
+	}
+	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		n.after(ctx, rep)
+	}
+	return rep
+}
+
+func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport) {
+	if n.hooks == nil {
+		return
+	}
+	if err := n.hooks.AfterNode(context.WithoutCancel(ctx), n.id, rep.Result); err != nil {
+		rep.Result = failedResult(n.id, fmt.Errorf("AfterNodeCall hook of node %q: %w", n.id, err))
+	}
+}
+
+func (n *nodeActor) failedReport(m *braidv1.NodeRun, err error) *braidv1.NodeReport {
+	return &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun(), Result: failedResult(n.id, err)}
+}
+
+func failedResult(node string, err error) *braidv1.NodeResult {
+	return &braidv1.NodeResult{NodeId: node, Status: braidv1.NodeStatus_NODE_STATUS_FAILED, Error: DefaultCodec().Encode(err)}
+}
+
+// FailedResult is the result of a node run that failed with err.
+func FailedResult(node string, err error) *braidv1.NodeResult { return failedResult(node, err) }
+
+func interruptsToWire(ins []interrupt.Interrupt) []*braidv1.Interrupt {
+	out := make([]*braidv1.Interrupt, len(ins))
+	for i, in := range ins {
+		out[i] = InterruptToWire(in)
+	}
+	return out
+}

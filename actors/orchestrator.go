@@ -1,0 +1,882 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// Errors of orchestrators.
+var (
+	// ErrNodeTimeout: a node ran longer than its orchestrator's NodeTimeout.
+	ErrNodeTimeout = errors.New("node timed out")
+	// ErrRunBusy: an orchestrator was asked to run while closing.
+	ErrRunBusy = errors.New("orchestrator is closing")
+	// ErrTopology: the stored run of an orchestrator names nodes it does
+	// not have, or was saved by another kind of orchestrator (SPEC M10).
+	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
+	// ErrNodeFailed is matched by the error of a node that failed without
+	// an error of its own (an executor that returned no result).
+	ErrNodeFailed = errors.New("node failed")
+	// ErrEmptyTask: a fresh run was given no task.
+	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
+)
+
+// defaultCodec is the codec of errors built into every ErrorCodec. Built
+// once; immutable.
+var defaultCodec = sync.OnceValue(func() *ErrorCodec {
+	c, err := NewErrorCodec()
+	if err != nil { // the built-in codes are constant: cannot happen
+		return &ErrorCodec{byCode: map[string]error{}}
+	}
+	return c
+})
+
+// DefaultCodec returns the codec that knows the built-in error codes.
+func DefaultCodec() *ErrorCodec { return defaultCodec() }
+
+// RecordID is the store id of an owner (agent or orchestrator) with id at
+// owner path path (SPEC I2): id itself outside any orchestrator, otherwise
+// the path's segments and id joined by ":" (store ids hold no "/"; path
+// segments hold no ":", so the mapping is one to one as long as id holds
+// none either).
+func RecordID(path, id string) string {
+	if path == "" {
+		return id
+	}
+	return strings.ReplaceAll(path, "/", ":") + ":" + id
+}
+
+// NodeSpec is one node of an orchestrator.
+type NodeSpec struct {
+	ID   string
+	Node Node
+}
+
+// NodeStart asks the orchestrator to run a node with an input.
+type NodeStart struct {
+	Node  string
+	Input *braidv1.AgentInput
+}
+
+// Policy decides which nodes run (Graph, Swarm). Its methods are called on
+// the orchestrator's actor, one at a time, and must not block.
+type Policy interface {
+	// Begin returns the nodes to run first in a fresh run of v.Task().
+	Begin(v *RunView) ([]NodeStart, error)
+	// Next is told that node finished a run (COMPLETED, FAILED or
+	// CANCELLED: v.Status) and returns the nodes that are ready now. A
+	// non-empty stop ends the run FAILED with that message (a limit).
+	Next(v *RunView, node string) (starts []NodeStart, stop string)
+}
+
+// OrchestratorHooks are an orchestrator's hooks: the node hooks, run on
+// the nodes' goroutines, and the invocation hooks, run on a goroutine the
+// orchestrator's actor starts (never on its mailbox).
+type OrchestratorHooks interface {
+	GateHooks
+	// BeforeInvocation runs at the start of every invocation; resuming
+	// tells a resume from a fresh run. An error fails the invocation
+	// before any node runs.
+	BeforeInvocation(ctx context.Context, resuming bool) error
+	// AfterInvocation runs at the end of every invocation, with its result.
+	AfterInvocation(ctx context.Context, res *braidv1.MultiAgentResult) error
+}
+
+// OrchestratorConfig configures an orchestrator (the core that Graph and
+// Swarm share).
+type OrchestratorConfig struct {
+	// Kind is the kind of orchestrator ("graph", "swarm"): its identity's
+	// kind, and the type its record is saved with.
+	Kind string
+	// ID names the orchestrator within its session.
+	ID string
+	// OwnerPath places a nested orchestrator inside its parent's node
+	// (SPEC I2); empty at the top.
+	OwnerPath string
+	// Nodes, in order; ids are unique path segments.
+	Nodes  []NodeSpec
+	Policy Policy
+	Hooks  OrchestratorHooks
+	// Session saves the run after every node and every invocation (SPEC
+	// M10); nil keeps it in memory.
+	Session *persistence.SessionManager
+	// MaxNodeExecutions ends the run FAILED when that many node runs have
+	// executed (0: no limit).
+	MaxNodeExecutions int
+	// ExecutionTimeout ends the run FAILED once it has executed this long
+	// (summed across resumes; 0: no limit); NodeTimeout fails a node run
+	// that takes longer (0: no limit).
+	ExecutionTimeout, NodeTimeout time.Duration
+	// IdleTimeout passivates the orchestrator and its nodes' owners when
+	// idle (requires Session).
+	IdleTimeout time.Duration
+	// LoadTimeout bounds the load of the session on activation (default 30s).
+	LoadTimeout time.Duration
+}
+
+// Orchestrator is a client handle to an orchestrator's actor (SPEC R1).
+type Orchestrator struct {
+	cfg     OrchestratorConfig
+	sys     *System
+	binding *Binding
+	opened  []openedNode // read-only once bound
+}
+
+// orchInvoke is the in-process form of MultiAgentInvoke.
+type orchInvoke struct {
+	in    *braidv1.AgentInput
+	reply chan orchReply
+}
+
+type orchReply struct {
+	res *braidv1.MultiAgentResult
+	err error
+}
+
+// orchStatus asks for the run's status.
+type orchStatus struct {
+	reply chan *braidv1.MultiAgentResult
+}
+
+// NewOrchestrator binds the orchestrator's identity in sys's registry and
+// activates it: it opens its nodes and restores its run from the session.
+func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (*Orchestrator, error) {
+	if cfg.LoadTimeout == 0 {
+		cfg.LoadTimeout = 30 * time.Second
+	}
+	id := Identity{Kind: cfg.Kind, Path: interrupt.OwnedID(cfg.OwnerPath, cfg.ID)}
+	if cfg.Session != nil {
+		id.SessionID = cfg.Session.SessionID()
+	} else {
+		id.Path += "#" + sys.UniqueID()
+	}
+	o := &Orchestrator{cfg: cfg, sys: sys}
+	// The nodes are opened here, on the caller's goroutine, not in the
+	// actor: opening binds their owners in the registry and asks them
+	// where they stand, which an actor must not wait for.
+	self := cfg.ID
+	if cfg.OwnerPath != "" {
+		self = cfg.OwnerPath
+	}
+	for _, spec := range cfg.Nodes {
+		env := NodeEnv{System: sys, Path: self + "/" + spec.ID, NodeID: spec.ID, Session: cfg.Session, IdleTimeout: cfg.IdleTimeout}
+		runner, err := spec.Node.OpenNode(ctx, env)
+		if err == nil {
+			var p int64
+			if p, err = runner.Progress(ctx); err == nil {
+				o.opened = append(o.opened, openedNode{id: spec.ID, runner: runner, progress: p})
+				continue
+			}
+			_ = runner.Close(context.WithoutCancel(ctx))
+		}
+		o.closeNodes(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("%s %q: node %q: %w", cfg.Kind, cfg.ID, spec.ID, err)
+	}
+	b, err := sys.Registry().Bind(ctx, id, BindConfig{IdleTimeout: cfg.IdleTimeout, Producer: func() actor.Actor {
+		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened}
+	}})
+	if err != nil {
+		o.closeNodes(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("%s %q: %w", cfg.Kind, cfg.ID, err)
+	}
+	o.binding = b
+	if _, err := o.Status(ctx); err != nil {
+		_ = o.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return o, nil
+}
+
+// openedNode is a node opened by the handle, for its actor's activations.
+type openedNode struct {
+	id       string
+	runner   NodeRunner
+	progress int64
+}
+
+func (o *Orchestrator) closeNodes(ctx context.Context) error {
+	var first error
+	for _, n := range o.opened {
+		if err := n.runner.Close(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	o.opened = nil
+	return first
+}
+
+// Invoke runs (a prompt) or resumes (interrupt responses) the orchestrator
+// and waits for the run's result, or for ctx to end (SPEC R5).
+func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, error) {
+	reply := make(chan orchReply, 1)
+	o.binding.Send(&orchInvoke{in: in, reply: reply})
+	select {
+	case r := <-reply:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-o.sys.done:
+		return nil, ErrClosed
+	}
+}
+
+// Status returns the run as it stands (its results so far); it is
+// answered at once, while nodes run.
+func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, error) {
+	reply := make(chan *braidv1.MultiAgentResult, 1)
+	o.binding.Send(&orchStatus{reply: reply})
+	select {
+	case r := <-reply:
+		if r.GetStatus() == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED && r.GetMessage() != "" {
+			return nil, errors.New(r.GetMessage())
+		}
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-o.sys.done:
+		return nil, ErrClosed
+	}
+}
+
+// Binding returns the orchestrator's claim on its identity.
+func (o *Orchestrator) Binding() *Binding { return o.binding }
+
+// Close stops the orchestrator's actor (and its nodes) and releases its
+// identity; the session stays in the store.
+func (o *Orchestrator) Close(ctx context.Context) error {
+	err := o.binding.Unbind(ctx)
+	if e := o.closeNodes(ctx); err == nil {
+		err = e
+	}
+	return err
+}
+
+// routed is one interrupt of the run and the node that owns it (SPEC M5):
+// gate interrupts are the orchestrator's own (a BeforeNodeCall hook of
+// node), the others belong to the node's executor.
+type routed struct {
+	in   interrupt.Interrupt
+	node string
+	gate bool
+	seq  uint64
+}
+
+// nodeRec is the orchestrator's record of one node.
+type nodeRec struct {
+	id     string
+	pid    *actor.PID
+	runner NodeRunner
+
+	status  braidv1.NodeStatus
+	result  *braidv1.NodeResult // of the last finished run
+	input   *braidv1.AgentInput // of the current or interrupted run
+	inner   bool                // the executor is interrupted: resume it
+	run     uint64              // the last run sent
+	started uint64              // run sequence numbers (RunView)
+	ended   uint64
+	count   int64 // executed runs
+	dur     int64 // summed execution time
+	msgs    int64 // executor progress (NodeRunner.Progress)
+	base    int64 // progress when the current run started
+	gate    []*braidv1.Interrupt
+	resume  bool // the next run resumes the executor
+	recover bool // the current run was cut off by a crash
+}
+
+// orchActor is the orchestrator's actor: it owns the run (node statuses
+// and results, the interrupt table, the ready nodes held back) and changes
+// it only in response to messages: invocations, node reports.
+type orchActor struct {
+	cfg    *OrchestratorConfig
+	sys    *System
+	opened []openedNode
+
+	loadErr error
+	owner   *persistence.Owner
+	nodes   map[string]*nodeRec
+	order   []string // node ids in config order
+
+	// the run
+	status   braidv1.NodeStatus
+	task     *braidv1.AgentInput
+	table    map[string]*routed
+	raised   []*routed // in the order raised; entries dropped from table are skipped
+	held     []NodeStart
+	results  []string // node ids, first-finish order
+	executed []string // execution order
+	seq      uint64
+	duration time.Duration
+	message  string
+	usage    *braidv1.Usage
+	saveErr  error // a save failed: the invocation ends with it
+
+	// the invocation
+	cur      *orchInvoke
+	queue    []*orchInvoke
+	began    time.Time
+	inflight int
+	stopping bool // an interrupt came: schedule nothing new
+	phase    int  // 0 idle, 1 before hooks, 2 running nodes, 3 after hooks
+	resuming bool
+	routedTo map[string]bool // nodes a resume runs
+}
+
+// hooksDone: the invocation hooks that ran on their goroutine ended.
+type hooksDone struct {
+	phase int
+	err   error
+}
+
+func (x *orchActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		x.activate(c)
+	case *orchStatus:
+		if x.loadErr != nil {
+			m.reply <- &braidv1.MultiAgentResult{Message: x.loadErr.Error()}
+			return
+		}
+		m.reply <- x.result()
+	case *orchInvoke:
+		if x.loadErr != nil {
+			m.reply <- orchReply{err: x.loadErr}
+			return
+		}
+		x.queue = append(x.queue, m)
+		x.next(c)
+	case *braidv1.MultiAgentInvoke:
+		// From another actor (or process): answered to the sender.
+		sender := c.Sender()
+		reply := make(chan orchReply, 1)
+		root := x.sys.Root()
+		x.sys.Go(func() {
+			r := <-reply
+			if r.err != nil {
+				root.Send(sender, DefaultCodec().Encode(r.err))
+				return
+			}
+			root.Send(sender, r.res)
+		})
+		c.Send(c.Self(), &orchInvoke{in: m.GetInput(), reply: reply})
+	case *hooksDone:
+		x.hooksDone(c, m)
+	case *braidv1.NodeReport:
+		x.report(c, m)
+	}
+}
+
+// Idle implements Passivator: no invocation runs or waits.
+func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
+
+// activate opens the nodes as child actors and loads the stored run.
+func (x *orchActor) activate(c actor.Context) {
+	cfg := x.cfg
+	x.nodes = make(map[string]*nodeRec, len(cfg.Nodes))
+	x.table = map[string]*routed{}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
+	defer cancel()
+	if cfg.Session != nil {
+		owner, rec, err := cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(cfg.OwnerPath, cfg.ID))
+		if err != nil {
+			x.loadErr = fmt.Errorf("restore %s %q: %w", cfg.Kind, cfg.ID, err)
+			return
+		}
+		x.owner = owner
+		if rec != nil {
+			if err := x.restore(owner.Key(), rec.Data); err != nil {
+				x.loadErr = err
+				return
+			}
+		}
+	}
+	for _, on := range x.opened {
+		n := x.nodes[on.id]
+		if n == nil {
+			n = &nodeRec{id: on.id, status: braidv1.NodeStatus_NODE_STATUS_PENDING, msgs: on.progress}
+			x.nodes[on.id] = n
+		}
+		n.runner = on.runner
+		na := &nodeActor{sys: x.sys, id: on.id, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
+		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes())))
+		x.order = append(x.order, on.id)
+	}
+	for id := range x.nodes {
+		if x.nodes[id].runner == nil {
+			x.loadErr = fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, cfg.Kind, cfg.ID, id, cfg.Kind)
+			return
+		}
+	}
+}
+
+// next starts the next queued invocation, if none runs.
+func (x *orchActor) next(c actor.Context) {
+	for x.cur == nil && len(x.queue) > 0 {
+		inv := x.queue[0]
+		x.queue = x.queue[1:]
+		if err := x.begin(c, inv); err != nil {
+			inv.reply <- orchReply{err: err}
+			continue
+		}
+	}
+}
+
+// begin validates an invocation's input against the run (SPEC I7, M5)
+// and starts it; on error nothing has changed.
+func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
+	in := inv.in
+	responses := make([]interrupt.Response, 0, len(in.GetResponses()))
+	for _, w := range in.GetResponses() {
+		r, err := ResponseFromWire(w)
+		if err != nil {
+			return err
+		}
+		responses = append(responses, r)
+	}
+	resume := in.GetResume() || len(responses) > 0
+	interrupted := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
+	cutOff := x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING // a run a crash cut off
+	switch {
+	case interrupted && !resume:
+		return &interrupt.ContentError{Types: contentKinds(in)}
+	case len(in.GetMessages()) > 0 && resume:
+		return &interrupt.ContentError{Types: contentKinds(in), Mixed: true}
+	case resume:
+		active := interrupted || cutOff
+		if err := interrupt.CheckResponses(responses, active && len(x.table) > 0, func(id string) bool { return x.table[id] != nil }); err != nil {
+			return err
+		}
+	case cutOff && len(in.GetMessages()) == 0:
+		// carry on the cut-off run
+	case len(in.GetMessages()) == 0:
+		return ErrEmptyTask
+	}
+	x.cur = inv
+	x.began = time.Now()
+	x.inflight = 0
+	x.stopping = false
+	x.resuming = resume || cutOff
+	x.routedTo = map[string]bool{}
+	if !x.resuming {
+		x.reset(in)
+	} else {
+		for _, r := range responses {
+			e := x.table[r.ID]
+			e.in.Response, e.in.Answered = r.Value, true
+			n := x.nodes[e.node]
+			x.routedTo[e.node] = true
+			if e.gate {
+				for _, g := range n.gate {
+					if g.GetId() == r.ID {
+						g.Response = r.Value.Raw()
+						if g.Response == nil {
+							g.Response = []byte("null")
+						}
+					}
+				}
+				continue
+			}
+			n.resume = true
+			if n.input == nil || !n.inputIsResume() {
+				n.input = &braidv1.AgentInput{Resume: true}
+			}
+			n.input.Responses = append(n.input.Responses, ResponseToWire(r))
+		}
+	}
+	x.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+	x.phase = 1
+	x.runHooks(c, 1)
+	return nil
+}
+
+func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
+
+// reset starts a fresh run of task.
+func (x *orchActor) reset(task *braidv1.AgentInput) {
+	x.task = task
+	x.table = map[string]*routed{}
+	x.raised = nil
+	x.held = nil
+	x.results = nil
+	x.executed = nil
+	x.duration = 0
+	x.message = ""
+	x.usage = &braidv1.Usage{}
+	for _, n := range x.nodes {
+		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
+		n.count, n.dur = 0, 0
+	}
+}
+
+// runHooks runs the invocation hooks of phase on a goroutine.
+func (x *orchActor) runHooks(c actor.Context, phase int) {
+	h := x.cfg.Hooks
+	self, root := c.Self(), x.sys.Root()
+	var res *braidv1.MultiAgentResult
+	if phase == 3 {
+		res = x.result()
+	}
+	resuming := x.resuming
+	x.sys.Go(func() {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("invocation hook panicked: %v", r)
+				}
+			}()
+			if h == nil {
+				return
+			}
+			if phase == 1 {
+				if e := h.BeforeInvocation(context.Background(), resuming); e != nil {
+					err = fmt.Errorf("BeforeMultiAgentInvocation hook: %w", e)
+				}
+			} else if e := h.AfterInvocation(context.Background(), res); e != nil {
+				err = fmt.Errorf("AfterMultiAgentInvocation hook: %w", e)
+			}
+		}()
+		root.Send(self, &hooksDone{phase: phase, err: err})
+	})
+}
+
+func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
+	if x.cur == nil || m.phase != x.phase {
+		return
+	}
+	if m.phase == 3 {
+		x.reply(c, m.err)
+		return
+	}
+	if m.err != nil {
+		x.fail(c, m.err)
+		return
+	}
+	x.phase = 2
+	var starts []NodeStart
+	if !x.resuming {
+		s, err := x.cfg.Policy.Begin(&RunView{x: x})
+		if err != nil {
+			x.fail(c, err)
+			return
+		}
+		starts = s
+	} else {
+		// Only the owners of the answered interrupts run again (SPEC M5),
+		// with the runs a crash cut off and the ready nodes held back.
+		for _, id := range x.order {
+			n := x.nodes[id]
+			if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+				n.recover = true
+				starts = append(starts, NodeStart{Node: id, Input: n.input})
+			} else if x.routedTo[id] && !x.hasUnanswered(id) {
+				starts = append(starts, NodeStart{Node: id, Input: n.input})
+			}
+		}
+		starts = append(starts, x.held...)
+		x.held = nil
+	}
+	x.launch(c, starts)
+	x.settle(c)
+}
+
+// fail ends the invocation with err before any node ran; the run is as
+// it was.
+func (x *orchActor) fail(c actor.Context, err error) {
+	inv := x.cur
+	x.cur, x.phase = nil, 0
+	if x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+		x.status = x.aggregate()
+	}
+	inv.reply <- orchReply{err: err}
+	x.next(c)
+}
+
+// hasUnanswered reports whether node still has an unanswered interrupt.
+func (x *orchActor) hasUnanswered(node string) bool {
+	for _, e := range x.table {
+		if e.node == node && !e.in.Answered {
+			return true
+		}
+	}
+	return false
+}
+
+// launch sends the runs of starts, after saving that they started (a
+// crash mid-run then knows where each node's executor stood).
+func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
+	var runs []*braidv1.NodeRun
+	for _, s := range starts {
+		n := x.nodes[s.Node]
+		if n == nil {
+			x.stop(fmt.Sprintf("%s %q: no node %q", x.cfg.Kind, x.cfg.ID, s.Node))
+			break
+		}
+		if x.stopping {
+			x.held = append(x.held, s)
+			continue
+		}
+		if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING && !n.recover {
+			continue // runs already; its policy asked twice
+		}
+		if max := x.cfg.MaxNodeExecutions; max > 0 && len(x.executed) >= max {
+			x.stop(fmt.Sprintf("Max node executions reached: %d", max))
+			break
+		}
+		if t := x.cfg.ExecutionTimeout; t > 0 && x.duration+time.Since(x.began) > t {
+			x.stop(fmt.Sprintf("Execution timed out: %gs", t.Seconds()))
+			break
+		}
+		x.seq++
+		n.run++
+		n.started = x.seq
+		if !n.recover {
+			n.base = n.msgs
+		}
+		if !n.resume {
+			n.input = s.Input
+		}
+		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
+			Recover: n.recover, Base: n.base})
+		n.resume, n.recover = false, false
+		x.inflight++
+	}
+	if len(runs) == 0 {
+		return
+	}
+	if err := x.save(persistence.SaveMessage); err != nil {
+		x.abort(err)
+		return
+	}
+	for _, r := range runs {
+		c.Send(x.nodes[r.GetNodeId()].pid, r)
+	}
+}
+
+// stop ends the run FAILED with msg once the running nodes finished.
+func (x *orchActor) stop(msg string) {
+	if x.message == "" {
+		x.message = msg
+	}
+	x.stopping = true
+}
+
+// abort ends the run with an error it cannot recover from (a failed save).
+func (x *orchActor) abort(err error) {
+	x.stop(err.Error())
+	x.saveErr = err
+}
+
+// report handles a node's report of a run.
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
+	n := x.nodes[m.GetNodeId()]
+	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+		return // a report of a run this activation did not send
+	}
+	x.inflight--
+	res := m.GetResult()
+	x.seq++
+	n.ended = x.seq
+	n.msgs = m.GetMessages()
+	if len(m.GetGate()) > 0 {
+		n.gate = m.GetGate()
+	}
+	for _, g := range m.GetGate() {
+		x.register(g, n.id, true)
+	}
+	if !m.GetGated() {
+		n.count++
+		n.dur += res.GetDurationNs()
+		x.executed = append(x.executed, n.id)
+		addUsage(x.usage, res.GetUsage())
+	}
+	if n.result == nil {
+		x.results = append(x.results, n.id)
+	}
+	res.ExecutionCount = n.count
+	res.DurationNs = n.dur
+	n.result = res
+	n.status = res.GetStatus()
+	if n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		n.inner = !m.GetGated()
+		for _, w := range res.GetInterrupts() {
+			x.register(w, n.id, m.GetGated())
+		}
+		x.stopping = true // SPEC M4: nothing new from here on
+	} else {
+		// The node finished: its interrupts, its gate's included, are done
+		// (SPEC M6: an answered gate lasts until the node completes).
+		x.dropNode(n.id)
+		n.gate, n.inner, n.input = nil, false, nil
+		starts, stop := x.cfg.Policy.Next(&RunView{x: x}, n.id)
+		if stop != "" {
+			x.stop(stop)
+		}
+		x.launch(c, starts)
+	}
+	if x.inflight > 0 {
+		if err := x.save(persistence.SaveToolResult); err != nil {
+			x.abort(err)
+		}
+	}
+	x.settle(c)
+}
+
+// register records an interrupt of node in the run's table.
+func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
+	in, err := InterruptFromWire(w)
+	if err != nil {
+		return
+	}
+	if e := x.table[in.ID]; e != nil {
+		if !in.Answered {
+			in.Response, in.Answered = e.in.Response, e.in.Answered
+		}
+		e.in, e.node, e.gate = in, node, gate
+		return
+	}
+	x.seq++
+	e := &routed{in: in, node: node, gate: gate, seq: x.seq}
+	x.table[in.ID] = e
+	x.raised = append(x.raised, e)
+}
+
+// dropNode removes node's interrupts from the table.
+func (x *orchActor) dropNode(node string) {
+	if len(x.table) == 0 {
+		return
+	}
+	kept := x.raised[:0]
+	for _, e := range x.raised {
+		if e.node == node {
+			delete(x.table, e.in.ID)
+			continue
+		}
+		if x.table[e.in.ID] == e {
+			kept = append(kept, e)
+		}
+	}
+	clear(x.raised[len(kept):])
+	x.raised = kept
+}
+
+// settle ends the invocation once no node runs.
+func (x *orchActor) settle(c actor.Context) {
+	if x.phase != 2 || x.inflight > 0 {
+		return
+	}
+	x.duration += time.Since(x.began)
+	x.status = x.aggregate()
+	x.phase = 3
+	x.runHooks(c, 3)
+}
+
+// aggregate is the run's status (SPEC M2): the worst of its nodes, FAILED
+// when a limit stopped it, INTERRUPTED while interrupts wait.
+func (x *orchActor) aggregate() braidv1.NodeStatus {
+	if x.message != "" {
+		return braidv1.NodeStatus_NODE_STATUS_FAILED
+	}
+	worst := braidv1.NodeStatus_NODE_STATUS_COMPLETED
+	rank := func(s braidv1.NodeStatus) int {
+		switch s {
+		case braidv1.NodeStatus_NODE_STATUS_FAILED:
+			return 3
+		case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
+			return 2
+		case braidv1.NodeStatus_NODE_STATUS_CANCELLED:
+			return 1
+		}
+		return 0
+	}
+	for _, id := range x.results {
+		if s := x.nodes[id].status; rank(s) > rank(worst) {
+			worst = s
+		}
+	}
+	return worst
+}
+
+// reply answers the invocation after saving it (durably: someone is told).
+func (x *orchActor) reply(c actor.Context, hookErr error) {
+	inv := x.cur
+	point := persistence.SaveInvocation
+	if x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		point = persistence.SaveInterrupt
+	}
+	err := x.saveErr
+	if err == nil {
+		err = x.save(point)
+	}
+	x.saveErr = nil
+	x.cur, x.phase = nil, 0
+	switch {
+	case err != nil:
+		inv.reply <- orchReply{err: err}
+	case hookErr != nil:
+		inv.reply <- orchReply{err: hookErr}
+	default:
+		inv.reply <- orchReply{res: x.result()}
+	}
+	x.next(c)
+}
+
+// result is the run as it stands, as a value that aliases nothing of the
+// actor's (the TS defect of results that alias live state).
+func (x *orchActor) result() *braidv1.MultiAgentResult {
+	r := &braidv1.MultiAgentResult{Status: x.status, Message: x.message, Usage: cloneUsage(x.usage),
+		DurationNs: int64(x.duration), ExecutionOrder: append([]string(nil), x.executed...), ExecutionCount: int64(len(x.executed))}
+	if r.Status == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED {
+		r.Status = braidv1.NodeStatus_NODE_STATUS_PENDING
+	}
+	for _, id := range x.results {
+		r.Results = append(r.Results, cloneResult(x.nodes[id].result))
+	}
+	for _, e := range x.raised {
+		if x.table[e.in.ID] == e && !e.in.Answered {
+			r.Interrupts = append(r.Interrupts, InterruptToWire(e.in))
+		}
+	}
+	return r
+}
+
+// contentKinds names the kinds of content of an input, for the errors of
+// SPEC I7.
+func contentKinds(in *braidv1.AgentInput) []string {
+	var kinds []string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			kinds = append(kinds, k)
+		}
+	}
+	for _, raw := range in.GetMessages() {
+		for _, k := range messageContentKinds(raw) {
+			add(k)
+		}
+	}
+	if len(in.GetResponses()) > 0 {
+		add("interruptResponse")
+	}
+	return kinds
+}
+
+func addUsage(dst, u *braidv1.Usage) {
+	if u == nil || dst == nil {
+		return
+	}
+	dst.InputTokens += u.GetInputTokens()
+	dst.OutputTokens += u.GetOutputTokens()
+	dst.TotalTokens += u.GetTotalTokens()
+}

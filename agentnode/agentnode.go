@@ -1,0 +1,179 @@
+package agentnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// ErrConfig: a node's agent config sets what the orchestrator decides.
+var ErrConfig = errors.New("invalid agent node config")
+
+// Agent returns a node that runs an agent built from cfg. The node builds
+// the agent when its orchestrator opens it; it sets the agent's
+// OwnerPath, System, Session and IdleTimeout from the orchestrator, so cfg
+// must leave them empty. cfg.ID defaults to the node's id and must not
+// contain ":".
+func Agent(cfg agent.Config) actors.Node { return &agentNode{cfg: cfg} }
+
+type agentNode struct{ cfg agent.Config }
+
+// OpenNode implements actors.Node.
+func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
+	cfg := n.cfg
+	switch {
+	case cfg.OwnerPath != "" || cfg.System != nil || cfg.Session != nil || cfg.Restore != nil:
+		return nil, fmt.Errorf("%w: node %q: OwnerPath, System, Session and Restore are set by the orchestrator", ErrConfig, env.NodeID)
+	case strings.Contains(cfg.ID, ":"):
+		return nil, fmt.Errorf("%w: node %q: agent id %q contains \":\"", ErrConfig, env.NodeID, cfg.ID)
+	}
+	if cfg.ID == "" {
+		cfg.ID = env.NodeID
+	}
+	cfg.OwnerPath, cfg.System = env.Path, env.System
+	if env.Session != nil {
+		cfg.Session = env.Session
+		cfg.IdleTimeout = env.IdleTimeout
+	}
+	a, err := agent.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &agentRunner{a: a, session: env.Session != nil}, nil
+}
+
+type agentRunner struct {
+	a       *agent.Agent
+	session bool
+}
+
+// RunNode implements actors.NodeRunner.
+func (r *agentRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	in, err := agent.InputFromWire(run.GetInput())
+	if err != nil {
+		return failed(err)
+	}
+	if run.GetRecover() {
+		done, res, carry, err := r.recover(ctx, run.GetBase())
+		if err != nil {
+			return failed(err)
+		}
+		if done {
+			return res
+		}
+		if carry {
+			in = agent.Input{}
+		}
+	}
+	res, err := r.a.Invoke(ctx, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			_, _ = r.a.Cancel(context.WithoutCancel(ctx))
+		}
+		return failed(err)
+	}
+	return agentResult(res)
+}
+
+// recover looks at where the agent stood when a crash cut its node's run
+// off: interrupted (done: report it), finished (done: its last message is
+// the result), begun (carry it on with the empty input), or not begun.
+func (r *agentRunner) recover(ctx context.Context, base int64) (done bool, res *braidv1.NodeResult, carry bool, err error) {
+	st, err := r.a.Status(ctx)
+	if err != nil {
+		return false, nil, false, err
+	}
+	switch {
+	case st.Interrupted():
+		return true, agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts}), false, nil
+	case st.Incomplete():
+		return false, nil, true, nil
+	case int64(st.Messages) <= base:
+		return false, nil, false, nil
+	}
+	snap, err := r.a.Snapshot(ctx)
+	if err != nil {
+		return false, nil, false, err
+	}
+	last := snap.Messages[len(snap.Messages)-1]
+	if last.Role == model.RoleAssistant && len(last.ToolUses()) == 0 {
+		return true, agentResult(&agent.Result{StopReason: agent.StopEndTurn, Message: last}), false, nil
+	}
+	return false, nil, true, nil
+}
+
+func agentResult(res *agent.Result) *braidv1.NodeResult {
+	w, err := agent.ResultToWire(res)
+	if err != nil {
+		return failed(err)
+	}
+	out := &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED, Result: &braidv1.NodeResult_Agent{Agent: w}, Usage: w.GetUsage()}
+	if res.Interrupted() {
+		out.Status = braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
+		out.Interrupts = w.GetInterrupts()
+	}
+	return out
+}
+
+// Progress implements actors.NodeRunner.
+func (r *agentRunner) Progress(ctx context.Context) (int64, error) {
+	if !r.session {
+		return 0, nil
+	}
+	st, err := r.a.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(st.Messages), nil
+}
+
+// Close implements actors.NodeRunner.
+func (r *agentRunner) Close(ctx context.Context) error { return r.a.Close(ctx) }
+
+func failed(err error) *braidv1.NodeResult {
+	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_FAILED, Error: agent.ErrorToWire(err)}
+}
+
+// Func returns a node that runs fn, a plain Go function, with the node's
+// input. Its output is the node's result content. A function node has no
+// session state of its own: cut off by a crash, it runs again.
+func Func(fn func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error)) actors.Node {
+	return &funcNode{fn: fn}
+}
+
+type funcNode struct {
+	fn func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error)
+}
+
+// OpenNode implements actors.Node.
+func (n *funcNode) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) { return n, nil }
+
+// RunNode implements actors.NodeRunner.
+func (n *funcNode) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	in, err := agent.InputFromWire(run.GetInput())
+	if err != nil {
+		return failed(err)
+	}
+	out, err := n.fn(ctx, in)
+	if err != nil {
+		return failed(err)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return failed(err)
+	}
+	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED, Result: &braidv1.NodeResult_Content{Content: b}}
+}
+
+// Progress implements actors.NodeRunner.
+func (n *funcNode) Progress(context.Context) (int64, error) { return 0, nil }
+
+// Close implements actors.NodeRunner.
+func (n *funcNode) Close(context.Context) error { return nil }

@@ -1,0 +1,164 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
+)
+
+// DefaultID is the id of a graph whose Config leaves ID empty.
+const DefaultID = "default_graph"
+
+// Kind is the orchestrator kind of graphs (identity and record type).
+const Kind = "graph"
+
+// ErrBuild: the graph cannot be built (the message says why).
+var ErrBuild = errors.New("invalid graph")
+
+// Condition decides whether an edge is taken, from the run's state. It
+// runs on the graph's actor: it must be quick and must not block.
+type Condition func(s *State) bool
+
+// Edge is a directed edge; a nil Condition is always taken.
+type Edge struct {
+	From, To  string
+	Condition Condition
+}
+
+// Config configures a graph.
+type Config struct {
+	// ID names the graph in its session (default DefaultID).
+	ID string
+	// Hooks register callbacks on the multiagent events.
+	Hooks []hook.Provider
+	// Session saves the run (SPEC M10); nil keeps it in memory.
+	Session *persistence.SessionManager
+	// System is the actor system (nil: actors.Default()).
+	System *actors.System
+	// MaxNodeExecutions ends the run FAILED ("Max node executions
+	// reached: N") once that many node runs executed; 0 is no limit.
+	MaxNodeExecutions int
+	// ExecutionTimeout ends the run FAILED once it has executed that long
+	// ("Execution timed out: Xs"); NodeTimeout fails a node run that takes
+	// longer. Zero is no limit.
+	ExecutionTimeout, NodeTimeout time.Duration
+	// IdleTimeout passivates the graph (and its nodes' agents) when idle;
+	// requires a Session.
+	IdleTimeout time.Duration
+}
+
+// Builder collects a graph's nodes and edges. It is not safe for
+// concurrent use. A Builder is also a node of another Graph or Swarm
+// (AsNode).
+type Builder struct {
+	nodes   []actors.NodeSpec
+	index   map[string]int
+	edges   []Edge
+	entries []string
+	err     error
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder() *Builder { return &Builder{index: map[string]int{}} }
+
+func (b *Builder) fail(format string, args ...any) *Builder {
+	if b.err == nil {
+		b.err = fmt.Errorf("%w: "+format, append([]any{ErrBuild}, args...)...)
+	}
+	return b
+}
+
+// AddNode adds a node (agentnode.Agent, agentnode.Func, or a nested
+// Builder's AsNode). Ids are unique and are path segments: no "/", no ":".
+func (b *Builder) AddNode(id string, node actors.Node) *Builder {
+	switch {
+	case id == "":
+		return b.fail("a node needs an id")
+	case node == nil:
+		return b.fail("node %q has no executor", id)
+	case interrupt.ValidateOwnerPath(id) != nil:
+		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
+	}
+	if _, dup := b.index[id]; dup {
+		return b.fail("Node '%s' already exists", id)
+	}
+	b.index[id] = len(b.nodes)
+	b.nodes = append(b.nodes, actors.NodeSpec{ID: id, Node: node})
+	return b
+}
+
+// AddEdge adds an edge from → to, taken when cond (if any) holds.
+func (b *Builder) AddEdge(from, to string, cond ...Condition) *Builder {
+	e := Edge{From: from, To: to}
+	switch len(cond) {
+	case 0:
+	case 1:
+		e.Condition = cond[0]
+	default:
+		return b.fail("edge %s -> %s: one condition at most", from, to)
+	}
+	b.edges = append(b.edges, e)
+	return b
+}
+
+// SetEntryPoint makes id an entry point (by default the entry points are
+// the nodes without incoming edges).
+func (b *Builder) SetEntryPoint(id string) *Builder {
+	b.entries = append(b.entries, id)
+	return b
+}
+
+// topology is a validated graph.
+type topology struct {
+	nodes   []actors.NodeSpec
+	out     map[string][]int // node -> indexes into edges
+	in      map[string][]int
+	edges   []Edge
+	entries []string
+}
+
+func (b *Builder) validate() (*topology, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if len(b.nodes) == 0 {
+		return nil, fmt.Errorf("%w: Graph must contain at least one node", ErrBuild)
+	}
+	t := &topology{nodes: append([]actors.NodeSpec(nil), b.nodes...), edges: append([]Edge(nil), b.edges...),
+		out: map[string][]int{}, in: map[string][]int{}}
+	for i, e := range t.edges {
+		for _, end := range []string{e.From, e.To} {
+			if _, ok := b.index[end]; !ok {
+				return nil, fmt.Errorf("%w: edge %s -> %s: Node '%s' not found", ErrBuild, e.From, e.To, end)
+			}
+		}
+		t.out[e.From] = append(t.out[e.From], i)
+		t.in[e.To] = append(t.in[e.To], i)
+	}
+	seen := map[string]bool{}
+	for _, id := range b.entries {
+		if _, ok := b.index[id]; !ok {
+			return nil, fmt.Errorf("%w: entry point: Node '%s' not found", ErrBuild, id)
+		}
+		if !seen[id] {
+			seen[id] = true
+			t.entries = append(t.entries, id)
+		}
+	}
+	if len(t.entries) == 0 {
+		for _, n := range t.nodes {
+			if len(t.in[n.ID]) == 0 {
+				t.entries = append(t.entries, n.ID)
+			}
+		}
+	}
+	if len(t.entries) == 0 {
+		return nil, fmt.Errorf("%w: No entry points found - all nodes have dependencies", ErrBuild)
+	}
+	return t, nil
+}

@@ -1,0 +1,18 @@
+// Package graph runs agents (and functions, and nested Graphs or Swarms)
+// as the nodes of a directed graph (SPEC M8): edges, conditional edges,
+// entry points, fan-in that runs a node once after every predecessor that
+// will run, cycles, limits and timeouts. Ready nodes run concurrently,
+// each on its node actor, owned by the graph's orchestrator actor (SPEC
+// M1).
+//
+// A BeforeNodeCall hook, or a node's agent, can interrupt: from the first
+// interrupt on nothing new is scheduled, the nodes already running run to
+// completion, and the run returns INTERRUPTED with every interrupt (SPEC
+// M4). Answer them with g.Invoke(ctx, agent.Resume(...)): each answer
+// goes to the node that raised it, and only those nodes run again (SPEC
+// M5); the rest of the graph then carries on.
+//
+// With a Session the run is saved after every node and every invocation
+// (SPEC M10), and a new process that builds the same graph with the same
+// session id resumes it.
+package graph

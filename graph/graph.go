@@ -1,0 +1,265 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// Graph is a client handle to a graph's orchestrator actor (SPEC R1). All
+// methods are safe for concurrent use; invocations run one at a time.
+type Graph struct {
+	o *actors.Orchestrator
+}
+
+// Build validates the graph and starts its orchestrator actor, which
+// opens the nodes (building their agents) and restores the run from
+// cfg.Session. ctx bounds the wait. The builder can be changed and built
+// again afterwards; the graph does not see the changes.
+func (b *Builder) Build(ctx context.Context, cfg Config) (*Graph, error) {
+	if cfg.System == nil {
+		sys, err := actors.Default()
+		if err != nil {
+			return nil, err
+		}
+		cfg.System = sys
+	}
+	o, err := b.start(ctx, cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Graph{o: o}, nil
+}
+
+func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*actors.Orchestrator, error) {
+	t, err := b.validate()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" {
+		cfg.ID = DefaultID
+	}
+	if cfg.IdleTimeout > 0 && cfg.Session == nil {
+		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)
+	}
+	if cfg.MaxNodeExecutions < 0 || cfg.ExecutionTimeout < 0 || cfg.NodeTimeout < 0 || cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative limit", ErrBuild)
+	}
+	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
+	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
+		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: t.nodes, Policy: &policy{t: t}, Hooks: hooks,
+		Session: cfg.Session, MaxNodeExecutions: cfg.MaxNodeExecutions, ExecutionTimeout: cfg.ExecutionTimeout,
+		NodeTimeout: cfg.NodeTimeout, IdleTimeout: cfg.IdleTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := hooks.Initialized(ctx); err != nil {
+		_ = o.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return o, nil
+}
+
+// Invoke runs the graph on a task (a prompt), or resumes it (agent.Resume
+// with the answers to its interrupts), and returns the run's result. A
+// prompt while the run is interrupted, a response to an unknown id and a
+// mix of both are rejected with nothing changed (SPEC I7, M5). An
+// interrupted run whose process died is carried on with the empty input.
+func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
+	w, err := agent.InputToWire(in)
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.o.Invoke(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return multiagent.ResultFromWire(res)
+}
+
+// Status returns the run as it stands; answered at once, while nodes run.
+func (g *Graph) Status(ctx context.Context) (*multiagent.Result, error) {
+	res, err := g.o.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return multiagent.ResultFromWire(res)
+}
+
+// Close stops the graph's actors (its nodes' agents included) and
+// releases their identities; the session stays in the store.
+func (g *Graph) Close(ctx context.Context) error { return g.o.Close(ctx) }
+
+// State is what an edge condition sees of the run.
+type State struct{ v *actors.RunView }
+
+// Status returns a node's status.
+func (s *State) Status(node string) multiagent.Status { return multiagent.StatusFromWire(s.v.Status(node)) }
+
+// Result returns a node's last result (nil before it finished a run).
+func (s *State) Result(node string) *multiagent.NodeResult {
+	w := s.v.Result(node)
+	if w == nil {
+		return nil
+	}
+	r, err := multiagent.NodeResultFromWire(w)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// Text returns the text of a node's last result.
+func (s *State) Text(node string) string { return resultText(s.v.Result(node)) }
+
+// policy is the graph's scheduling (SPEC M8).
+type policy struct{ t *topology }
+
+// Begin implements actors.Policy.
+func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
+	starts := make([]actors.NodeStart, 0, len(p.t.entries))
+	for _, id := range p.t.entries {
+		starts = append(starts, actors.NodeStart{Node: id, Input: v.Task()})
+	}
+	return starts, nil
+}
+
+// Next implements actors.Policy: the targets of node's edges that are
+// ready now.
+func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
+	var starts []actors.NodeStart
+	var st *State
+	for _, ei := range p.t.out[node] {
+		to := p.t.edges[ei].To
+		if deps, ok := p.ready(v, &st, to); ok {
+			starts = append(starts, actors.NodeStart{Node: to, Input: p.input(v, deps)})
+		}
+	}
+	return starts, ""
+}
+
+// ready reports whether node can run: it does not run already, one of
+// its incoming edges is satisfied (its source completed after node last
+// started, and its condition holds), and no source of an incoming edge
+// may still run.
+func (p *policy) ready(v *actors.RunView, st **State, node string) ([]string, bool) {
+	if v.Waiting(node) {
+		return nil, false
+	}
+	var deps []string
+	for _, ei := range p.t.in[node] {
+		e := p.t.edges[ei]
+		if v.Waiting(e.From) || (v.Ended(e.From) <= v.Started(e.From) && p.mayRun(v, e.From, node)) {
+			return nil, false // a predecessor that will run has not finished
+		}
+		if v.Status(e.From) != braidv1.NodeStatus_NODE_STATUS_COMPLETED || v.Ended(e.From) <= v.Started(node) {
+			continue
+		}
+		if e.Condition != nil {
+			if *st == nil {
+				*st = &State{v: v}
+			}
+			if !e.Condition(*st) {
+				continue
+			}
+		}
+		deps = append(deps, e.From)
+	}
+	return deps, len(deps) > 0
+}
+
+// mayRun reports whether node src, which has not run since it last
+// started, can still be reached from a node that runs or waits, without
+// passing through target.
+func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
+	if len(p.t.in[src]) == 0 {
+		return false
+	}
+	seen := map[string]bool{target: true}
+	stack := []string{src}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, ei := range p.t.in[n] {
+			from := p.t.edges[ei].From
+			if seen[from] {
+				continue
+			}
+			seen[from] = true
+			if v.Waiting(from) {
+				return true
+			}
+			stack = append(stack, from)
+		}
+	}
+	return false
+}
+
+// input is a node's input: the task for a node without dependencies,
+// else the task and what the dependencies produced.
+func (p *policy) input(v *actors.RunView, deps []string) *braidv1.AgentInput {
+	var b strings.Builder
+	b.WriteString("Original Task: ")
+	b.WriteString(taskText(v.Task()))
+	b.WriteString("\nInputs from previous nodes:")
+	for _, d := range deps {
+		fmt.Fprintf(&b, "\nFrom %s:\n  - %s: %s", d, d, resultText(v.Result(d)))
+	}
+	w, err := agent.InputToWire(agent.Text(b.String()))
+	if err != nil {
+		return v.Task()
+	}
+	return w
+}
+
+func taskText(in *braidv1.AgentInput) string {
+	var parts []string
+	for _, raw := range in.GetMessages() {
+		var m model.Message
+		if json.Unmarshal(raw, &m) == nil {
+			parts = append(parts, m.Text())
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// resultText is the text of a node result.
+func resultText(w *braidv1.NodeResult) string {
+	switch {
+	case w == nil:
+		return ""
+	case w.GetAgent() != nil:
+		var m model.Message
+		if json.Unmarshal(w.GetAgent().GetMessage(), &m) == nil {
+			return m.Text()
+		}
+	case w.GetMultiAgent() != nil:
+		rs := w.GetMultiAgent().GetResults()
+		for i := len(rs) - 1; i >= 0; i-- {
+			if rs[i].GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+				return resultText(rs[i])
+			}
+		}
+	case len(w.GetContent()) > 0:
+		var blocks []model.ContentBlock
+		if json.Unmarshal(w.GetContent(), &blocks) == nil {
+			var b strings.Builder
+			for _, c := range blocks {
+				if c.Text != nil {
+					b.WriteString(*c.Text)
+				}
+			}
+			return b.String()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,146 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/tool"
+)
+
+// freshSystem returns an actor system of its own, closed when the test
+// ends: the runtime another process would have.
+func freshSystem(t *testing.T) *actors.System {
+	t.Helper()
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	return sys
+}
+
+// build builds b with cfg (on a fresh system unless cfg has one) and
+// closes the graph when the test ends.
+func build(t *testing.T, b *graph.Builder, cfg graph.Config) *graph.Graph {
+	t.Helper()
+	if cfg.System == nil {
+		cfg.System = freshSystem(t)
+	}
+	g, err := b.Build(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
+	return g
+}
+
+// recorder records what the nodes saw, safe for concurrent use.
+type recorder struct {
+	mu     sync.Mutex
+	inputs map[string][]string // node -> prompts it was given
+	runs   map[string]int      // key -> count
+}
+
+func newRecorder() *recorder { return &recorder{inputs: map[string][]string{}, runs: map[string]int{}} }
+
+func (r *recorder) add(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs[key]++
+}
+
+func (r *recorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[key]
+}
+
+func (r *recorder) prompt(node, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inputs[node] = append(r.inputs[node], text)
+}
+
+func (r *recorder) prompts(node string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.inputs[node]...)
+}
+
+// textAgent is a node whose agent answers "<id> done" and records the
+// prompts it was given.
+func textAgent(r *recorder, id string) actors.Node {
+	return agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		r.prompt(id, last.Text())
+		r.add("model:" + id)
+		return model.TextTurn(id + " done"), nil
+	})})
+}
+
+// toolAgent is a node whose agent calls tool name once (tool use id t1)
+// and then answers "<id> done". The tool counts its runs under
+// "tool:<id>" and, if ask is set, interrupts with that name first.
+func toolAgent(r *recorder, id, name, ask string) actors.Node {
+	tl := tool.New(name, "test tool", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if ask != "" {
+			ans, err := tc.Interrupt(ask, map[string]string{"node": id})
+			if err != nil {
+				return "", err
+			}
+			s, _ := ans.String()
+			r.add("tool:" + id)
+			return "answer " + s, nil
+		}
+		r.add("tool:" + id)
+		return name + " ok", nil
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn(id + " done: " + last.ToolResults()[0].Text()), nil
+		}
+		return model.ToolTurn(model.Call("t1", name, map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})
+}
+
+// gate returns hooks that interrupt BeforeNodeCall of the given nodes
+// with name "approval" and cancel the node unless the answer is "y". It
+// counts the raises (first calls without an answer) per node.
+func gate(r *recorder, nodes ...string) hook.Provider {
+	want := map[string]bool{}
+	for _, n := range nodes {
+		want[n] = true
+	}
+	return hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
+		if !want[ev.NodeID] {
+			return nil
+		}
+		ans, err := ev.Interrupt("approval", map[string]string{"node": ev.NodeID})
+		if err != nil {
+			r.add("gate:" + ev.NodeID)
+			return err
+		}
+		if s, _ := ans.String(); !strings.EqualFold(s, "y") {
+			ev.CancelNode(fmt.Sprintf("%s denied", ev.NodeID))
+		}
+		return nil
+	})
+}
+
+func statuses(res *multiagent.Result) map[string]multiagent.Status {
+	out := map[string]multiagent.Status{}
+	for _, n := range res.Results {
+		out[n.NodeID] = n.Status
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// AsNode returns the graph as a node of another Graph or Swarm (SPEC
+// M11). The outer orchestrator sets System, Session and IdleTimeout; the
+// nested graph's interrupt ids and its nodes carry the node's path, so
+// an interrupt raised at any depth surfaces at the top and its answer is
+// routed back down to the agent that raised it.
+func (b *Builder) AsNode(cfg Config) actors.Node { return &nested{b: b, cfg: cfg} }
+
+type nested struct {
+	b   *Builder
+	cfg Config
+}
+
+// OpenNode implements actors.Node.
+func (n *nested) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
+	cfg := n.cfg
+	cfg.System, cfg.Session, cfg.IdleTimeout = env.System, env.Session, env.IdleTimeout
+	if cfg.ID == "" {
+		cfg.ID = env.NodeID
+	}
+	o, err := n.b.start(ctx, cfg, env.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &OrchestratorRunner{O: o}, nil
+}
+
+// OrchestratorRunner runs a nested orchestrator as a node.
+type OrchestratorRunner struct{ O *actors.Orchestrator }
+
+// RunNode implements actors.NodeRunner: the nested run's status is the
+// node's, and so are its interrupts.
+func (r *OrchestratorRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	in := run.GetInput()
+	if run.GetRecover() {
+		st, err := r.O.Status(ctx)
+		if err != nil {
+			return actors.FailedResult(run.GetNodeId(), err)
+		}
+		switch st.GetStatus() {
+		case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
+			return nestedResult(st)
+		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
+			in = &braidv1.AgentInput{} // carry the cut-off run on
+		}
+	}
+	res, err := r.O.Invoke(ctx, in)
+	if err != nil {
+		return actors.FailedResult(run.GetNodeId(), err)
+	}
+	return nestedResult(res)
+}
+
+func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
+	out := &braidv1.NodeResult{Status: res.GetStatus(), Result: &braidv1.NodeResult_MultiAgent{MultiAgent: res}, Usage: res.GetUsage()}
+	if out.Status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		out.Interrupts = res.GetInterrupts()
+	}
+	return out
+}
+
+// Progress implements actors.NodeRunner.
+func (r *OrchestratorRunner) Progress(context.Context) (int64, error) { return 0, nil }
+
+// Close implements actors.NodeRunner.
+func (r *OrchestratorRunner) Close(ctx context.Context) error { return r.O.Close(ctx) }

@@ -1,0 +1,165 @@
+package multiagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// NodeResult is the result of one node (SPEC M7). Exactly one of Agent,
+// Multi and Content is set for a node that ran to an end; Err is set for
+// a FAILED node, Message for a CANCELLED one.
+type NodeResult struct {
+	NodeID string
+	Status Status
+	// Agent is the result of an agent node's last run.
+	Agent *agent.Result
+	// Multi is the result of a nested Graph or Swarm.
+	Multi *Result
+	// Content is a function node's output.
+	Content []model.ContentBlock
+	Err     error
+	Message string
+	// Duration is the node's execution time, summed over its runs.
+	Duration       time.Duration
+	Usage          model.Usage
+	Interrupts     []interrupt.Interrupt
+	ExecutionCount int
+}
+
+// Text returns the node's output as text: the agent's last message, the
+// nested run's final node texts, or the function's text blocks.
+func (r *NodeResult) Text() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Agent != nil:
+		return r.Agent.Message.Text()
+	case r.Multi != nil:
+		return r.Multi.Text()
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		if c.Text != nil {
+			b.WriteString(*c.Text)
+		}
+	}
+	return b.String()
+}
+
+// Result is the result of a Graph or Swarm run (SPEC M7).
+type Result struct {
+	Status Status
+	// Results are the node results in the order the nodes first finished.
+	Results []*NodeResult
+	// ExecutionOrder lists the nodes in the order their runs ended (a node
+	// run twice appears twice).
+	ExecutionOrder []string
+	ExecutionCount int
+	// Duration is the run's execution time summed across resumes; the
+	// time spent waiting for answers is not counted.
+	Duration time.Duration
+	Usage    model.Usage
+	// Interrupts lists every unanswered interrupt of the run in the order
+	// raised (SPEC I8); answer them with agent.Resume.
+	Interrupts []interrupt.Interrupt
+	// Message says why a FAILED run stopped (a limit or a timeout).
+	Message string
+}
+
+// Node returns the result of node id, or nil.
+func (r *Result) Node(id string) *NodeResult {
+	for _, n := range r.Results {
+		if n.NodeID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// Text returns the text of the last node that completed.
+func (r *Result) Text() string {
+	if r == nil {
+		return ""
+	}
+	for i := len(r.Results) - 1; i >= 0; i-- {
+		if r.Results[i].Status == StatusCompleted {
+			return r.Results[i].Text()
+		}
+	}
+	return ""
+}
+
+// Interrupted reports whether the run waits for interrupt responses.
+func (r *Result) Interrupted() bool { return r != nil && r.Status == StatusInterrupted }
+
+// ResultFromWire converts a run's protobuf result.
+func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) {
+	r := &Result{Status: StatusFromWire(w.GetStatus()), ExecutionOrder: append([]string(nil), w.GetExecutionOrder()...),
+		ExecutionCount: int(w.GetExecutionCount()), Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()),
+		Message: w.GetMessage()}
+	for _, nw := range w.GetResults() {
+		n, err := NodeResultFromWire(nw)
+		if err != nil {
+			return nil, err
+		}
+		r.Results = append(r.Results, n)
+	}
+	ins, err := interruptsFromWire(w.GetInterrupts())
+	if err != nil {
+		return nil, err
+	}
+	r.Interrupts = ins
+	return r, nil
+}
+
+// NodeResultFromWire converts a node's protobuf result.
+func NodeResultFromWire(w *braidv1.NodeResult) (*NodeResult, error) {
+	n := &NodeResult{NodeID: w.GetNodeId(), Status: StatusFromWire(w.GetStatus()), Message: w.GetMessage(),
+		Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()), ExecutionCount: int(w.GetExecutionCount())}
+	var err error
+	switch {
+	case w.GetAgent() != nil:
+		if n.Agent, err = agent.ResultFromWire(w.GetAgent()); err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
+		}
+	case w.GetMultiAgent() != nil:
+		if n.Multi, err = ResultFromWire(w.GetMultiAgent()); err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
+		}
+	case len(w.GetContent()) > 0:
+		if err := json.Unmarshal(w.GetContent(), &n.Content); err != nil {
+			return nil, fmt.Errorf("node %q: content: %w", n.NodeID, err)
+		}
+	}
+	if w.GetError() != nil {
+		n.Err = agent.ErrorFromWire(w.GetError())
+	}
+	if n.Interrupts, err = interruptsFromWire(w.GetInterrupts()); err != nil {
+		return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
+	}
+	return n, nil
+}
+
+func interruptsFromWire(ws []*braidv1.Interrupt) ([]interrupt.Interrupt, error) {
+	var out []interrupt.Interrupt
+	for _, iw := range ws {
+		in, err := actors.InterruptFromWire(iw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func usageFromWire(u *braidv1.Usage) model.Usage {
+	return model.Usage{InputTokens: int(u.GetInputTokens()), OutputTokens: int(u.GetOutputTokens()), TotalTokens: int(u.GetTotalTokens())}
+}
