@@ -2,8 +2,10 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +81,20 @@ type Policy interface {
 	Next(v *RunView, node string) (starts []NodeStart, stop string)
 }
 
+// StatefulPolicy is a Policy with state of its own (a Swarm's shared
+// context and handoff history): it is saved with the run and restored
+// with it (SPEC M10), and reset when a fresh run starts.
+type StatefulPolicy interface {
+	Policy
+	// MarshalPolicy returns the policy's state as JSON.
+	MarshalPolicy() (json.RawMessage, error)
+	// UnmarshalPolicy restores a state MarshalPolicy returned; an error
+	// makes the stored run damaged.
+	UnmarshalPolicy(json.RawMessage) error
+	// ResetPolicy forgets the state: a fresh run starts.
+	ResetPolicy()
+}
+
 // OrchestratorHooks are an orchestrator's hooks: the node hooks, run on
 // the nodes' goroutines, and the invocation hooks, run on a goroutine the
 // orchestrator's actor starts (never on its mailbox).
@@ -143,9 +159,12 @@ type orchReply struct {
 	err error
 }
 
+// orchCancel stops the running invocation.
+type orchCancel struct{ reply chan bool }
+
 // orchStatus asks for the run's status.
 type orchStatus struct {
-	reply chan *braidv1.MultiAgentResult
+	reply chan orchReply
 }
 
 // NewOrchestrator binds the orchestrator's identity in sys's registry and
@@ -233,18 +252,33 @@ func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*bra
 // Status returns the run as it stands (its results so far); it is
 // answered at once, while nodes run.
 func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, error) {
-	reply := make(chan *braidv1.MultiAgentResult, 1)
+	reply := make(chan orchReply, 1)
 	o.binding.Send(&orchStatus{reply: reply})
 	select {
 	case r := <-reply:
-		if r.GetStatus() == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED && r.GetMessage() != "" {
-			return nil, errors.New(r.GetMessage())
-		}
-		return r, nil
+		return r.res, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-o.sys.done:
 		return nil, ErrClosed
+	}
+}
+
+// Cancel stops the running invocation, if any, and reports whether one
+// ran: nothing new is scheduled, the running nodes are cancelled (their
+// agents' invocations end with stop reason "cancelled") and end
+// CANCELLED, and the invocation returns the run as it then stands. It is
+// answered at once (SPEC R3).
+func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
+	reply := make(chan bool, 1)
+	o.binding.Send(&orchCancel{reply: reply})
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-o.sys.done:
+		return false, ErrClosed
 	}
 }
 
@@ -326,6 +360,7 @@ type orchActor struct {
 	began    time.Time
 	inflight int
 	stopping bool // an interrupt came: schedule nothing new
+	canceled bool // Cancel: schedule nothing new, the running nodes end CANCELLED
 	phase    int  // 0 idle, 1 before hooks, 2 running nodes, 3 after hooks
 	resuming bool
 	routedTo map[string]bool // nodes a resume runs
@@ -343,10 +378,10 @@ func (x *orchActor) Receive(c actor.Context) {
 		x.activate(c)
 	case *orchStatus:
 		if x.loadErr != nil {
-			m.reply <- &braidv1.MultiAgentResult{Message: x.loadErr.Error()}
+			m.reply <- orchReply{err: x.loadErr}
 			return
 		}
-		m.reply <- x.result()
+		m.reply <- orchReply{res: x.result()}
 	case *orchInvoke:
 		if x.loadErr != nil {
 			m.reply <- orchReply{err: x.loadErr}
@@ -368,6 +403,8 @@ func (x *orchActor) Receive(c actor.Context) {
 			root.Send(sender, r.res)
 		})
 		c.Send(c.Self(), &orchInvoke{in: m.GetInput(), reply: reply})
+	case *orchCancel:
+		m.reply <- x.cancel(c)
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
@@ -463,7 +500,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	x.cur = inv
 	x.began = time.Now()
 	x.inflight = 0
-	x.stopping = false
+	x.stopping, x.canceled = false, false
 	x.resuming = resume || cutOff
 	x.routedTo = map[string]bool{}
 	if !x.resuming {
@@ -489,6 +526,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 			if n.input == nil || !n.inputIsResume() {
 				n.input = &braidv1.AgentInput{Resume: true}
 			}
+			n.input.Responses = slices.DeleteFunc(n.input.Responses, func(w *braidv1.InterruptResponse) bool { return w.GetInterruptId() == r.ID })
 			n.input.Responses = append(n.input.Responses, ResponseToWire(r))
 		}
 	}
@@ -511,6 +549,9 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.duration = 0
 	x.message = ""
 	x.usage = &braidv1.Usage{}
+	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
+		sp.ResetPolicy()
+	}
 	for _, n := range x.nodes {
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
 		n.count, n.dur = 0, 0
@@ -578,7 +619,9 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 			if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 				n.recover = true
 				starts = append(starts, NodeStart{Node: id, Input: n.input})
-			} else if x.routedTo[id] && !x.hasUnanswered(id) {
+			} else if x.routedTo[id] {
+				// Partial answers go on too: an agent keeps them and stops
+				// again for the rest, a nested orchestrator routes them on.
 				starts = append(starts, NodeStart{Node: id, Input: n.input})
 			}
 		}
@@ -599,16 +642,6 @@ func (x *orchActor) fail(c actor.Context, err error) {
 	}
 	inv.reply <- orchReply{err: err}
 	x.next(c)
-}
-
-// hasUnanswered reports whether node still has an unanswered interrupt.
-func (x *orchActor) hasUnanswered(node string) bool {
-	for _, e := range x.table {
-		if e.node == node && !e.in.Answered {
-			return true
-		}
-	}
-	return false
 }
 
 // launch sends the runs of starts, after saving that they started (a
@@ -663,6 +696,23 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 	}
 }
 
+// DefaultCancelled is the message of a node a Cancel stopped.
+const DefaultCancelled = "run cancelled"
+
+// cancel handles Cancel.
+func (x *orchActor) cancel(c actor.Context) bool {
+	if x.cur == nil || x.phase == 3 {
+		return false
+	}
+	x.canceled, x.stopping = true, true
+	for _, id := range x.order {
+		if n := x.nodes[id]; n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+			c.Send(n.pid, &nodeCancel{})
+		}
+	}
+	return true
+}
+
 // stop ends the run FAILED with msg once the running nodes finished.
 func (x *orchActor) stop(msg string) {
 	if x.message == "" {
@@ -685,6 +735,10 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 	}
 	x.inflight--
 	res := m.GetResult()
+	if x.canceled && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_COMPLETED && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		res = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: DefaultCancelled,
+			DurationNs: res.GetDurationNs(), Usage: res.GetUsage()}
+	}
 	x.seq++
 	n.ended = x.seq
 	n.msgs = m.GetMessages()
@@ -709,6 +763,9 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 	n.status = res.GetStatus()
 	if n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		n.inner = !m.GetGated()
+		if n.inner {
+			n.input = &braidv1.AgentInput{Resume: true} // the next resume's answers
+		}
 		for _, w := range res.GetInterrupts() {
 			x.register(w, n.id, m.GetGated())
 		}
@@ -776,6 +833,9 @@ func (x *orchActor) settle(c actor.Context) {
 		return
 	}
 	x.duration += time.Since(x.began)
+	if x.canceled {
+		x.held = nil // a cancelled run does not carry on
+	}
 	x.status = x.aggregate()
 	x.phase = 3
 	x.runHooks(c, 3)
@@ -803,6 +863,9 @@ func (x *orchActor) aggregate() braidv1.NodeStatus {
 		if s := x.nodes[id].status; rank(s) > rank(worst) {
 			worst = s
 		}
+	}
+	if x.canceled && worst == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+		return braidv1.NodeStatus_NODE_STATUS_CANCELLED
 	}
 	return worst
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -129,7 +131,7 @@ type heldJSON struct {
 var protoJSON = protojson.MarshalOptions{UseProtoNames: true}
 
 func marshalProto(m proto.Message) (json.RawMessage, error) {
-	if m == nil {
+	if m == nil || !m.ProtoReflect().IsValid() { // nil, or a typed nil
 		return nil, nil
 	}
 	b, err := protoJSON.Marshal(m)
@@ -192,6 +194,13 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 		}
 		rec.Held = append(rec.Held, heldJSON{Node: h.Node, Input: in})
 	}
+	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
+		raw, err := sp.MarshalPolicy()
+		if err != nil {
+			return fmt.Errorf("%s %q: encode the policy's state: %w", x.cfg.Kind, x.cfg.ID, err)
+		}
+		rec.Extra = map[string]json.RawMessage{"policy": raw}
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("%s %q: encode the run: %w", x.cfg.Kind, x.cfg.ID, err)
@@ -235,7 +244,8 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 	for _, m := range rec.Task {
 		x.task.Messages = append(x.task.Messages, m)
 	}
-	for id, j := range rec.Nodes {
+	for _, id := range slices.Sorted(maps.Keys(rec.Nodes)) {
+		j := rec.Nodes[id]
 		if !known[id] {
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
@@ -275,6 +285,11 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 			return persistence.Damaged(key, "held node "+h.Node, "input: %v", err)
 		}
 		x.held = append(x.held, NodeStart{Node: h.Node, Input: in})
+	}
+	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && rec.Extra["policy"] != nil {
+		if err := sp.UnmarshalPolicy(rec.Extra["policy"]); err != nil {
+			return persistence.Damaged(key, "policy", "%v", err)
+		}
 	}
 	x.results, x.executed, x.duration, x.message, x.seq = rec.Results, rec.Executed, time.Duration(rec.DurationNs), rec.Message, rec.Seq
 	x.usage = &braidv1.Usage{InputTokens: rec.Usage["inputTokens"], OutputTokens: rec.Usage["outputTokens"], TotalTokens: rec.Usage["totalTokens"]}

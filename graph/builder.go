@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/actors"
@@ -81,6 +82,8 @@ func (b *Builder) AddNode(id string, node actors.Node) *Builder {
 		return b.fail("a node needs an id")
 	case node == nil:
 		return b.fail("node %q has no executor", id)
+	case strings.Contains(id, "/"):
+		return b.fail("node id %q: holds \"/\" (node ids are segments of owner paths)", id)
 	case interrupt.ValidateOwnerPath(id) != nil:
 		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
 	}

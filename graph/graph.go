@@ -95,6 +95,18 @@ func (g *Graph) Status(ctx context.Context) (*multiagent.Result, error) {
 	return multiagent.ResultFromWire(res)
 }
 
+// Cancel stops the running invocation, if any, and reports whether one
+// ran: nothing new is scheduled, the running nodes are cancelled and end
+// CANCELLED, and the invocation returns the run as it then stands (status
+// CANCELLED unless a node failed or interrupted). Answered at once.
+func (g *Graph) Cancel(ctx context.Context) (bool, error) { return g.o.Cancel(ctx) }
+
+// Binding returns the graph's claim on its orchestrator's identity, for
+// code that addresses it by message (the protocol is
+// proto/braidv1/multiagent.proto: MultiAgentInvoke, answered with
+// MultiAgentResult or Error).
+func (g *Graph) Binding() *actors.Binding { return g.o.Binding() }
+
 // Close stops the graph's actors (its nodes' agents included) and
 // releases their identities; the session stays in the store.
 func (g *Graph) Close(ctx context.Context) error { return g.o.Close(ctx) }
@@ -103,7 +115,9 @@ func (g *Graph) Close(ctx context.Context) error { return g.o.Close(ctx) }
 type State struct{ v *actors.RunView }
 
 // Status returns a node's status.
-func (s *State) Status(node string) multiagent.Status { return multiagent.StatusFromWire(s.v.Status(node)) }
+func (s *State) Status(node string) multiagent.Status {
+	return multiagent.StatusFromWire(s.v.Status(node))
+}
 
 // Result returns a node's last result (nil before it finished a run).
 func (s *State) Result(node string) *multiagent.NodeResult {

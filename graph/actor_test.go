@@ -1,0 +1,115 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/proto/braidv1"
+	"github.com/braidhq/braid/tool"
+)
+
+// blockingAgent is a node whose tool signals started and then blocks until
+// its context ends.
+func blockingAgent(started chan<- struct{}) actors.Node {
+	tl := tool.New("wait", "blocks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn("never"), nil
+		}
+		return model.ToolTurn(model.Call("t1", "wait", map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})
+}
+
+// SPEC R3, M1: while a node's tool runs, the graph's actor answers Status
+// (the node EXECUTING) and Cancel at once; the cancelled node ends
+// CANCELLED, nothing downstream runs, and the run is CANCELLED.
+func TestGraphActor_StatusAndCancelAnsweredWhileANodeRuns(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	started := make(chan struct{}, 1)
+	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("next", textAgent(r, "next")).
+		AddEdge("slow", "next")
+	g := build(t, b, graph.Config{})
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		assert.NoError(t, err)
+		done <- res
+	}()
+	<-started
+	st, err := g.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusExecuting, st.Status)
+	ok, err := g.Cancel(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	res := <-done
+	require.NotNil(t, res)
+	assert.Equal(t, multiagent.StatusCancelled, res.Status)
+	assert.Equal(t, multiagent.StatusCancelled, res.Node("slow").Status)
+	assert.Nil(t, res.Node("next"))
+	assert.Equal(t, 0, r.count("model:next"))
+
+	ok, err = g.Cancel(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing runs")
+}
+
+// SPEC R2: a plain actor drives the graph's orchestrator by protobuf
+// messages only: a task, a rejected prompt while interrupted (a typed
+// error that survives the trip), and the resume; every reply is a
+// protobuf message that serializes.
+func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	sys := freshSystem(t)
+	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
+	g := build(t, b, graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	ask := func(msg proto.Message) proto.Message {
+		t.Helper()
+		g.Binding().Request(msg, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err)
+		pm, ok := rep.(proto.Message)
+		require.True(t, ok, "%T", rep)
+		_, err = proto.Marshal(pm)
+		require.NoError(t, err)
+		return pm
+	}
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	res, ok := ask(&braidv1.MultiAgentInvoke{Input: task}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
+	require.Len(t, res.GetInterrupts(), 1)
+
+	rej, ok := ask(&braidv1.MultiAgentInvoke{Input: task}).(*braidv1.Error)
+	require.True(t, ok)
+	assert.ErrorIs(t, agent.ErrorFromWire(rej), interrupt.ErrResumeRequired)
+
+	resume := &braidv1.AgentInput{Resume: true, Responses: []*braidv1.InterruptResponse{{InterruptId: res.GetInterrupts()[0].GetId(), Response: []byte(`"y"`)}}}
+	res, ok = ask(&braidv1.MultiAgentInvoke{Input: resume}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
+	assert.Equal(t, []string{"a", "b"}, res.GetExecutionOrder())
+}

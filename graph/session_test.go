@@ -1,0 +1,130 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
+)
+
+func sqliteStore(t *testing.T) persistence.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func manager(t *testing.T, st persistence.Store, id string) *persistence.SessionManager {
+	t.Helper()
+	m, err := persistence.NewSessionManager(st, id)
+	require.NoError(t, err)
+	return m
+}
+
+// sessionGraph is a → {ask, gated} → end: ask's agent interrupts from a
+// tool, gated is gated by a hook.
+func sessionGraph(r *recorder) *graph.Builder {
+	return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("ask", toolAgent(r, "ask", "lookup", "which")).
+		AddNode("gated", textAgent(r, "gated")).AddNode("end", textAgent(r, "end")).
+		AddEdge("a", "ask").AddEdge("a", "gated").AddEdge("ask", "end").AddEdge("gated", "end")
+}
+
+// SPEC M10, M5: an interrupted graph is resumed by a brand-new graph (a
+// fresh actor system, as a new process has) built the same way on the
+// same session: completed nodes do not run again, the node agent resumes
+// (its tool answer arrives, nothing restarts), and the run completes.
+func TestGraphSession_FreshRuntimeResumesInterruptedRun(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	r := newRecorder()
+	cfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}}
+	}
+	g1 := build(t, sessionGraph(r), cfg())
+	res, err := g1.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 2)
+	require.NoError(t, g1.Close(ctx))
+
+	g2 := build(t, sessionGraph(r), cfg())
+	st2, err := g2.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusInterrupted, st2.Status)
+	require.Len(t, st2.Interrupts, 2)
+	var rs []interrupt.Response
+	for _, in := range st2.Interrupts {
+		rs = append(rs, interrupt.Respond(in.ID, "y"))
+	}
+	res, err = g2.Invoke(ctx, agent.Resume(rs...))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, 1, r.count("model:a"), "a completed before: not run again")
+	assert.Equal(t, 1, r.count("tool:ask"))
+	assert.Equal(t, 1, r.count("model:gated"))
+	assert.Equal(t, 1, r.count("model:end"), "fan-in runs once")
+	assert.Equal(t, "ask done: answer y", res.Node("ask").Text())
+	assert.Len(t, res.Results, 4)
+}
+
+// SPEC M10: a graph whose nodes changed between save and resume is a clear
+// error, not a silent restart.
+func TestGraphSession_ChangedTopologyIsAnError(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	r := newRecorder()
+	g1 := build(t, sessionGraph(r), graph.Config{ID: "g", Session: manager(t, st, "s1"), Hooks: []hook.Provider{gate(r, "gated")}})
+	_, err := g1.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.NoError(t, g1.Close(ctx))
+
+	other := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("end", textAgent(r, "end")).AddEdge("a", "end")
+	_, err = other.Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t)})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, actors.ErrTopology)
+	assert.Contains(t, err.Error(), "ask")
+}
+
+// SPEC M10, R4: with an idle timeout an interrupted graph is passivated
+// whole (its actor and its nodes' agents) and the resume re-activates it
+// from the store.
+func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	r := newRecorder()
+	passivated := make(chan actors.Identity, 16)
+	sys, err := actors.NewSystem(actors.Config{Observer: func(id actors.Identity, l actors.Lifecycle) {
+		if l == actors.Passivated && id.Kind == graph.Kind {
+			passivated <- id
+		}
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(ctx) })
+	g := build(t, sessionGraph(r), graph.Config{ID: "g", Session: manager(t, st, "s1"), System: sys,
+		IdleTimeout: 20 * time.Millisecond, Hooks: []hook.Provider{gate(r, "gated")}})
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	<-passivated
+	var rs []interrupt.Response
+	for _, in := range res.Interrupts {
+		rs = append(rs, interrupt.Respond(in.ID, "y"))
+	}
+	res, err = g.Invoke(ctx, agent.Resume(rs...))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, 1, r.count("model:a"))
+	assert.Equal(t, 1, r.count("model:end"))
+}
