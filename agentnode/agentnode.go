@@ -153,7 +153,9 @@ type funcNode struct {
 }
 
 // OpenNode implements actors.Node.
-func (n *funcNode) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) { return n, nil }
+func (n *funcNode) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) {
+	return n, nil
+}
 
 // RunNode implements actors.NodeRunner.
 func (n *funcNode) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
