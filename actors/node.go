@@ -70,12 +70,31 @@ type GateHooks interface {
 	AfterNode(ctx context.Context, node string, res *braidv1.NodeResult) error
 }
 
+// StreamingRunner is a NodeRunner that can stream its executor's events
+// (SPEC M12); the orchestrator uses it when the run is streamed.
+type StreamingRunner interface {
+	NodeRunner
+	// StreamNode runs like RunNode and calls emit with each event of the
+	// executor (an agent's events; a nested orchestrator's events), on the
+	// goroutine that calls StreamNode. Interrupt events are not emitted:
+	// the orchestrator sends them after its save.
+	StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult
+}
+
+// localRun is a NodeRun of a streamed invocation, in process: events go
+// to the stream's inbox.
+type localRun struct {
+	run    *braidv1.NodeRun
+	events *Inbox
+}
+
 // nodeActor is one node of an orchestrator (SPEC M1): a child of the
 // orchestrator's actor that runs its executor on a goroutine it owns and
 // reports every run to its parent with a NodeReport.
 type nodeActor struct {
 	sys     *System
 	id      string
+	path    string
 	runner  NodeRunner
 	hooks   GateHooks
 	timeout time.Duration
@@ -91,26 +110,10 @@ type nodeRunDone struct{ run uint64 }
 
 func (n *nodeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
+	case *localRun:
+		n.start(c, m.run, m.events)
 	case *braidv1.NodeRun:
-		if n.cancel != nil {
-			// The orchestrator runs a node once at a time; a second run is
-			// its bug, reported rather than run twice.
-			c.Send(c.Parent(), n.failedReport(m, fmt.Errorf("node %q: run %d while run is in flight", n.id, m.GetRun())))
-			return
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		if n.timeout > 0 {
-			ctx, cancel = context.WithTimeout(context.Background(), n.timeout)
-		}
-		n.cancel = cancel
-		parent, self := c.Parent(), c.Self()
-		root := n.sys.Root()
-		n.sys.Go(func() {
-			rep := n.run(ctx, m)
-			cancel()
-			root.Send(self, &nodeRunDone{run: m.GetRun()})
-			root.Send(parent, rep)
-		})
+		n.start(c, m, nil)
 	case *nodeRunDone:
 		n.cancel = nil
 	case *nodeCancel:
@@ -124,9 +127,32 @@ func (n *nodeActor) Receive(c actor.Context) {
 	}
 }
 
+// start starts a run on a goroutine of the node's.
+func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox) {
+	if n.cancel != nil {
+		// The orchestrator runs a node once at a time; a second run is
+		// its bug, reported rather than run twice.
+		c.Send(c.Parent(), n.failedReport(m, fmt.Errorf("node %q: run %d while run is in flight", n.id, m.GetRun())))
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if n.timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), n.timeout)
+	}
+	n.cancel = cancel
+	parent, self := c.Parent(), c.Self()
+	root := n.sys.Root()
+	n.sys.Go(func() {
+		rep := n.run(ctx, m, events)
+		cancel()
+		root.Send(self, &nodeRunDone{run: m.GetRun()})
+		root.Send(parent, rep)
+	})
+}
+
 // run runs one NodeRun: the gate, the executor, AfterNodeCall. A panic
 // anywhere fails the run (SPEC R6).
-func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun) (rep *braidv1.NodeReport) {
+func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) (rep *braidv1.NodeReport) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -160,7 +186,18 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun) (rep *braidv1.N
 			return rep
 		}
 	}
-	res := n.runner.RunNode(ctx, m)
+	var res *braidv1.NodeResult
+	if events == nil {
+		res = n.runner.RunNode(ctx, m)
+	} else {
+		root := n.sys.Root()
+		root.Send(events.PID(), &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStart{NodeStart: true}})
+		if sr, ok := n.runner.(StreamingRunner); ok {
+			res = sr.StreamNode(ctx, m, func(ev *braidv1.MultiAgentEvent) { root.Send(events.PID(), ev) })
+		} else {
+			res = n.runner.RunNode(ctx, m)
+		}
+	}
 	if res == nil {
 		res = failedResult(n.id, fmt.Errorf("node %q: its executor returned no result", n.id))
 	}

@@ -152,7 +152,33 @@ type Orchestrator struct {
 type orchInvoke struct {
 	in    *braidv1.AgentInput
 	reply chan orchReply
+	// events, if set, gets the run's MultiAgentEvents and then a
+	// *streamEnd instead of reply.
+	events *Inbox
 }
+
+// streamEnd ends a streamed invocation.
+type streamEnd struct{ orchReply }
+
+// answer sends the invocation's outcome.
+func (inv *orchInvoke) answer(sys *System, r orchReply) {
+	if inv.events != nil {
+		sys.Root().Send(inv.events.PID(), &streamEnd{r})
+		return
+	}
+	inv.reply <- r
+}
+
+// emit sends an event of a streamed invocation (none otherwise).
+func (inv *orchInvoke) emit(sys *System, ev *braidv1.MultiAgentEvent) {
+	if inv != nil && inv.events != nil {
+		sys.Root().Send(inv.events.PID(), ev)
+	}
+}
+
+// ErrStreamStopped is returned by Stream when its yield returned false;
+// the run goes on to its end without the reader.
+var ErrStreamStopped = errors.New("stream stopped by its reader")
 
 type orchReply struct {
 	res *braidv1.MultiAgentResult
@@ -193,7 +219,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 		if err == nil {
 			var p int64
 			if p, err = runner.Progress(ctx); err == nil {
-				o.opened = append(o.opened, openedNode{id: spec.ID, runner: runner, progress: p})
+				o.opened = append(o.opened, openedNode{id: spec.ID, path: env.Path, runner: runner, progress: p})
 				continue
 			}
 			_ = runner.Close(context.WithoutCancel(ctx))
@@ -218,7 +244,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 
 // openedNode is a node opened by the handle, for its actor's activations.
 type openedNode struct {
-	id       string
+	id, path string
 	runner   NodeRunner
 	progress int64
 }
@@ -246,6 +272,32 @@ func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*bra
 		return nil, ctx.Err()
 	case <-o.sys.done:
 		return nil, ErrClosed
+	}
+}
+
+// Stream runs like Invoke and calls yield with each event of the run as
+// it happens (SPEC M12): node starts, the events of the nodes' agents
+// (tagged with the node path), node results, and, after the run is saved,
+// its interrupts. It returns the result, or ErrStreamStopped once yield
+// returns false: the run then goes on to its end unread and a later
+// resume can finish it.
+func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
+	inbox := NewInbox(o.sys)
+	defer inbox.Close()
+	o.binding.Send(&orchInvoke{in: in, events: inbox})
+	for {
+		m, err := inbox.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch m := m.(type) {
+		case *braidv1.MultiAgentEvent:
+			if !yield(m) {
+				return nil, ErrStreamStopped
+			}
+		case *streamEnd:
+			return m.res, m.err
+		}
 	}
 }
 
@@ -308,6 +360,7 @@ type routed struct {
 // nodeRec is the orchestrator's record of one node.
 type nodeRec struct {
 	id     string
+	path   string
 	pid    *actor.PID
 	runner NodeRunner
 
@@ -345,6 +398,8 @@ type orchActor struct {
 	task     *braidv1.AgentInput
 	table    map[string]*routed
 	raised   []*routed // in the order raised; entries dropped from table are skipped
+	dropped  int       // entries of raised no longer in table
+	byNode   map[string][]*routed
 	held     []NodeStart
 	results  []string // node ids, first-finish order
 	executed []string // execution order
@@ -384,7 +439,7 @@ func (x *orchActor) Receive(c actor.Context) {
 		m.reply <- orchReply{res: x.result()}
 	case *orchInvoke:
 		if x.loadErr != nil {
-			m.reply <- orchReply{err: x.loadErr}
+			m.answer(x.sys, orchReply{err: x.loadErr})
 			return
 		}
 		x.queue = append(x.queue, m)
@@ -420,6 +475,7 @@ func (x *orchActor) activate(c actor.Context) {
 	cfg := x.cfg
 	x.nodes = make(map[string]*nodeRec, len(cfg.Nodes))
 	x.table = map[string]*routed{}
+	x.byNode = map[string][]*routed{}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
 	defer cancel()
 	if cfg.Session != nil {
@@ -442,8 +498,8 @@ func (x *orchActor) activate(c actor.Context) {
 			n = &nodeRec{id: on.id, status: braidv1.NodeStatus_NODE_STATUS_PENDING, msgs: on.progress}
 			x.nodes[on.id] = n
 		}
-		n.runner = on.runner
-		na := &nodeActor{sys: x.sys, id: on.id, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
+		n.runner, n.path = on.runner, on.path
+		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
 		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes())))
 		x.order = append(x.order, on.id)
 	}
@@ -461,7 +517,7 @@ func (x *orchActor) next(c actor.Context) {
 		inv := x.queue[0]
 		x.queue = x.queue[1:]
 		if err := x.begin(c, inv); err != nil {
-			inv.reply <- orchReply{err: err}
+			inv.answer(x.sys, orchReply{err: err})
 			continue
 		}
 	}
@@ -542,7 +598,8 @@ func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
 func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.task = task
 	x.table = map[string]*routed{}
-	x.raised = nil
+	x.byNode = map[string][]*routed{}
+	x.raised, x.dropped = nil, 0
 	x.held = nil
 	x.results = nil
 	x.executed = nil
@@ -640,7 +697,7 @@ func (x *orchActor) fail(c actor.Context, err error) {
 	if x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 		x.status = x.aggregate()
 	}
-	inv.reply <- orchReply{err: err}
+	inv.answer(x.sys, orchReply{err: err})
 	x.next(c)
 }
 
@@ -692,6 +749,10 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		return
 	}
 	for _, r := range runs {
+		if x.cur != nil && x.cur.events != nil {
+			c.Send(x.nodes[r.GetNodeId()].pid, &localRun{run: r, events: x.cur.events})
+			continue
+		}
 		c.Send(x.nodes[r.GetNodeId()].pid, r)
 	}
 }
@@ -761,6 +822,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 	res.DurationNs = n.dur
 	n.result = res
 	n.status = res.GetStatus()
+	x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
 	if n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		n.inner = !m.GetGated()
 		if n.inner {
@@ -799,6 +861,9 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 		if !in.Answered {
 			in.Response, in.Answered = e.in.Response, e.in.Answered
 		}
+		if e.node != node {
+			x.byNode[node] = append(x.byNode[node], e)
+		}
 		e.in, e.node, e.gate = in, node, gate
 		return
 	}
@@ -806,25 +871,45 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	e := &routed{in: in, node: node, gate: gate, seq: x.seq}
 	x.table[in.ID] = e
 	x.raised = append(x.raised, e)
+	x.byNode[node] = append(x.byNode[node], e)
 }
 
-// dropNode removes node's interrupts from the table.
+// dropNode removes node's interrupts from the table; the raise order
+// list is compacted once most of it is dropped, so a run of n interrupts
+// costs O(n) in all.
 func (x *orchActor) dropNode(node string) {
-	if len(x.table) == 0 {
+	es := x.byNode[node]
+	if len(es) == 0 {
+		return
+	}
+	for _, e := range es {
+		if e.node == node && x.table[e.in.ID] == e {
+			delete(x.table, e.in.ID)
+			x.dropped++
+		}
+	}
+	delete(x.byNode, node)
+	if x.dropped*2 < len(x.raised) {
 		return
 	}
 	kept := x.raised[:0]
 	for _, e := range x.raised {
-		if e.node == node {
-			delete(x.table, e.in.ID)
-			continue
-		}
 		if x.table[e.in.ID] == e {
 			kept = append(kept, e)
 		}
 	}
 	clear(x.raised[len(kept):])
-	x.raised = kept
+	x.raised, x.dropped = kept, 0
+}
+
+// ownerOf is the path of the node that owns interrupt id ("" when none).
+func (x *orchActor) ownerOf(id string) string {
+	if e := x.table[id]; e != nil {
+		if n := x.nodes[e.node]; n != nil {
+			return n.path
+		}
+	}
+	return ""
 }
 
 // settle ends the invocation once no node runs.
@@ -885,11 +970,16 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 	x.cur, x.phase = nil, 0
 	switch {
 	case err != nil:
-		inv.reply <- orchReply{err: err}
+		inv.answer(x.sys, orchReply{err: err})
 	case hookErr != nil:
-		inv.reply <- orchReply{err: hookErr}
+		inv.answer(x.sys, orchReply{err: hookErr})
 	default:
-		inv.reply <- orchReply{res: x.result()}
+		res := x.result()
+		// Interrupt events only now, after the save (SPEC M12, I9).
+		for _, in := range res.GetInterrupts() {
+			inv.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: x.ownerOf(in.GetId()), Event: &braidv1.MultiAgentEvent_Interrupt{Interrupt: in}})
+		}
+		inv.answer(x.sys, orchReply{res: res})
 	}
 	x.next(c)
 }

@@ -278,6 +278,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 		e := &routed{in: r.Interrupt, node: r.Node, gate: r.Gate}
 		x.table[e.in.ID] = e
 		x.raised = append(x.raised, e)
+		x.byNode[e.node] = append(x.byNode[e.node], e)
 	}
 	for _, h := range rec.Held {
 		in := &braidv1.AgentInput{}

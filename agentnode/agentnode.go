@@ -46,16 +46,21 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 	if err != nil {
 		return nil, err
 	}
-	return &agentRunner{a: a, session: env.Session != nil}, nil
+	return &agentRunner{a: a, session: env.Session != nil, path: env.Path}, nil
 }
 
 type agentRunner struct {
 	a       *agent.Agent
 	session bool
+	path    string
 }
 
 // RunNode implements actors.NodeRunner.
 func (r *agentRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	return r.runNode(ctx, run, nil)
+}
+
+func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	in, err := agent.InputFromWire(run.GetInput())
 	if err != nil {
 		return failed(err)
@@ -72,7 +77,7 @@ func (r *agentRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv
 			in = agent.Input{}
 		}
 	}
-	res, err := r.a.Invoke(ctx, in)
+	res, err := r.invoke(ctx, in, emit)
 	if err != nil {
 		if ctx.Err() != nil {
 			_, _ = r.a.Cancel(context.WithoutCancel(ctx))
@@ -80,6 +85,34 @@ func (r *agentRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv
 		return failed(err)
 	}
 	return agentResult(res)
+}
+
+// invoke runs the agent, streaming its events to emit when it is set.
+func (r *agentRunner) invoke(ctx context.Context, in agent.Input, emit func(*braidv1.MultiAgentEvent)) (*agent.Result, error) {
+	if emit == nil {
+		return r.a.Invoke(ctx, in)
+	}
+	for ev, err := range r.a.Stream(ctx, in) {
+		if err != nil {
+			return nil, err
+		}
+		switch e := ev.(type) {
+		case *agent.ResultEvent:
+			return e.Result, nil
+		case *agent.InterruptEvent:
+			// the orchestrator streams interrupts once it has saved them
+		default:
+			if w, err := agent.EventToWire(ev); err == nil && w != nil {
+				emit(&braidv1.MultiAgentEvent{NodePath: r.path, Event: &braidv1.MultiAgentEvent_NodeEvent{NodeEvent: w}})
+			}
+		}
+	}
+	return nil, fmt.Errorf("agent %q: its stream ended without a result", r.a.ID())
+}
+
+// StreamNode implements actors.StreamingRunner.
+func (r *agentRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
+	return r.runNode(ctx, run, emit)
 }
 
 // recover looks at where the agent stood when a crash cut its node's run

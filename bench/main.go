@@ -5,6 +5,7 @@
 //	go run ./bench                              # Braid only
 //	go run ./bench -peer results.jsonl          # with the peer's run-bench.sh output
 //	go run ./bench -only b5                     # only b5: memory per agent, activation
+//	go run ./bench -only b3                     # only b3: graphs (chain, fan-out, gated fan-out)
 //
 // Run the peer in the same session (scripts/peer-bench.sh does) and compare
 // ratios, not absolute times: these machines are shared and noisy. The
@@ -62,7 +63,8 @@ func run(args []string, w io.Writer) error {
 	peerFile := fs.String("peer", "", "JSON lines written by the peer's run-bench.sh (optional)")
 	pgDSN := fs.String("postgres", os.Getenv("BRAID_TEST_POSTGRES_DSN"), "PostgreSQL DSN for the b4 postgres row (default $BRAID_TEST_POSTGRES_DSN; none: no row)")
 	rounds := fs.Int("rounds", 3, "run each benchmark this many times and keep the best")
-	only := fs.String("only", "", "run only this part: b5 (memory per agent, activation of a passivated agent); empty: everything")
+	only := fs.String("only", "", "run only this part: b3 (graphs) or b5 (memory per agent, activation of a passivated agent); empty: everything")
+	b3Reps := fs.Int("b3-reps", 10, "b3: runs per scenario (after two warm-ups; the 10,000-node ones run 3)")
 	b5Agents := fs.Int("b5-agents", 1000, "agents per b5 measurement")
 	passivateAfter := fs.Duration("passivate-after", 250*time.Millisecond, "b5: IdleTimeout of the passivated agents; must outlast one timed loop of activations")
 	child := fs.String("fsync-child", "", "internal: run the b4 cycles that strace counts (durable|nofsync)")
@@ -73,8 +75,11 @@ func run(args []string, w io.Writer) error {
 	if *child != "" {
 		return fsyncChild(*child, *childDir)
 	}
-	if *only != "" && *only != "b5" {
-		return fmt.Errorf("-only %q: want b5 or nothing", *only)
+	if *only != "" && *only != "b5" && *only != "b3" {
+		return fmt.Errorf("-only %q: want b3, b5 or nothing", *only)
+	}
+	if *b3Reps < 1 {
+		return errors.New("-b3-reps must be positive")
 	}
 	if *b5Agents < 1 || *passivateAfter <= 0 {
 		return errors.New("-b5-agents and -passivate-after must be positive")
@@ -90,6 +95,14 @@ func run(args []string, w io.Writer) error {
 		}
 	} else {
 		fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs, best of %d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
+	}
+	if *only != "b5" {
+		if err := runB3(ctx, w, peer, *b3Reps); err != nil {
+			return err
+		}
+	}
+	if *only == "b3" {
+		return nil
 	}
 	b5, err := runB5(ctx, *b5Agents, *rounds, *passivateAfter)
 	if err != nil {
@@ -432,6 +445,7 @@ func perSecond(r testing.BenchmarkResult) float64 {
 // b4), and b5's heap per agent by mode.
 type peerResults struct {
 	perSecond map[string]float64
+	b3Invoke  map[string]float64 // b3 scenario -> median invoke ms
 	b5Heap    map[string]float64 // mode -> perAgentKiB.heapUsed
 }
 
@@ -439,7 +453,7 @@ type peerResults struct {
 // {"bench":..,"modes":{mode:{"perSecond":..}}} for b1, b2 and b4, and
 // {"bench":"b5_memory","mode":..,"perAgentKiB":{"heapUsed":..}} for b5.
 func readPeer(path string) (peerResults, error) {
-	out := peerResults{perSecond: map[string]float64{}, b5Heap: map[string]float64{}}
+	out := peerResults{perSecond: map[string]float64{}, b5Heap: map[string]float64{}, b3Invoke: map[string]float64{}}
 	if path == "" {
 		return out, nil
 	}
@@ -460,6 +474,11 @@ func readPeer(path string) (peerResults, error) {
 			PerAgentKiB *struct {
 				HeapUsed float64 `json:"heapUsed"`
 			} `json:"perAgentKiB"`
+			Results map[string]struct {
+				InvokeMs struct {
+					P50 float64 `json:"p50"`
+				} `json:"invokeMs"`
+			} `json:"results"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return out, fmt.Errorf("%s: %w", path, err)
@@ -467,6 +486,11 @@ func readPeer(path string) (peerResults, error) {
 		for m, v := range line.Modes {
 			if v.PerSecond > 0 {
 				out.perSecond[line.Bench+"/"+m] = v.PerSecond
+			}
+		}
+		if line.Bench == "b3_graph" {
+			for label, r := range line.Results {
+				out.b3Invoke[label] = r.InvokeMs.P50
 			}
 		}
 		if line.Bench == "b5_memory" && line.PerAgentKiB != nil {

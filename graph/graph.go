@@ -3,13 +3,14 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
-	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -86,6 +87,43 @@ func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result,
 	return multiagent.ResultFromWire(res)
 }
 
+// Stream runs like Invoke and yields the run's events as they happen
+// (SPEC M12), the last one a *multiagent.ResultEvent. Interrupt events
+// come after the run is saved. A consumer that stops early leaves the run
+// going on to its end unread; a later resume can finish it.
+func (g *Graph) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent.Event, error] {
+	return func(yield func(multiagent.Event, error) bool) {
+		w, err := agent.InputToWire(in)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var convErr error
+		res, err := g.o.Stream(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
+			e, err := multiagent.EventFromWire(ev)
+			if err != nil {
+				convErr = err
+				return false
+			}
+			return yield(e, nil)
+		})
+		switch {
+		case convErr != nil:
+			yield(nil, convErr)
+		case errors.Is(err, actors.ErrStreamStopped):
+		case err != nil:
+			yield(nil, err)
+		default:
+			r, err := multiagent.ResultFromWire(res)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(&multiagent.ResultEvent{Result: r}, nil)
+		}
+	}
+}
+
 // Status returns the run as it stands; answered at once, while nodes run.
 func (g *Graph) Status(ctx context.Context) (*multiagent.Result, error) {
 	res, err := g.o.Status(ctx)
@@ -136,7 +174,12 @@ func (s *State) Result(node string) *multiagent.NodeResult {
 func (s *State) Text(node string) string { return resultText(s.v.Result(node)) }
 
 // policy is the graph's scheduling (SPEC M8).
-type policy struct{ t *topology }
+type policy struct {
+	t *topology
+	// the text of the task of the run, decoded once
+	task     *braidv1.AgentInput
+	taskText string
+}
 
 // Begin implements actors.Policy.
 func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
@@ -218,29 +261,54 @@ func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
 	return false
 }
 
-// input is a node's input: the task for a node without dependencies,
-// else the task and what the dependencies produced.
+// input is a node's input: the task and what its dependencies produced.
 func (p *policy) input(v *actors.RunView, deps []string) *braidv1.AgentInput {
+	task := v.Task()
+	if task != p.task {
+		p.task, p.taskText = task, taskText(task)
+	}
 	var b strings.Builder
 	b.WriteString("Original Task: ")
-	b.WriteString(taskText(v.Task()))
+	b.WriteString(p.taskText)
 	b.WriteString("\nInputs from previous nodes:")
 	for _, d := range deps {
 		fmt.Fprintf(&b, "\nFrom %s:\n  - %s: %s", d, d, resultText(v.Result(d)))
 	}
-	w, err := agent.InputToWire(agent.Text(b.String()))
-	if err != nil {
-		return v.Task()
+	return &braidv1.AgentInput{Messages: [][]byte{userText(b.String())}}
+}
+
+// userText is the JSON of a user message of one text block.
+func userText(s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	out := make([]byte, 0, len(q)+40)
+	out = append(out, `{"role":"user","content":[{"text":`...)
+	out = append(out, q...)
+	return append(out, "}]}"...)
+}
+
+// textOnly decodes the text blocks of a JSON message or block list.
+type textOnly struct {
+	Content []struct {
+		Text *string `json:"text"`
+	} `json:"content"`
+}
+
+func (t textOnly) text() string {
+	var b strings.Builder
+	for _, c := range t.Content {
+		if c.Text != nil {
+			b.WriteString(*c.Text)
+		}
 	}
-	return w
+	return b.String()
 }
 
 func taskText(in *braidv1.AgentInput) string {
 	var parts []string
 	for _, raw := range in.GetMessages() {
-		var m model.Message
+		var m textOnly
 		if json.Unmarshal(raw, &m) == nil {
-			parts = append(parts, m.Text())
+			parts = append(parts, m.text())
 		}
 	}
 	return strings.Join(parts, "\n")
@@ -252,9 +320,9 @@ func resultText(w *braidv1.NodeResult) string {
 	case w == nil:
 		return ""
 	case w.GetAgent() != nil:
-		var m model.Message
+		var m textOnly
 		if json.Unmarshal(w.GetAgent().GetMessage(), &m) == nil {
-			return m.Text()
+			return m.text()
 		}
 	case w.GetMultiAgent() != nil:
 		rs := w.GetMultiAgent().GetResults()
@@ -264,15 +332,9 @@ func resultText(w *braidv1.NodeResult) string {
 			}
 		}
 	case len(w.GetContent()) > 0:
-		var blocks []model.ContentBlock
-		if json.Unmarshal(w.GetContent(), &blocks) == nil {
-			var b strings.Builder
-			for _, c := range blocks {
-				if c.Text != nil {
-					b.WriteString(*c.Text)
-				}
-			}
-			return b.String()
+		var blocks textOnly
+		if json.Unmarshal(append(append([]byte(`{"content":`), w.GetContent()...), '}'), &blocks) == nil {
+			return blocks.text()
 		}
 	}
 	return ""

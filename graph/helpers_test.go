@@ -21,7 +21,7 @@ import (
 
 // freshSystem returns an actor system of its own, closed when the test
 // ends: the runtime another process would have.
-func freshSystem(t *testing.T) *actors.System {
+func freshSystem(t testing.TB) *actors.System {
 	t.Helper()
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)

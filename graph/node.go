@@ -39,6 +39,16 @@ type OrchestratorRunner struct{ O *actors.Orchestrator }
 // RunNode implements actors.NodeRunner: the nested run's status is the
 // node's, and so are its interrupts.
 func (r *OrchestratorRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	return r.runNode(ctx, run, nil)
+}
+
+// StreamNode implements actors.StreamingRunner: the nested run's events
+// (their node paths name the nested nodes) go to emit.
+func (r *OrchestratorRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
+	return r.runNode(ctx, run, emit)
+}
+
+func (r *OrchestratorRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	in := run.GetInput()
 	if run.GetRecover() {
 		st, err := r.O.Status(ctx)
@@ -52,7 +62,18 @@ func (r *OrchestratorRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) 
 			in = &braidv1.AgentInput{} // carry the cut-off run on
 		}
 	}
-	res, err := r.O.Invoke(ctx, in)
+	var res *braidv1.MultiAgentResult
+	var err error
+	if emit == nil {
+		res, err = r.O.Invoke(ctx, in)
+	} else {
+		res, err = r.O.Stream(ctx, in, func(ev *braidv1.MultiAgentEvent) bool {
+			if ev.GetInterrupt() == nil { // the outer orchestrator streams them after its save
+				emit(ev)
+			}
+			return true
+		})
+	}
 	if err != nil {
 		return actors.FailedResult(run.GetNodeId(), err)
 	}

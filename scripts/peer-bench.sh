@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Strands TypeScript peer benchmark (b1, b2, b4 and b5, the scenarios Braid's
+# Runs the Strands TypeScript peer benchmark (b1, b2, b3, b4 and b5, the scenarios Braid's
 # bench command compares against) and writes its JSON lines to the file given
 # as $1 (default /tmp/braid-peer/results.jsonl). Needs node and npm.
 set -euo pipefail
@@ -21,6 +21,7 @@ cd "$work"
 node bench/b1_invoke_one_tool.mjs 2000 200 >> "$out"
 node bench/b2_interrupt_resume.mjs 2000 200 >> "$out"
 node bench/b4_session_interrupt_resume.mjs 500 50 >> "$out"
+node bench/b3_graph.mjs 10 >> "$out"
 for mode in idle interrupted completed; do
   node --expose-gc bench/b5_memory.mjs "$mode" 1000 >> "$out"
 done

@@ -1,0 +1,81 @@
+package multiagent
+
+import (
+	"fmt"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// Event is one item of a Graph's or Swarm's Stream (SPEC M12):
+// *NodeStartEvent, *NodeEvent, *NodeStopEvent, *HandoffEvent,
+// *InterruptEvent, and last *ResultEvent. Node paths name nodes at any
+// depth ("graph/node", "graph/nested/node").
+type Event interface{ multiAgentEvent() }
+
+// NodeStartEvent: a node starts (its BeforeNodeCall hooks let it run).
+type NodeStartEvent struct{ Node string }
+
+// NodeEvent is an event of a node's agent.
+type NodeEvent struct {
+	Node  string
+	Event agent.Event
+}
+
+// NodeStopEvent: a node's run ended, with its result.
+type NodeStopEvent struct {
+	Node   string
+	Result *NodeResult
+}
+
+// HandoffEvent: a Swarm hands off to the node To.
+type HandoffEvent struct{ From, To string }
+
+// InterruptEvent is an interrupt of the run, sent once the orchestrator
+// has saved it (SPEC I9).
+type InterruptEvent struct {
+	Node      string
+	Interrupt interrupt.Interrupt
+}
+
+// ResultEvent ends the stream with the run's result.
+type ResultEvent struct{ Result *Result }
+
+func (*NodeStartEvent) multiAgentEvent() {}
+func (*NodeEvent) multiAgentEvent()      {}
+func (*NodeStopEvent) multiAgentEvent()  {}
+func (*HandoffEvent) multiAgentEvent()   {}
+func (*InterruptEvent) multiAgentEvent() {}
+func (*ResultEvent) multiAgentEvent()    {}
+
+// EventFromWire converts a protobuf event.
+func EventFromWire(w *braidv1.MultiAgentEvent) (Event, error) {
+	path := w.GetNodePath()
+	switch e := w.GetEvent().(type) {
+	case *braidv1.MultiAgentEvent_NodeStart:
+		return &NodeStartEvent{Node: path}, nil
+	case *braidv1.MultiAgentEvent_NodeEvent:
+		ev, err := agent.EventFromWire(e.NodeEvent)
+		if err != nil {
+			return nil, err
+		}
+		return &NodeEvent{Node: path, Event: ev}, nil
+	case *braidv1.MultiAgentEvent_NodeStop:
+		r, err := NodeResultFromWire(e.NodeStop)
+		if err != nil {
+			return nil, err
+		}
+		return &NodeStopEvent{Node: path, Result: r}, nil
+	case *braidv1.MultiAgentEvent_Handoff:
+		return &HandoffEvent{From: path, To: e.Handoff}, nil
+	case *braidv1.MultiAgentEvent_Interrupt:
+		in, err := actors.InterruptFromWire(e.Interrupt)
+		if err != nil {
+			return nil, err
+		}
+		return &InterruptEvent{Node: path, Interrupt: in}, nil
+	}
+	return nil, fmt.Errorf("multiagent: unknown event %T", w.GetEvent())
+}
