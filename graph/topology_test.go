@@ -129,5 +129,6 @@ func TestGraph_PanickingNodeFailsThatNodeOnly(t *testing.T) {
 	assert.Equal(t, multiagent.StatusCompleted, res.Node("ok").Status)
 	res, err = g.Invoke(ctx, agent.Text("again"))
 	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status, "the actor survived and ran the graph again")
 	assert.Equal(t, 2, r.count("fn:ok"))
 }
