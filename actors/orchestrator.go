@@ -378,6 +378,10 @@ type nodeRec struct {
 	gate    []*braidv1.Interrupt
 	resume  bool // the next run resumes the executor
 	recover bool // the current run was cut off by a crash
+
+	first    uint64   // sequence number of the end of its first run (results order)
+	executed []uint64 // sequence numbers of the ends of its executed runs
+	dirty    bool     // changed since the last save
 }
 
 // orchActor is the orchestrator's actor: it owns the run (node statuses
@@ -408,6 +412,8 @@ type orchActor struct {
 	message  string
 	usage    *braidv1.Usage
 	saveErr  error // a save failed: the invocation ends with it
+	dirty    []*nodeRec
+	rewrite  bool // a fresh run: the next save rewrites the record's log
 
 	// the invocation
 	cur      *orchInvoke
@@ -486,7 +492,7 @@ func (x *orchActor) activate(c actor.Context) {
 		}
 		x.owner = owner
 		if rec != nil {
-			if err := x.restore(owner.Key(), rec.Data); err != nil {
+			if err := x.restore(owner.Key(), rec.Data, rec.Messages); err != nil {
 				x.loadErr = err
 				return
 			}
@@ -566,6 +572,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 			e := x.table[r.ID]
 			e.in.Response, e.in.Answered = r.Value, true
 			n := x.nodes[e.node]
+			x.touch(n)
 			x.routedTo[e.node] = true
 			if e.gate {
 				for _, g := range n.gate {
@@ -597,6 +604,7 @@ func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
 // reset starts a fresh run of task.
 func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.task = task
+	x.rewrite = true
 	x.table = map[string]*routed{}
 	x.byNode = map[string][]*routed{}
 	x.raised, x.dropped = nil, 0
@@ -611,8 +619,9 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	}
 	for _, n := range x.nodes {
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
-		n.count, n.dur = 0, 0
+		n.count, n.dur, n.first, n.executed, n.dirty = 0, 0, 0, nil, false
 	}
+	x.dirty = x.dirty[:0]
 }
 
 // runHooks runs the invocation hooks of phase on a goroutine.
@@ -736,6 +745,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 			n.input = s.Input
 		}
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
 			Recover: n.recover, Base: n.base})
 		n.resume, n.recover = false, false
@@ -795,6 +805,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 		return // a report of a run this activation did not send
 	}
 	x.inflight--
+	x.touch(n)
 	res := m.GetResult()
 	if x.canceled && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_COMPLETED && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		res = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: DefaultCancelled,
@@ -810,6 +821,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 		x.register(g, n.id, true)
 	}
 	if !m.GetGated() {
+		n.executed = append(n.executed, x.seq)
 		n.count++
 		n.dur += res.GetDurationNs()
 		x.executed = append(x.executed, n.id)
@@ -817,6 +829,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
 	}
 	if n.result == nil {
 		x.results = append(x.results, n.id)
+		n.first = x.seq
 	}
 	res.ExecutionCount = n.count
 	res.DurationNs = n.dur

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -83,44 +84,55 @@ func (v *RunView) Waiting(node string) bool {
 // Executions returns how many node runs have executed in the run.
 func (v *RunView) Executions() int { return len(v.x.executed) }
 
-// The orchestrator's record (SPEC M10): JSON, strict on load.
-type orchRecord struct {
+// The orchestrator's record (SPEC M10, S1). A save costs O(what changed):
+// the record's data holds the run's small part (status, counters, the
+// nodes held back, the policy's state) and its messages are an
+// append-only log of entries: a fresh run's task, then one entry per
+// changed node per save (its whole state, its interrupts included); on
+// load the last entry of each node wins. A fresh run, or a log that grew
+// past a few entries per node, is rewritten from scratch.
+type orchData struct {
 	Type       string                     `json:"type"`
 	ID         string                     `json:"id"`
 	Status     string                     `json:"status"`
-	Task       []json.RawMessage          `json:"task"`
-	Nodes      map[string]*nodeRecJSON    `json:"nodes"`
-	Interrupts []routedJSON               `json:"interrupts"`
-	Held       []heldJSON                 `json:"held"`
-	Results    []string                   `json:"results"`
-	Executed   []string                   `json:"executionOrder"`
 	DurationNs int64                      `json:"durationNs"`
 	Message    string                     `json:"message"`
 	Usage      map[string]int64           `json:"usage"`
 	Seq        uint64                     `json:"seq"`
+	Held       []heldJSON                 `json:"held"`
 	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
-type nodeRecJSON struct {
-	Status  string                `json:"status"`
-	Result  json.RawMessage       `json:"result,omitempty"`
-	Input   json.RawMessage       `json:"input,omitempty"`
-	Inner   bool                  `json:"executorInterrupted"`
-	Run     uint64                `json:"run"`
-	Started uint64                `json:"started"`
-	Ended   uint64                `json:"ended"`
-	Count   int64                 `json:"executionCount"`
-	Dur     int64                 `json:"durationNs"`
-	Msgs    int64                 `json:"messages"`
-	Base    int64                 `json:"base"`
-	Gate    []interrupt.Interrupt `json:"gate"`
-	Resume  bool                  `json:"resume"`
+// logEntry is one entry of the record's log: a task or a node.
+type logEntry struct {
+	Task []json.RawMessage `json:"task,omitempty"`
+	Node *nodeEntry        `json:"node,omitempty"`
+}
+
+type nodeEntry struct {
+	ID         string          `json:"id"`
+	Status     string          `json:"status"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Inner      bool            `json:"executorInterrupted"`
+	Run        uint64          `json:"run"`
+	Started    uint64          `json:"started"`
+	Ended      uint64          `json:"ended"`
+	First      uint64          `json:"first"`
+	Executed   []uint64        `json:"executed"`
+	Count      int64           `json:"executionCount"`
+	Dur        int64           `json:"durationNs"`
+	Msgs       int64           `json:"messages"`
+	Base       int64           `json:"base"`
+	Resume     bool            `json:"resume"`
+	Gate       []routedJSON    `json:"gate"`
+	Interrupts []routedJSON    `json:"interrupts"`
 }
 
 type routedJSON struct {
 	Interrupt interrupt.Interrupt `json:"interrupt"`
-	Node      string              `json:"node"`
 	Gate      bool                `json:"gate"`
+	Seq       uint64              `json:"seq"`
 }
 
 type heldJSON struct {
@@ -145,85 +157,131 @@ func marshalProto(m proto.Message) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// save saves the run at point, if the orchestrator has a session.
+// touch marks a node changed since the last save.
+func (x *orchActor) touch(n *nodeRec) {
+	if n != nil && !n.dirty {
+		n.dirty = true
+		x.dirty = append(x.dirty, n)
+	}
+}
+
+// save saves the run at point, if the orchestrator has a session: the
+// data, and a log entry per node changed since the last save.
 func (x *orchActor) save(point persistence.SavePoint) error {
 	if x.owner == nil {
+		x.clean()
 		return nil
 	}
-	rec := &orchRecord{Type: x.cfg.Kind, ID: x.cfg.ID, Status: x.status.String(), Task: rawMessages(x.task.GetMessages()),
-		Nodes: make(map[string]*nodeRecJSON, len(x.nodes)), Results: x.results, Executed: x.executed,
-		DurationNs: int64(x.duration), Message: x.message, Seq: x.seq, Interrupts: []routedJSON{}, Held: []heldJSON{},
-		Usage: map[string]int64{"inputTokens": x.usage.GetInputTokens(), "outputTokens": x.usage.GetOutputTokens(), "totalTokens": x.usage.GetTotalTokens()}}
-	if rec.Task == nil {
-		rec.Task = []json.RawMessage{}
-	}
-	if rec.Results == nil {
-		rec.Results = []string{}
-	}
-	if rec.Executed == nil {
-		rec.Executed = []string{}
-	}
-	var err error
-	for id, n := range x.nodes {
-		j := &nodeRecJSON{Status: n.status.String(), Inner: n.inner, Run: n.run, Started: n.started, Ended: n.ended,
-			Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Resume: n.resume, Gate: []interrupt.Interrupt{}}
-		if j.Result, err = marshalProto(n.result); err != nil {
-			return err
-		}
-		if j.Input, err = marshalProto(n.input); err != nil {
-			return err
-		}
-		for _, g := range n.gate {
-			in, err := InterruptFromWire(g)
-			if err != nil {
-				return err
-			}
-			j.Gate = append(j.Gate, in)
-		}
-		rec.Nodes[id] = j
-	}
-	for _, e := range x.raised {
-		if x.table[e.in.ID] == e {
-			rec.Interrupts = append(rec.Interrupts, routedJSON{Interrupt: e.in, Node: e.node, Gate: e.gate})
-		}
-	}
+	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
+		Seq: x.seq, Held: []heldJSON{}, Usage: map[string]int64{"inputTokens": x.usage.GetInputTokens(),
+			"outputTokens": x.usage.GetOutputTokens(), "totalTokens": x.usage.GetTotalTokens()}}
 	for _, h := range x.held {
 		in, err := marshalProto(h.Input)
 		if err != nil {
 			return err
 		}
-		rec.Held = append(rec.Held, heldJSON{Node: h.Node, Input: in})
+		d.Held = append(d.Held, heldJSON{Node: h.Node, Input: in})
 	}
 	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
 		raw, err := sp.MarshalPolicy()
 		if err != nil {
 			return fmt.Errorf("%s %q: encode the policy's state: %w", x.cfg.Kind, x.cfg.ID, err)
 		}
-		rec.Extra = map[string]json.RawMessage{"policy": raw}
+		d.Extra = map[string]json.RawMessage{"policy": raw}
 	}
-	data, err := json.Marshal(rec)
+	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("%s %q: encode the run: %w", x.cfg.Kind, x.cfg.ID, err)
 	}
-	st, err := x.owner.Stage(data, 0, nil)
+	keep := x.owner.Messages()
+	changed := x.dirty
+	if x.rewrite || keep > 4*len(x.nodes)+16 {
+		keep, changed = 0, nil
+		for _, id := range x.order {
+			if n := x.nodes[id]; n.status != braidv1.NodeStatus_NODE_STATUS_PENDING || n.dirty {
+				changed = append(changed, n)
+			}
+		}
+	}
+	var log []json.RawMessage
+	if keep == 0 {
+		b, err := json.Marshal(logEntry{Task: rawMessages(x.task.GetMessages())})
+		if err != nil {
+			return err
+		}
+		log = append(log, b)
+	}
+	for _, n := range changed {
+		e, err := x.nodeEntry(n)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(logEntry{Node: e})
+		if err != nil {
+			return err
+		}
+		log = append(log, b)
+	}
+	st, err := x.owner.Stage(data, keep, log)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
 	defer cancel()
-	return x.cfg.Session.Commit(ctx, point, st)
+	if err := x.cfg.Session.Commit(ctx, point, st); err != nil {
+		return err
+	}
+	x.clean()
+	return nil
+}
+
+func (x *orchActor) clean() {
+	for _, n := range x.dirty {
+		n.dirty = false
+	}
+	x.dirty = x.dirty[:0]
+	x.rewrite = false
+}
+
+func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
+	e := &nodeEntry{ID: n.id, Status: n.status.String(), Inner: n.inner, Run: n.run, Started: n.started, Ended: n.ended,
+		First: n.first, Executed: n.executed, Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Resume: n.resume,
+		Gate: []routedJSON{}, Interrupts: []routedJSON{}}
+	if e.Executed == nil {
+		e.Executed = []uint64{}
+	}
+	var err error
+	if e.Result, err = marshalProto(n.result); err != nil {
+		return nil, err
+	}
+	if e.Input, err = marshalProto(n.input); err != nil {
+		return nil, err
+	}
+	for _, g := range n.gate {
+		in, err := InterruptFromWire(g)
+		if err != nil {
+			return nil, err
+		}
+		e.Gate = append(e.Gate, routedJSON{Interrupt: in})
+	}
+	for _, r := range x.byNode[n.id] {
+		if r.node == n.id && x.table[r.in.ID] == r {
+			e.Interrupts = append(e.Interrupts, routedJSON{Interrupt: r.in, Gate: r.gate, Seq: r.seq})
+		}
+	}
+	return e, nil
 }
 
 // restore loads a stored run (SPEC M10, S5): a record that does not
 // decode strictly is a *persistence.DamageError; one of another kind of
 // orchestrator, or naming nodes this one lacks, is ErrTopology.
-func (x *orchActor) restore(key persistence.Key, data []byte) error {
-	var rec orchRecord
-	if err := persistence.DecodeExact(data, &rec); err != nil {
+func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMessage) error {
+	var d orchData
+	if err := persistence.DecodeExact(data, &d); err != nil {
 		return persistence.Damaged(key, "data", "%v", err)
 	}
-	if rec.Type != x.cfg.Kind || rec.ID != x.cfg.ID {
-		return fmt.Errorf("%w: %s holds a %s %q, not the %s %q", ErrTopology, key, rec.Type, rec.ID, x.cfg.Kind, x.cfg.ID)
+	if d.Type != x.cfg.Kind || d.ID != x.cfg.ID {
+		return fmt.Errorf("%w: %s holds a %s %q, not the %s %q", ErrTopology, key, d.Type, d.ID, x.cfg.Kind, x.cfg.ID)
 	}
 	known := make(map[string]bool, len(x.cfg.Nodes))
 	for _, n := range x.cfg.Nodes {
@@ -237,20 +295,39 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 		return braidv1.NodeStatus(v), nil
 	}
 	var err error
-	if x.status, err = status(rec.Status); err != nil {
+	if x.status, err = status(d.Status); err != nil {
 		return err
 	}
 	x.task = &braidv1.AgentInput{}
-	for _, m := range rec.Task {
-		x.task.Messages = append(x.task.Messages, m)
+	last := map[string]*nodeEntry{}
+	for i, raw := range log {
+		var e logEntry
+		if err := persistence.DecodeExact(raw, &e); err != nil {
+			return persistence.Damaged(key, fmt.Sprintf("log entry %d", i), "%v", err)
+		}
+		switch {
+		case e.Node != nil:
+			last[e.Node.ID] = e.Node
+		case i == 0:
+			for _, m := range e.Task {
+				x.task.Messages = append(x.task.Messages, m)
+			}
+		default:
+			return persistence.Damaged(key, fmt.Sprintf("log entry %d", i), "a task after the first entry")
+		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(rec.Nodes)) {
-		j := rec.Nodes[id]
+	type ended struct {
+		seq  uint64
+		node string
+	}
+	var firsts, runs []ended
+	for _, id := range slices.Sorted(maps.Keys(last)) {
+		j := last[id]
 		if !known[id] {
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
-		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, count: j.Count, dur: j.Dur,
-			msgs: j.Msgs, base: j.Base, resume: j.Resume}
+		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, first: j.First, executed: j.Executed,
+			count: j.Count, dur: j.Dur, msgs: j.Msgs, base: j.Base, resume: j.Resume}
 		if n.status, err = status(j.Status); err != nil {
 			return err
 		}
@@ -259,6 +336,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 			if err := protojson.Unmarshal(j.Result, n.result); err != nil {
 				return persistence.Damaged(key, "node "+id, "result: %v", err)
 			}
+			firsts = append(firsts, ended{j.First, id})
 		}
 		if len(j.Input) > 0 {
 			n.input = &braidv1.AgentInput{}
@@ -267,33 +345,43 @@ func (x *orchActor) restore(key persistence.Key, data []byte) error {
 			}
 		}
 		for _, g := range j.Gate {
-			n.gate = append(n.gate, InterruptToWire(g))
+			n.gate = append(n.gate, InterruptToWire(g.Interrupt))
+		}
+		for _, r := range j.Interrupts {
+			e := &routed{in: r.Interrupt, node: id, gate: r.Gate, seq: r.Seq}
+			x.table[e.in.ID] = e
+			x.raised = append(x.raised, e)
+			x.byNode[id] = append(x.byNode[id], e)
+		}
+		for _, seq := range j.Executed {
+			runs = append(runs, ended{seq, id})
 		}
 		x.nodes[id] = n
 	}
-	for _, r := range rec.Interrupts {
-		if !known[r.Node] {
-			return fmt.Errorf("%w: %s %q: interrupt %s belongs to node %q, which this %s does not have", ErrTopology, x.cfg.Kind, x.cfg.ID, r.Interrupt.ID, r.Node, x.cfg.Kind)
-		}
-		e := &routed{in: r.Interrupt, node: r.Node, gate: r.Gate}
-		x.table[e.in.ID] = e
-		x.raised = append(x.raised, e)
-		x.byNode[e.node] = append(x.byNode[e.node], e)
+	slices.SortFunc(x.raised, func(a, b *routed) int { return cmp.Compare(a.seq, b.seq) })
+	byEnd := func(a, b ended) int { return cmp.Compare(a.seq, b.seq) }
+	slices.SortFunc(firsts, byEnd)
+	slices.SortFunc(runs, byEnd)
+	for _, f := range firsts {
+		x.results = append(x.results, f.node)
 	}
-	for _, h := range rec.Held {
+	for _, r := range runs {
+		x.executed = append(x.executed, r.node)
+	}
+	for _, h := range d.Held {
 		in := &braidv1.AgentInput{}
 		if err := protojson.Unmarshal(h.Input, in); err != nil {
 			return persistence.Damaged(key, "held node "+h.Node, "input: %v", err)
 		}
 		x.held = append(x.held, NodeStart{Node: h.Node, Input: in})
 	}
-	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && rec.Extra["policy"] != nil {
-		if err := sp.UnmarshalPolicy(rec.Extra["policy"]); err != nil {
+	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && d.Extra["policy"] != nil {
+		if err := sp.UnmarshalPolicy(d.Extra["policy"]); err != nil {
 			return persistence.Damaged(key, "policy", "%v", err)
 		}
 	}
-	x.results, x.executed, x.duration, x.message, x.seq = rec.Results, rec.Executed, time.Duration(rec.DurationNs), rec.Message, rec.Seq
-	x.usage = &braidv1.Usage{InputTokens: rec.Usage["inputTokens"], OutputTokens: rec.Usage["outputTokens"], TotalTokens: rec.Usage["totalTokens"]}
+	x.duration, x.message, x.seq = time.Duration(d.DurationNs), d.Message, d.Seq
+	x.usage = &braidv1.Usage{InputTokens: d.Usage["inputTokens"], OutputTokens: d.Usage["outputTokens"], TotalTokens: d.Usage["totalTokens"]}
 	return nil
 }
 

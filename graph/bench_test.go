@@ -11,6 +11,8 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 // BenchmarkGraph_Chain100 runs a 100-node chain of trivial agents (b3's
@@ -21,7 +23,7 @@ func BenchmarkGraph_Chain100(b *testing.B) {
 	sys := freshSystem(b)
 	for b.Loop() {
 		b.StopTimer()
-		g := chain100(b, sys)
+		g := chain100(b, sys, nil)
 		b.StartTimer()
 		res, err := g.Invoke(ctx, agent.Text("go"))
 		if err != nil || res.Status != multiagent.StatusCompleted {
@@ -33,7 +35,7 @@ func BenchmarkGraph_Chain100(b *testing.B) {
 	}
 }
 
-func chain100(b *testing.B, sys *actors.System) *graph.Graph {
+func chain100(b *testing.B, sys *actors.System, session *persistence.SessionManager) *graph.Graph {
 	gb := graph.NewBuilder()
 	for i := range 100 {
 		id := "n" + strconv.Itoa(i)
@@ -44,9 +46,39 @@ func chain100(b *testing.B, sys *actors.System) *graph.Graph {
 			gb.AddEdge("n"+strconv.Itoa(i-1), id)
 		}
 	}
-	g, err := gb.Build(context.Background(), graph.Config{System: sys})
+	g, err := gb.Build(context.Background(), graph.Config{System: sys, Session: session})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return g
+}
+
+// BenchmarkGraph_Chain100SQLite is BenchmarkGraph_Chain100 with a SQLite
+// session (no fsync): the saves after every node.
+func BenchmarkGraph_Chain100SQLite(b *testing.B) {
+	ctx := context.Background()
+	sys := freshSystem(b)
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir(), NoFsync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		m, err := persistence.NewSessionManager(st, "s"+strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		g := chain100(b, sys, m)
+		b.StartTimer()
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		if err != nil || res.Status != multiagent.StatusCompleted {
+			b.Fatal(err, res.Status)
+		}
+		b.StopTimer()
+		_ = g.Close(ctx)
+		b.StartTimer()
+	}
 }
