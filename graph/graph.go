@@ -207,7 +207,8 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 // ready reports whether node can run: it does not run already, one of
 // its incoming edges is satisfied (its source completed after node last
 // started, and its condition holds), and no source of an incoming edge
-// may still run.
+// may still run (runs, waits to run, is interrupted, or can be reached
+// from a node that does).
 func (p *policy) ready(v *actors.RunView, st **State, node string) ([]string, bool) {
 	if v.Waiting(node) {
 		return nil, false
@@ -215,8 +216,9 @@ func (p *policy) ready(v *actors.RunView, st **State, node string) ([]string, bo
 	var deps []string
 	for _, ei := range p.t.in[node] {
 		e := p.t.edges[ei]
-		if v.Waiting(e.From) || (v.Ended(e.From) <= v.Started(e.From) && p.mayRun(v, e.From, node)) {
-			return nil, false // a predecessor that will run has not finished
+		if v.Waiting(e.From) || v.Status(e.From) == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED ||
+			(v.Ended(e.From) <= v.Started(e.From) && p.mayRun(v, e.From, node)) {
+			return nil, false // a predecessor that will run (an interrupted one on resume) has not finished
 		}
 		if v.Status(e.From) != braidv1.NodeStatus_NODE_STATUS_COMPLETED || v.Ended(e.From) <= v.Started(node) {
 			continue
@@ -252,7 +254,7 @@ func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
 				continue
 			}
 			seen[from] = true
-			if v.Waiting(from) {
+			if v.Waiting(from) || v.Status(from) == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 				return true
 			}
 			stack = append(stack, from)
