@@ -81,6 +81,22 @@ type StreamingRunner interface {
 	StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult
 }
 
+// JointRunner is a NodeRunner whose executor's last save of a run waits
+// to be committed with the orchestrator's record (SPEC M10): Deferred
+// returns it (nil: none) after RunNode, and the orchestrator commits it
+// with its own change in one transaction.
+type JointRunner interface {
+	NodeRunner
+	Deferred() *persistence.Staged
+}
+
+// localReport is a NodeReport in process, with the executor's deferred
+// save.
+type localReport struct {
+	rep    *braidv1.NodeReport
+	staged *persistence.Staged
+}
+
 // localRun is a NodeRun of a streamed invocation, in process: events go
 // to the stream's inbox.
 type localRun struct {
@@ -146,6 +162,12 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox) {
 		rep := n.run(ctx, m, events)
 		cancel()
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
+		if jr, ok := n.runner.(JointRunner); ok {
+			if st := jr.Deferred(); st != nil {
+				root.Send(parent, &localReport{rep: rep, staged: st})
+				return
+			}
+		}
 		root.Send(parent, rep)
 	})
 }

@@ -413,7 +413,8 @@ type orchActor struct {
 	usage    *braidv1.Usage
 	saveErr  error // a save failed: the invocation ends with it
 	dirty    []*nodeRec
-	rewrite  bool // a fresh run: the next save rewrites the record's log
+	rewrite  bool                  // a fresh run: the next save rewrites the record's log
+	joint    []*persistence.Staged // nodes' deferred saves, committed with the next save
 
 	// the invocation
 	cur      *orchInvoke
@@ -469,7 +470,9 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
-		x.report(c, m)
+		x.report(c, m, nil)
+	case *localReport:
+		x.report(c, m.rep, m.staged)
 	}
 }
 
@@ -799,10 +802,13 @@ func (x *orchActor) abort(err error) {
 }
 
 // report handles a node's report of a run.
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persistence.Staged) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 		return // a report of a run this activation did not send
+	}
+	if staged != nil {
+		x.joint = append(x.joint, staged) // committed with the next save
 	}
 	x.inflight--
 	x.touch(n)
@@ -1001,7 +1007,8 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 // actor's (the TS defect of results that alias live state).
 func (x *orchActor) result() *braidv1.MultiAgentResult {
 	r := &braidv1.MultiAgentResult{Status: x.status, Message: x.message, Usage: cloneUsage(x.usage),
-		DurationNs: int64(x.duration), ExecutionOrder: append([]string(nil), x.executed...), ExecutionCount: int64(len(x.executed))}
+		DurationNs: int64(x.duration), ExecutionOrder: append([]string(nil), x.executed...), ExecutionCount: int64(len(x.executed)),
+		Progress: x.seq}
 	if r.Status == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED {
 		r.Status = braidv1.NodeStatus_NODE_STATUS_PENDING
 	}

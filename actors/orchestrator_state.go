@@ -228,7 +228,12 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
 	defer cancel()
-	if err := x.cfg.Session.Commit(ctx, point, st); err != nil {
+	// The nodes' deferred saves and the orchestrator's record in one
+	// transaction (SPEC M10).
+	err = x.cfg.Session.Commit(ctx, point, append(x.joint, st)...)
+	clear(x.joint)
+	x.joint = x.joint[:0]
+	if err != nil {
 		return err
 	}
 	x.clean()

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -38,21 +40,52 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 		cfg.ID = env.NodeID
 	}
 	cfg.OwnerPath, cfg.System = env.Path, env.System
+	r := &agentRunner{session: env.Session != nil, path: env.Path}
 	if env.Session != nil {
-		cfg.Session = env.Session
+		cfg.Session = &jointSession{SessionManager: env.Session, r: r}
 		cfg.IdleTimeout = env.IdleTimeout
 	}
 	a, err := agent.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &agentRunner{a: a, session: env.Session != nil, path: env.Path}, nil
+	r.a = a
+	return r, nil
 }
 
 type agentRunner struct {
 	a       *agent.Agent
 	session bool
 	path    string
+	// sess is the agent's writer of its current activation, whose durable
+	// saves wait for the orchestrator (SPEC M10).
+	sess atomic.Pointer[persistence.AgentSession]
+}
+
+// jointSession gives a node's agent the orchestrator's session, with its
+// durable saves deferred to the orchestrator's commit.
+type jointSession struct {
+	*persistence.SessionManager
+	r *agentRunner
+}
+
+// OpenAgent implements agent.Session.
+func (j *jointSession) OpenAgent(ctx context.Context, id string) (*persistence.AgentSession, *persistence.AgentRecord, error) {
+	s, rec, err := j.SessionManager.OpenAgent(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.DeferDurable()
+	j.r.sess.Store(s)
+	return s, rec, nil
+}
+
+// Deferred implements actors.JointRunner.
+func (r *agentRunner) Deferred() *persistence.Staged {
+	if s := r.sess.Load(); s != nil {
+		return s.TakeDeferred()
+	}
+	return nil
 }
 
 // RunNode implements actors.NodeRunner.

@@ -86,9 +86,10 @@ func finish(t *testing.T, g *graph.Graph) *multiagent.Result {
 }
 
 // SPEC M10, S6: a crash after any save of a graph run (the orchestrator's
-// or a node agent's) resumes in a new runtime without re-running a node
-// that had completed, or a tool whose result was saved; every node ends
-// COMPLETED, run once.
+// or a node agent's) never leaves a node's agent finished while its
+// orchestrator does not know (they commit together), and resumes in a
+// new runtime without re-running a node that had completed, or a tool
+// whose result was saved; every node ends COMPLETED, run once.
 func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 	ctx := context.Background()
 	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
@@ -107,11 +108,17 @@ func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 		st := persistence.NewMemoryStore()
 		require.NoError(t, persistence.Import(ctx, st, exp))
 		toolSaved := false
+		finished := map[string]bool{} // node -> its agent's history ends with its answer
 		for _, rec := range exp.Records {
 			if rec.ID == "g:work:work" {
 				for _, m := range rec.Messages {
 					toolSaved = toolSaved || strings.Contains(string(m), `"toolResult"`)
 				}
+			}
+			if node, ok := strings.CutPrefix(rec.ID, "g:"); ok && rec.Kind == persistence.KindAgent && len(rec.Messages) > 0 {
+				last := string(rec.Messages[len(rec.Messages)-1])
+				node, _, _ = strings.Cut(node, ":")
+				finished[node] = strings.Contains(last, `"assistant"`) && strings.Contains(last, " done")
 			}
 		}
 		r2 := newRecorder()
@@ -121,6 +128,11 @@ func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 		done := map[string]bool{}
 		for _, n := range before.Results {
 			done[n.NodeID] = n.Status == multiagent.StatusCompleted
+		}
+		for node, f := range finished {
+			if f {
+				assert.True(t, done[node], "copy %d: %s's agent is ahead of its orchestrator (SPEC M10)", i, node)
+			}
 		}
 		final := finish(t, g2)
 		require.Len(t, final.Results, 5, "copy %d", i)

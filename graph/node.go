@@ -60,6 +60,11 @@ func (r *OrchestratorRunner) runNode(ctx context.Context, run *braidv1.NodeRun, 
 			return nestedResult(st)
 		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
 			in = &braidv1.AgentInput{} // carry the cut-off run on
+		case braidv1.NodeStatus_NODE_STATUS_PENDING:
+		default:
+			if int64(st.GetProgress()) > run.GetBase() {
+				return nestedResult(st) // the nested run ended after the crash cut its parent off
+			}
 		}
 	}
 	var res *braidv1.MultiAgentResult
@@ -88,8 +93,15 @@ func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
 	return out
 }
 
-// Progress implements actors.NodeRunner.
-func (r *OrchestratorRunner) Progress(context.Context) (int64, error) { return 0, nil }
+// Progress implements actors.NodeRunner: the nested orchestrator's
+// progress counter.
+func (r *OrchestratorRunner) Progress(ctx context.Context) (int64, error) {
+	st, err := r.O.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(st.GetProgress()), nil
+}
 
 // Close implements actors.NodeRunner.
 func (r *OrchestratorRunner) Close(ctx context.Context) error { return r.O.Close(ctx) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -209,7 +210,24 @@ type agentData struct {
 // AgentSession is one agent's writer (an Owner that speaks AgentRecords).
 type AgentSession struct {
 	*Owner
+	// defer_ parks the durable saves for TakeDeferred (DeferDurable).
+	defer_ atomic.Bool
+	parked atomic.Pointer[Staged]
 }
+
+// DeferDurable makes the agent's saves at durable points (interrupt,
+// invocation) wait, staged, for TakeDeferred instead of committing: an
+// orchestrator commits them with its own record in one transaction
+// (SPEC M10), so that a crash never leaves a node's agent ahead of its
+// orchestrator. A later save of the agent commits at once and carries the
+// parked change with it (both are based on the last commit). Call it
+// before the first save.
+func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
+
+// TakeDeferred returns the change parked since the last commit (nil:
+// none) and forgets it; the caller commits it with SessionManager.Commit.
+// Until then the agent's last durable save is not in the store.
+func (s *AgentSession) TakeDeferred() *Staged { return s.parked.Swap(nil) }
 
 // OpenAgent loads the agent's record and returns its writer, and the record
 // (nil when the session has none for it yet). Every call is a writer of
@@ -221,7 +239,7 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 		if err != nil {
 			return nil, nil, err
 		}
-		return &AgentSession{o}, nil, nil
+		return &AgentSession{Owner: o}, nil, nil
 	}
 	var d agentData
 	if err := DecodeExact(rec.Data, &d); err != nil {
@@ -239,7 +257,7 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
 		}
 	}
-	return &AgentSession{o}, out, nil
+	return &AgentSession{Owner: o}, out, nil
 }
 
 // Save saves the agent at a save point. The history is append-only: the
@@ -264,6 +282,11 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 	if err != nil {
 		return err
 	}
+	if s.defer_.Load() && (point == SaveInterrupt || point == SaveInvocation) {
+		s.parked.Store(st) // supersedes a parked one: both follow the last commit
+		return nil
+	}
+	s.parked.Store(nil) // this save carries what was parked
 	return s.m.Commit(ctx, point, st)
 }
 

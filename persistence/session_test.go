@@ -391,3 +391,45 @@ func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T
 	require.ErrorIs(t, err, persistence.ErrConflict)
 	assert.Equal(t, 1, runs, "the approved tool ran once")
 }
+
+// SPEC M10: an agent writer with DeferDurable parks its durable saves
+// (interrupt, invocation) until they are taken and committed with another
+// owner's change in one transaction; a later save commits at once and
+// carries the parked change, so nothing parked is ever lost or
+// committed twice.
+func TestAgentSession_DeferDurableParksUntilCommittedTogether(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	m, err := persistence.NewSessionManager(st, "s")
+	require.NoError(t, err)
+	as, _, err := m.OpenAgent(ctx, "a")
+	require.NoError(t, err)
+	as.DeferDurable()
+	rec := &persistence.AgentRecord{Messages: []model.Message{model.UserText("one")}}
+	require.NoError(t, as.Save(ctx, rec, persistence.SaveInvocation))
+	_, err = st.Load(ctx, persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"})
+	require.ErrorIs(t, err, persistence.ErrNotFound, "parked, not in the store")
+
+	rec.Messages = append(rec.Messages, model.UserText("two"))
+	require.NoError(t, as.Save(ctx, rec, persistence.SaveInterrupt))
+	parked := as.TakeDeferred()
+	require.NotNil(t, parked, "the later durable save supersedes the first")
+	assert.Nil(t, as.TakeDeferred())
+	orch, _, err := m.Open(ctx, persistence.KindMultiAgent, "g")
+	require.NoError(t, err)
+	os, err := orch.Stage(json.RawMessage(`{"n":1}`), 0, nil)
+	require.NoError(t, err)
+	require.NoError(t, m.Commit(ctx, persistence.SaveInvocation, parked, os))
+	got, err := st.Load(ctx, persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"})
+	require.NoError(t, err)
+	assert.Len(t, got.Messages, 2)
+
+	rec.Messages = append(rec.Messages, model.UserText("three"))
+	require.NoError(t, as.Save(ctx, rec, persistence.SaveInvocation))
+	rec.Messages = append(rec.Messages, model.UserText("four"))
+	require.NoError(t, as.Save(ctx, rec, persistence.SaveMessage), "a later save commits at once")
+	assert.Nil(t, as.TakeDeferred(), "and carries the parked change")
+	got, err = st.Load(ctx, persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"})
+	require.NoError(t, err)
+	assert.Len(t, got.Messages, 4)
+}
