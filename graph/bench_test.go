@@ -82,3 +82,35 @@ func BenchmarkGraph_Chain100SQLite(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkGraph_Fanout200 runs root → 200 leaves (b3's fanout200).
+func BenchmarkGraph_Fanout200(b *testing.B) {
+	ctx := context.Background()
+	sys := freshSystem(b)
+	for b.Loop() {
+		b.StopTimer()
+		gb := graph.NewBuilder().AddNode("root", trivial())
+		for i := range 200 {
+			id := "leaf" + strconv.Itoa(i)
+			gb.AddNode(id, trivial()).AddEdge("root", id)
+		}
+		g, err := gb.Build(ctx, graph.Config{System: sys})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		if err != nil || res.Status != multiagent.StatusCompleted {
+			b.Fatal(err, res.Status)
+		}
+		b.StopTimer()
+		_ = g.Close(ctx)
+		b.StartTimer()
+	}
+}
+
+func trivial() actors.Node {
+	return agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
+		return model.TextTurn("done"), nil
+	})})
+}
