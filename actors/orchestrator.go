@@ -68,6 +68,8 @@ type NodeSpec struct {
 type NodeStart struct {
 	Node  string
 	Input *braidv1.AgentInput
+	// Reset starts the node's executor afresh before it runs (NodeRun.reset_executor).
+	Reset bool
 }
 
 // Policy decides which nodes run (Graph, Swarm). Its methods are called on
@@ -750,7 +752,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
-			Recover: n.recover, Base: n.base})
+			Recover: n.recover, Base: n.base, ResetExecutor: s.Reset && !n.resume && !n.recover})
 		n.resume, n.recover = false, false
 		x.inflight++
 	}

@@ -40,7 +40,7 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 		cfg.ID = env.NodeID
 	}
 	cfg.OwnerPath, cfg.System = env.Path, env.System
-	r := &agentRunner{session: env.Session != nil, path: env.Path}
+	r := &agentRunner{session: env.Session != nil, path: env.Path, initial: model.CloneMessages(cfg.Messages)}
 	if env.Session != nil {
 		cfg.Session = &jointSession{SessionManager: env.Session, r: r}
 		cfg.IdleTimeout = env.IdleTimeout
@@ -57,6 +57,7 @@ type agentRunner struct {
 	a       *agent.Agent
 	session bool
 	path    string
+	initial []model.Message // the history the agent was built with
 	// sess is the agent's writer of its current activation, whose durable
 	// saves wait for the orchestrator (SPEC M10).
 	sess atomic.Pointer[persistence.AgentSession]
@@ -97,6 +98,11 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 	in, err := agent.InputFromWire(run.GetInput())
 	if err != nil {
 		return failed(err)
+	}
+	if run.GetResetExecutor() {
+		if err := r.reset(ctx); err != nil {
+			return failed(err)
+		}
 	}
 	if run.GetRecover() {
 		done, res, carry, err := r.recover(ctx, run.GetBase())
@@ -146,6 +152,21 @@ func (r *agentRunner) invoke(ctx context.Context, in agent.Input, emit func(*bra
 // StreamNode implements actors.StreamingRunner.
 func (r *agentRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	return r.runNode(ctx, run, emit)
+}
+
+// reset gives the agent back the history it was built with and an empty
+// key/value state.
+func (r *agentRunner) reset(ctx context.Context) error {
+	snap, err := r.a.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for k := range snap.State {
+		if err := r.a.DeleteState(ctx, k); err != nil {
+			return err
+		}
+	}
+	return r.a.SetMessages(ctx, r.initial)
 }
 
 // recover looks at where the agent stood when a crash cut its node's run

@@ -57,6 +57,7 @@ type Config struct {
 // concurrent use. A Builder is also a node of another Graph or Swarm
 // (AsNode).
 type Builder struct {
+	reset   bool
 	nodes   []actors.NodeSpec
 	index   map[string]int
 	edges   []Edge
@@ -116,6 +117,14 @@ func (b *Builder) SetEntryPoint(id string) *Builder {
 	return b
 }
 
+// ResetOnRevisit makes a node that runs again (a back edge) start from
+// its agent's initial history and an empty state, instead of carrying on
+// its conversation.
+func (b *Builder) ResetOnRevisit(on bool) *Builder {
+	b.reset = on
+	return b
+}
+
 // topology is a validated graph.
 type topology struct {
 	nodes   []actors.NodeSpec
@@ -123,6 +132,7 @@ type topology struct {
 	in      map[string][]int
 	edges   []Edge
 	entries []string
+	reset   bool
 }
 
 func (b *Builder) validate() (*topology, error) {
@@ -133,7 +143,7 @@ func (b *Builder) validate() (*topology, error) {
 		return nil, fmt.Errorf("%w: Graph must contain at least one node", ErrBuild)
 	}
 	t := &topology{nodes: append([]actors.NodeSpec(nil), b.nodes...), edges: append([]Edge(nil), b.edges...),
-		out: map[string][]int{}, in: map[string][]int{}}
+		out: map[string][]int{}, in: map[string][]int{}, reset: b.reset}
 	for i, e := range t.edges {
 		for _, end := range []string{e.From, e.To} {
 			if _, ok := b.index[end]; !ok {

@@ -198,7 +198,7 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 	for _, ei := range p.t.out[node] {
 		to := p.t.edges[ei].To
 		if deps, ok := p.ready(v, &st, to); ok {
-			starts = append(starts, actors.NodeStart{Node: to, Input: p.input(v, deps)})
+			starts = append(starts, actors.NodeStart{Node: to, Input: p.input(v, deps), Reset: p.t.reset && v.Ended(to) > 0})
 		}
 	}
 	return starts, ""

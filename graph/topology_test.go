@@ -3,7 +3,9 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,34 @@ func TestGraph_PanickingNodeFailsThatNodeOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusFailed, res.Status, "the actor survived and ran the graph again")
 	assert.Equal(t, 2, r.count("fn:ok"))
+}
+
+// SPEC M8: with ResetOnRevisit a node that runs again starts from its
+// agent's initial history; without it, it carries its conversation on.
+func TestGraph_ResetOnRevisitStartsTheAgentAfresh(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		t.Run(strconv.FormatBool(reset), func(t *testing.T) {
+			var seen []int // history length at each model call of "loop"
+			var mu sync.Mutex
+			loop := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+				mu.Lock()
+				seen = append(seen, len(req.Messages))
+				mu.Unlock()
+				return model.TextTurn("again"), nil
+			})})
+			r := newRecorder()
+			b := graph.NewBuilder().AddNode("loop", loop).AddNode("back", fn(r, "back", nil)).
+				AddEdge("loop", "back").AddEdge("back", "loop").SetEntryPoint("loop").ResetOnRevisit(reset)
+			res, err := build(t, b, graph.Config{MaxNodeExecutions: 5}).Invoke(context.Background(), agent.Text("go"))
+			require.NoError(t, err)
+			assert.Equal(t, multiagent.StatusFailed, res.Status)
+			mu.Lock()
+			defer mu.Unlock()
+			if reset {
+				assert.Equal(t, []int{1, 1, 1}, seen)
+			} else {
+				assert.Equal(t, []int{1, 3, 5}, seen)
+			}
+		})
+	}
 }
