@@ -229,3 +229,20 @@ func TestGraph_AnsweredGateIsNotRaisedAgainAfterNodeInterrupt(t *testing.T) {
 	assert.Equal(t, 1, r.count("gate:cleanup"), "no second gate")
 	assert.Equal(t, 1, r.count("tool:cleanup"))
 }
+
+// SPEC M7: a result is a value: resuming the run does not change a result
+// returned before (the TS SDK's results alias its live state).
+func TestGraph_ResultsDoNotAliasTheRun(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
+	g := build(t, b, graph.Config{Hooks: []hook.Provider{gate(r, "b")}})
+	first, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	_, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(first.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusInterrupted, first.Status)
+	assert.Equal(t, multiagent.StatusInterrupted, first.Node("b").Status)
+	assert.Len(t, first.Interrupts, 1)
+	assert.Equal(t, []string{"a"}, first.ExecutionOrder)
+}
