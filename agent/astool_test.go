@@ -1,0 +1,82 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+// subAndOuter builds a sub agent whose tool is gated by an approval hook,
+// and an outer agent that has the sub agent as its tool "helper".
+func subAndOuter(t *testing.T, store persistence.Store, runs *counter) (*agent.Agent, *agent.Agent) {
+	t.Helper()
+	sys := freshSystem(t)
+	sm, err := persistence.NewSessionManager(store, "nested")
+	require.NoError(t, err)
+	delTool := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		runs.inc("run")
+		return "deleted", nil
+	})
+	sub := newAgent(t, agent.Config{ID: "sub", OwnerPath: "outer/helper", System: sys, Session: sm,
+		Model: toolThenText("sub done", model.Call("s1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		Tools: []tool.Tool{delTool}, Hooks: []hook.Provider{approveHook("delete_files", "approval")}})
+	outer := newAgent(t, agent.Config{ID: "outer", System: sys, Session: sm,
+		Model: toolThenText("outer done", model.Call("o1", "helper", agent.ToolInput{Prompt: "clean up"})),
+		Tools: []tool.Tool{agent.AsTool(sub, "helper", "a helper agent")}})
+	return sub, outer
+}
+
+// SPEC M11: an agent is a tool of another; an interrupt of the inner
+// agent surfaces at the outer one (its reason kept, its id naming the
+// inner interrupt), and the outer resume reaches the inner agent, which
+// resumes: its tool runs once, then both answer. It works again after
+// both were rebuilt on a fresh runtime from their sessions.
+func TestAgentAsTool_InnerInterruptSurfacesAndResumesTheInnerAgent(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	runs := &counter{}
+	_, outer := subAndOuter(t, st, runs)
+	res, err := outer.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Len(t, res.Interrupts, 1)
+	in := res.Interrupts[0]
+	innerID := interrupt.OwnedID("outer/helper", interrupt.BeforeToolCallID("s1", "approval"))
+	assert.Equal(t, innerID, in.Name, "named by the inner interrupt's id")
+	assert.Equal(t, interrupt.ToolCallID("o1", innerID), in.ID)
+	var reason map[string]any
+	require.NoError(t, in.DecodeReason(&reason))
+	assert.Equal(t, []any{"a"}, reason["paths"], "the inner interrupt's reason")
+	require.NoError(t, outer.Close(ctx))
+
+	runs2 := &counter{}
+	sub2, outer2 := subAndOuter(t, st, runs2)
+	res, err = outer2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, "outer done", res.Message.Text())
+	assert.Equal(t, 1, runs2.get("run"), "the inner tool ran once, after the answer")
+	msgs, err := sub2.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "sub done", msgs.Messages[len(msgs.Messages)-1].Text())
+	assert.Equal(t, 1, countUser(msgs.Messages), "the inner agent resumed, it did not start again")
+}
+
+func countUser(ms []model.Message) int {
+	n := 0
+	for _, m := range ms {
+		if m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
+			n++
+		}
+	}
+	return n
+}
