@@ -4,6 +4,10 @@
 //	approval       BeforeToolCallEvent approval of delete_files
 //	batchapproval  BeforeToolsEvent approval of a whole batch
 //	toolinterrupt  an interrupt raised from inside the tool
+//	session        the seed's server pattern: a fresh agent per request on SQLite
+//	graphapproval  Graph: BeforeNodeCallEvent approval of the cleanup node
+//	graphgates     Graph: two concurrent nodes gated while a third completes
+//	graphsession   Graph: a node's tool interrupts, a second process resumes
 //
 // Each runs on the scripted model, so it needs no network or API key. Give
 // the answer with -answer y (or BRAID_ANSWER=y) to run without a terminal;

@@ -15,11 +15,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/examples/graphapproval/cleanupgraph"
+	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/provider"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
@@ -44,7 +48,12 @@ type fileInfo struct {
 // (the SQLite store, braid.db); the tools and the listing leave it out.
 const sessionsDir = ".braid"
 
+// runDemo runs "braid demo [flags]", the agent demo, or "braid demo graph
+// [flags]", the graph demo (runGraphDemo).
 func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "graph" {
+		return runGraphDemo(ctx, args[1:], stdin, stdout)
+	}
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fset.SetOutput(stdout)
 	yes := fset.Bool("yes", false, "approve without asking")
@@ -409,4 +418,125 @@ func printTree(w io.Writer, ws string) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// runGraphDemo runs "braid demo graph": the graph of examples/graphapproval
+// (package cleanupgraph, the seed's Graph example), inspector → cleanup,
+// streamed to the terminal. Before cleanup runs, its BeforeNodeCall hook
+// stops the graph and the demo asks y/N on stdin (or takes -yes / -no);
+// any answer but "y" cancels the cleanup node.
+func runGraphDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fset := flag.NewFlagSet("demo graph", flag.ContinueOnError)
+	fset.SetOutput(stdout)
+	yes := fset.Bool("yes", false, "approve without asking")
+	no := fset.Bool("no", false, "deny without asking")
+	modelSpec := provider.Flag(fset)
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	if *yes && *no {
+		return errors.New("-yes and -no exclude each other")
+	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("demo graph takes no argument, got %q", fset.Arg(0))
+	}
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	defer sys.Close(context.WithoutCancel(ctx))
+	cloud := cleanupgraph.NewCloud()
+	g, err := cleanupgraph.Build(ctx, cloud, cleanupgraph.Config{Model: *modelSpec, System: sys})
+	if err != nil {
+		return err
+	}
+	defer g.Close(context.WithoutCancel(ctx))
+
+	answers := bufio.NewReader(stdin)
+	ask := func(question string) string {
+		fmt.Fprint(stdout, question)
+		switch {
+		case *yes:
+			fmt.Fprintln(stdout, "y (-yes)")
+			return "y"
+		case *no:
+			fmt.Fprintln(stdout, "n (-no)")
+			return "n"
+		}
+		line, err := answers.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(stdout, "\n(no answer: taken as N)")
+			return "n"
+		}
+		return strings.TrimSpace(line)
+	}
+
+	fmt.Fprintln(stdout, "graph: inspector -> cleanup; a BeforeNodeCall hook asks before cleanup runs")
+	fmt.Fprintln(stdout, "resources:")
+	for _, r := range cloud.Resources() {
+		fmt.Fprintf(stdout, "  %-22s %3d days old\n", r.Name, r.AgeDays)
+	}
+	fmt.Fprintf(stdout, "\nyou: %s\n", cleanupgraph.Task)
+	res, err := streamGraph(ctx, g, agent.Text(cleanupgraph.Task), stdout)
+	for err == nil && res.Status == multiagent.StatusInterrupted {
+		var responses []interrupt.Response
+		for _, in := range res.Interrupts {
+			if in.Name != cleanupgraph.ApprovalName {
+				return fmt.Errorf("unexpected interrupt %q from %s", in.Name, in.Source)
+			}
+			var reason cleanupgraph.Reason
+			if err := in.DecodeReason(&reason); err != nil {
+				return err
+			}
+			responses = append(responses, interrupt.Respond(in.ID, ask(fmt.Sprintf("Do you want to cleanup %v (y/N): ", reason.Resources))))
+		}
+		res, err = streamGraph(ctx, g, agent.Resume(responses...), stdout)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\ngraph status: %s (node runs: %s)\n", res.Status, strings.Join(res.ExecutionOrder, ", "))
+	if n := res.Node(cleanupgraph.Cleanup); n != nil && n.Status == multiagent.StatusCancelled {
+		fmt.Fprintf(stdout, "cleanup was cancelled: %s\n", n.Message)
+	}
+	fmt.Fprintf(stdout, "deleted: %v\n", cloud.Deleted())
+	return nil
+}
+
+// streamGraph runs one invocation of g and prints its events.
+func streamGraph(ctx context.Context, g *graph.Graph, in agent.Input, w io.Writer) (*multiagent.Result, error) {
+	var res *multiagent.Result
+	for ev, err := range g.Stream(ctx, in) {
+		if err != nil {
+			return nil, err
+		}
+		switch e := ev.(type) {
+		case *multiagent.NodeStartEvent:
+			fmt.Fprintf(w, "[%s] started\n", e.Node)
+		case *multiagent.NodeEvent:
+			switch ae := e.Event.(type) {
+			case *agent.ToolUseEvent:
+				fmt.Fprintf(w, "[%s]   -> %s %s\n", e.Node, ae.ToolUse.Name, ae.ToolUse.Input)
+			case *agent.ToolResultEvent:
+				fmt.Fprintf(w, "[%s]   <- %s [%s] %s\n", e.Node, ae.Result.ToolUseID, ae.Result.Status, resultText(ae.Result))
+			}
+		case *multiagent.NodeStopEvent:
+			switch e.Result.Status {
+			case multiagent.StatusCompleted:
+				fmt.Fprintf(w, "[%s] %s: %s\n", e.Node, e.Result.Status, e.Result.Text())
+			case multiagent.StatusInterrupted:
+				fmt.Fprintf(w, "[%s] %s: waits for %d answer(s)\n", e.Node, e.Result.Status, len(e.Result.Interrupts))
+			default:
+				fmt.Fprintf(w, "[%s] %s: %s\n", e.Node, e.Result.Status, e.Result.Message)
+			}
+		case *multiagent.InterruptEvent:
+			fmt.Fprintf(w, "  !! interrupt %q from %s before %s\n", e.Interrupt.Name, e.Interrupt.Source, e.Node)
+		case *multiagent.ResultEvent:
+			res = e.Result
+		}
+	}
+	if res == nil {
+		return nil, errors.New("graph stream ended without a result")
+	}
+	return res, nil
 }

@@ -162,4 +162,80 @@ func TestRun_Commands(t *testing.T) {
 	assert.Equal(t, 0, run(context.Background(), []string{"help"}, strings.NewReader(""), &out, &errOut))
 	assert.Contains(t, out.String(), "demo")
 	assert.Equal(t, 0, run(context.Background(), []string{"demo", "-no"}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, out.String(), "I did not delete anything", "demo without an argument is the agent demo")
+	out.Reset()
+	assert.Equal(t, 0, run(context.Background(), []string{"help"}, strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, out.String(), "demo graph")
+}
+
+// SPEC M3: `braid demo graph` streams the seed's Graph example; the hook
+// stops the graph before cleanup, and "y" (typed, or -yes) runs the node.
+func TestDemoGraph_ApproveRunsCleanup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args  []string
+		stdin string
+	}{
+		"flag":    {[]string{"-yes"}, ""},
+		"typed y": {nil, "y\n"},
+		"typed Y": {nil, "Y\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			require.Equal(t, 0, run(context.Background(), append([]string{"demo", "graph"}, tc.args...), strings.NewReader(tc.stdin), &out, &errOut), errOut.String())
+			s := out.String()
+			assert.Contains(t, s, "[default_graph/inspector] COMPLETED: Found 3 resources older than 5 days")
+			assert.Contains(t, s, "[default_graph/cleanup] INTERRUPTED: waits for 1 answer(s)")
+			assert.Contains(t, s, `!! interrupt "myapp-approval" from multiagent-hook before default_graph/cleanup`)
+			assert.Contains(t, s, "Do you want to cleanup [bucket-logs-2026-10 vm-build-17 disk-snapshot-4] (y/N): ")
+			assert.Contains(t, s, "[default_graph/cleanup]   -> delete_resources")
+			assert.Contains(t, s, "[default_graph/cleanup] COMPLETED: Cleaned up 3 resources")
+			assert.Contains(t, s, "graph status: COMPLETED (node runs: inspector, cleanup)")
+			assert.Contains(t, s, "deleted: [bucket-logs-2026-10 vm-build-17 disk-snapshot-4]")
+			assert.Equal(t, 1, strings.Count(s, "[default_graph/inspector] started"), "inspector runs once")
+			_, afterAnswer, ok := strings.Cut(s, "(y/N): ")
+			require.True(t, ok)
+			assert.NotContains(t, afterAnswer, "[default_graph/inspector]", "the resume does not run inspector again")
+		})
+	}
+}
+
+// SPEC M3: any other answer, or none, cancels the cleanup node: it ends
+// CANCELLED without running, so nothing is deleted.
+func TestDemoGraph_DenyCancelsCleanup(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args  []string
+		stdin string
+	}{
+		"flag":         {[]string{"-no"}, ""},
+		"typed n":      {nil, "n\n"},
+		"enter":        {nil, "\n"},
+		"end of input": {nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, runDemo(context.Background(), append([]string{"graph"}, tc.args...), strings.NewReader(tc.stdin), &out))
+			s := out.String()
+			assert.Contains(t, s, "[default_graph/cleanup] CANCELLED: User denied permission to cleanup resources")
+			assert.Contains(t, s, "graph status: CANCELLED")
+			assert.Contains(t, s, "deleted: []")
+			assert.NotContains(t, s, "delete_resources", "the cancelled node's agent never ran")
+			assert.NotContains(t, s, "[default_graph/cleanup] started")
+		})
+	}
+}
+
+func TestDemoGraph_BadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"graph", "-yes", "-no"}, "exclude each other"},
+		{[]string{"graph", "extra"}, "takes no argument"},
+		{[]string{"graph", "-model", "gpt-4o"}, "openai:<model>"},
+	} {
+		var out bytes.Buffer
+		err := runDemo(context.Background(), tc.args, strings.NewReader(""), &out)
+		require.Error(t, err, "%v", tc.args)
+		assert.Contains(t, err.Error(), tc.want)
+	}
 }

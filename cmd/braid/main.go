@@ -1,6 +1,7 @@
 // Command braid is Braid's command line.
 //
 //	braid demo [-yes|-no|-later] [-dir DIR]   the "delete old files" agent on the scripted model
+//	braid demo graph [-yes|-no]               the seed's Graph example: approval before its cleanup node
 //	braid session list|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
 //
 // Run "braid help" for the list of commands.
@@ -56,6 +57,10 @@ commands:
           it stops for your approval before deleting, and keeps the run in a
           SQLite store under the workspace (DIR/.braid), so -later can leave
           the answer to a later run (flags: -yes, -no, -later, -dir, -model)
+  demo graph
+          run the seed's Graph example, inspector -> cleanup, on the scripted
+          model; a BeforeNodeCall hook asks (y/N) before the cleanup node runs,
+          and any answer but y cancels it (flags: -yes, -no, -model)
   session read stored sessions: list, show <id>, export <id>
           (flags: -dir DIR, the store's folder; -postgres DSN)
   help    show this text

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// asMainEnv makes the test binary the program: TestMain then runs main
+// with the binary's arguments, in a process of its own.
+const asMainEnv = "BRAID_GRAPHSESSION_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// program runs the program in a new OS process (this test binary, as
+// main) and returns its pid and output.
+func program(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1", "BRAID_ANSWER=")
+	cmd.Stdin = strings.NewReader("")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Run(), "graphsession %v: %s%s", args, out.String(), errOut.String())
+	return cmd.ProcessState.Pid(), out.String()
+}
+
+// SPEC M10, M5, I9: step 1 stops at the tool's interrupt and its process
+// ends; step 2, a second OS process, builds the same graph on the same
+// SQLite session and resumes it: the inspector node and the tool that
+// completed beside the interrupted one are not run again, the
+// interrupted tool gets the answer, and the run completes.
+func TestGraphSessionExample_SecondProcessResumes(t *testing.T) {
+	dir := t.TempDir()
+	pid1, out1 := program(t, "-dir", dir)
+	assert.Contains(t, out1, "status: INTERRUPTED")
+	assert.Contains(t, out1, "inspector COMPLETED: Older than 5 days")
+	assert.Contains(t, out1, "cleanup   INTERRUPTED: its agent waits for 1 answer(s)")
+	assert.Contains(t, out1, "waits for myapp-approval from tool (id cleanup_graph/cleanup/v1:tool_call:delete-1:")
+	assert.Contains(t, out1, "-dir "+dir+" -resume -answer y")
+	assert.FileExists(t, filepath.Join(dir, "braid.db"))
+	log, err := os.ReadFile(filepath.Join(dir, logName))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("pid %[1]d: inspect_resources: found %[2]v\npid %[1]d: snapshot_resources: saved %[2]v\n", pid1, old), string(log),
+		"step 1 did the work before the interrupt, and no deleting")
+
+	pid2, out2 := program(t, "-dir", dir, "-resume", "-answer", "y")
+	require.NotEqual(t, pid1, pid2)
+	assert.Contains(t, out2, "waits for 1 answer(s)")
+	assert.Contains(t, out2, "interrupt myapp-approval from tool")
+	assert.Contains(t, out2, "Do you want to delete [bucket-logs-2026-10 vm-build-17 disk-snapshot-4] (y/N): y")
+	assert.Contains(t, out2, "status: COMPLETED")
+	assert.Contains(t, out2, "cleanup   COMPLETED: Snapshot taken, then deleted bucket-logs-2026-10, vm-build-17, disk-snapshot-4.")
+	log, err = os.ReadFile(filepath.Join(dir, logName))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("pid %[1]d: inspect_resources: found %[3]v\npid %[1]d: snapshot_resources: saved %[3]v\npid %[2]d: delete_resources: deleted %[3]v\n", pid1, pid2, old), string(log),
+		"step 2 only deleted: nothing step 1 finished ran again")
+}
+
+// A "no" in step 2 completes the run without deleting.
+func TestGraphSessionExample_SecondProcessDenies(t *testing.T) {
+	dir := t.TempDir()
+	program(t, "-dir", dir)
+	pid2, out := program(t, "-dir", dir, "-resume", "-answer", "n")
+	assert.Contains(t, out, "cleanup   COMPLETED: Snapshot taken; nothing deleted: false.")
+	assert.Contains(t, out, fmt.Sprintf("pid %d: delete_resources: denied, kept %v", pid2, old))
+	assert.Equal(t, 1, strings.Count(out, "snapshot_resources"), out)
+}
+
+// Each step refuses the state the other one expects, with a clear error,
+// and -dir is required.
+func TestGraphSessionExample_StepErrors(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("BRAID_ANSWER", "")
+	var out bytes.Buffer
+	assert.ErrorContains(t, run(ctx, nil, strings.NewReader(""), &out), "-dir is required")
+
+	dir := t.TempDir()
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), ErrNothingToResume)
+	require.NoError(t, run(ctx, []string{"-dir", dir}, strings.NewReader(""), &out))
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir}, strings.NewReader(""), &out), ErrWaiting)
+	out.Reset()
+	require.NoError(t, run(ctx, []string{"-dir", dir, "-resume"}, strings.NewReader("y\n"), &out), "the answer typed at the terminal")
+	assert.Contains(t, out.String(), "status: COMPLETED")
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), ErrNothingToResume)
+}
