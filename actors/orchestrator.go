@@ -829,11 +829,15 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 		x.register(g, n.id, true)
 	}
 	if !m.GetGated() {
-		n.executed = append(n.executed, x.seq)
-		n.count++
 		n.dur += res.GetDurationNs()
-		x.executed = append(x.executed, n.id)
 		addUsage(x.usage, res.GetUsage())
+		if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+			// An execution is a run to its end: one interrupted and then
+			// resumed is one (Strands' node history).
+			n.executed = append(n.executed, x.seq)
+			n.count++
+			x.executed = append(x.executed, n.id)
+		}
 	}
 	if n.result == nil {
 		x.results = append(x.results, n.id)
@@ -844,6 +848,9 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	n.result = res
 	n.status = res.GetStatus()
 	x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
+	if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
+	}
 	if n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		n.inner = !m.GetGated()
 		if n.inner {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -138,6 +139,7 @@ type routedJSON struct {
 type heldJSON struct {
 	Node  string          `json:"node"`
 	Input json.RawMessage `json:"input"`
+	Reset bool            `json:"reset"`
 }
 
 var protoJSON = protojson.MarshalOptions{UseProtoNames: true}
@@ -180,7 +182,7 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 		if err != nil {
 			return err
 		}
-		d.Held = append(d.Held, heldJSON{Node: h.Node, Input: in})
+		d.Held = append(d.Held, heldJSON{Node: h.Node, Input: in, Reset: h.Reset})
 	}
 	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
 		raw, err := sp.MarshalPolicy()
@@ -378,7 +380,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		if err := protojson.Unmarshal(h.Input, in); err != nil {
 			return persistence.Damaged(key, "held node "+h.Node, "input: %v", err)
 		}
-		x.held = append(x.held, NodeStart{Node: h.Node, Input: in})
+		x.held = append(x.held, NodeStart{Node: h.Node, Input: in, Reset: h.Reset})
 	}
 	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && d.Extra["policy"] != nil {
 		if err := sp.UnmarshalPolicy(d.Extra["policy"]); err != nil {
@@ -427,4 +429,52 @@ func rawMessages(ms [][]byte) []json.RawMessage {
 		out[i] = m
 	}
 	return out
+}
+
+// RunRecord is a stored orchestrator run as people read it (`braid
+// session show`): its status and, per node, the last state saved.
+type RunRecord struct {
+	Type, ID, Status string
+	Message          string
+	Nodes            []RunNode
+}
+
+// RunNode is one node of a RunRecord.
+type RunNode struct {
+	ID, Status     string
+	ExecutionCount int64
+	// Waiting are the node's unanswered interrupts (its gate's and its
+	// executor's).
+	Waiting []interrupt.Interrupt
+}
+
+// ReadRun reads an orchestrator's stored record (data and log), as saved
+// by this build; nodes come in id order.
+func ReadRun(data []byte, log []json.RawMessage) (*RunRecord, error) {
+	var d orchData
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	last := map[string]*nodeEntry{}
+	for i, raw := range log {
+		var e logEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("run record: log entry %d: %w", i, err)
+		}
+		if e.Node != nil {
+			last[e.Node.ID] = e.Node
+		}
+	}
+	r := &RunRecord{Type: d.Type, ID: d.ID, Status: strings.TrimPrefix(d.Status, "NODE_STATUS_"), Message: d.Message}
+	for _, id := range slices.Sorted(maps.Keys(last)) {
+		e := last[id]
+		n := RunNode{ID: id, Status: strings.TrimPrefix(e.Status, "NODE_STATUS_"), ExecutionCount: e.Count}
+		for _, in := range e.Interrupts {
+			if !in.Interrupt.Answered {
+				n.Waiting = append(n.Waiting, in.Interrupt)
+			}
+		}
+		r.Nodes = append(r.Nodes, n)
+	}
+	return r, nil
 }

@@ -32,6 +32,15 @@ type NodeResult struct {
 	Usage          model.Usage
 	Interrupts     []interrupt.Interrupt
 	ExecutionCount int
+	// Handoff is the handoff a Swarm node's agent asked for (nil: none).
+	Handoff *Handoff
+}
+
+// Handoff is a Swarm agent's handoff_to_agent call.
+type Handoff struct {
+	To, Message string
+	// Context is the JSON object the agent passed (nil: none).
+	Context json.RawMessage
 }
 
 // Text returns the node's output as text: the agent's last message, the
@@ -141,6 +150,12 @@ func NodeResultFromWire(w *braidv1.NodeResult) (*NodeResult, error) {
 	}
 	if w.GetError() != nil {
 		n.Err = agent.ErrorFromWire(w.GetError())
+	}
+	if h := w.GetHandoff(); h != nil {
+		n.Handoff = &Handoff{To: h.GetTo(), Message: h.GetMessage()}
+		if len(h.GetContext()) > 0 {
+			n.Handoff.Context = append(json.RawMessage(nil), h.GetContext()...)
+		}
 	}
 	if n.Interrupts, err = interruptsFromWire(w.GetInterrupts()); err != nil {
 		return nil, fmt.Errorf("node %q: %w", n.NodeID, err)

@@ -1,0 +1,73 @@
+package swarm_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/swarm"
+	"github.com/braidhq/braid/tool"
+)
+
+// SPEC M9: a swarm that cannot work is refused at build time with an
+// error that says why.
+func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
+	r := newRecorder()
+	a := func() agent.Config { return teamAgent(r, "a", handoff{}) }
+	clash := tool.New(swarm.HandoffTool, "mine", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) { return "", nil })
+	withClash := a()
+	withClash.Tools = []tool.Tool{clash}
+	sameName := agent.Config{Name: "a", Model: model.Scripted()}
+	for _, tc := range []struct {
+		name string
+		b    *swarm.Builder
+		cfg  swarm.Config
+		want string
+	}{
+		{name: "empty", b: swarm.NewBuilder(), want: "at least one node"},
+		{name: "duplicate id", b: swarm.NewBuilder().AddAgent(a()).AddAgent(a()), want: "Node ID 'a' is not unique"},
+		{name: "id equal to another's name", b: swarm.NewBuilder().AddAgent(a()).AddAgent(sameName), want: "Node ID 'a' is not unique"},
+		{name: "handoff tool clash", b: swarm.NewBuilder().AddAgent(withClash), want: "Agent 'a' already has a tool named handoff_to_agent"},
+		{name: "unknown entry point", b: swarm.NewBuilder().AddAgent(a()).SetEntryPoint("zed"), want: "Node 'zed' not found"},
+		{name: "id with a slash", b: swarm.NewBuilder().AddAgent(agent.Config{ID: "x/y", Model: model.Scripted()}), want: `"x/y"`},
+		{name: "negative limit", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{MaxHandoffs: -1}, want: "negative limit"},
+		{name: "idle timeout without session", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{IdleTimeout: time.Second}, want: "IdleTimeout needs a Session"},
+		{name: "window without minimum", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 3}, want: "together"},
+		{name: "minimum over window", b: swarm.NewBuilder().AddAgent(a()),
+			cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 2, RepetitiveHandoffMinUniqueAgents: 3}, want: "exceeds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.System = freshSystem(t)
+			s, err := tc.b.Build(context.Background(), cfg)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.ErrorIs(t, err, swarm.ErrBuild)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// SPEC M9: the defaults are Strands': 20 handoffs, 20 iterations, 900s
+// per run, 300s per node, no repetition check.
+func TestSwarmConfig_Defaults(t *testing.T) {
+	d := swarm.DefaultConfig()
+	assert.Equal(t, swarm.DefaultID, d.ID)
+	assert.Equal(t, "default_swarm", d.ID)
+	assert.Equal(t, 20, d.MaxHandoffs)
+	assert.Equal(t, 20, d.MaxIterations)
+	assert.Equal(t, 900*time.Second, d.ExecutionTimeout)
+	assert.Equal(t, 300*time.Second, d.NodeTimeout)
+	assert.Zero(t, d.RepetitiveHandoffDetectionWindow)
+	assert.NoError(t, d.Validate())
+	assert.NoError(t, swarm.Config{}.Validate())
+	m, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	require.NoError(t, err)
+	assert.NoError(t, swarm.Config{Session: m, IdleTimeout: time.Second}.Validate())
+}

@@ -1,0 +1,35 @@
+package swarm
+
+import (
+	"context"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/graph"
+)
+
+// AsNode returns the swarm as a node of a Graph (SPEC M11). The outer
+// orchestrator sets System, Session and IdleTimeout; cfg.ID defaults to
+// the node's id. The swarm's interrupt ids and its agents carry the
+// node's path, so an interrupt raised inside it surfaces at the top and
+// its answer is routed back down to the agent that raised it. Build
+// errors are reported when the outer orchestrator opens the node.
+func (b *Builder) AsNode(cfg Config) actors.Node { return &nested{b: b, cfg: cfg} }
+
+type nested struct {
+	b   *Builder
+	cfg Config
+}
+
+// OpenNode implements actors.Node.
+func (n *nested) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
+	cfg := n.cfg
+	cfg.System, cfg.Session, cfg.IdleTimeout = env.System, env.Session, env.IdleTimeout
+	if cfg.ID == "" {
+		cfg.ID = env.NodeID
+	}
+	o, err := n.b.start(ctx, cfg, env.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &graph.OrchestratorRunner{O: o}, nil
+}

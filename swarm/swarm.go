@@ -1,0 +1,149 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"iter"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// Swarm is a client handle to a swarm's orchestrator actor (SPEC R1). All
+// methods are safe for concurrent use; invocations run one at a time.
+type Swarm struct {
+	o *actors.Orchestrator
+}
+
+// Build validates the swarm and starts its orchestrator actor, which
+// opens the nodes (building their agents, each with the handoff tool) and
+// restores the run from cfg.Session. ctx bounds the wait. The builder can
+// be changed and built again afterwards; the swarm does not see the
+// changes.
+func (b *Builder) Build(ctx context.Context, cfg Config) (*Swarm, error) {
+	if cfg.System == nil {
+		sys, err := actors.Default()
+		if err != nil {
+			return nil, err
+		}
+		cfg.System = sys
+	}
+	o, err := b.start(ctx, cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Swarm{o: o}, nil
+}
+
+// start builds the orchestrator of the swarm at ownerPath ("" at the top).
+func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*actors.Orchestrator, error) {
+	t, err := b.validate()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	nodes := make([]actors.NodeSpec, len(t.members))
+	for i, m := range t.members {
+		nodes[i] = actors.NodeSpec{ID: m.id, Node: &agentNode{cfg: m.cfg, team: t}}
+	}
+	pol := newPolicy(t, limits{maxHandoffs: cfg.MaxHandoffs, maxIterations: cfg.MaxIterations,
+		window: cfg.RepetitiveHandoffDetectionWindow, minUnique: cfg.RepetitiveHandoffMinUniqueAgents})
+	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
+	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
+		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: nodes, Policy: pol, Hooks: hooks,
+		Session: cfg.Session, ExecutionTimeout: cfg.ExecutionTimeout, NodeTimeout: cfg.NodeTimeout, IdleTimeout: cfg.IdleTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := hooks.Initialized(ctx); err != nil {
+		_ = o.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return o, nil
+}
+
+// Invoke runs the swarm on a task (a prompt), or resumes it (agent.Resume
+// with the answers to its interrupts), and returns the run's result. A
+// prompt while the run is interrupted, a response to an unknown id and a
+// mix of both are rejected with nothing changed (SPEC I7, M5). A prompt
+// on a finished run starts a fresh run. An interrupted run whose process
+// died is carried on with the empty input.
+func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
+	w, err := agent.InputToWire(in)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.o.Invoke(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	return multiagent.ResultFromWire(res)
+}
+
+// Stream runs like Invoke and yields the run's events as they happen
+// (SPEC M12), the last one a *multiagent.ResultEvent. Interrupt events
+// come after the run is saved. A consumer that stops early leaves the run
+// going on to its end unread; a later resume can finish it.
+func (s *Swarm) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent.Event, error] {
+	return func(yield func(multiagent.Event, error) bool) {
+		w, err := agent.InputToWire(in)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var convErr error
+		res, err := s.o.Stream(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
+			e, err := multiagent.EventFromWire(ev)
+			if err != nil {
+				convErr = err
+				return false
+			}
+			return yield(e, nil)
+		})
+		switch {
+		case convErr != nil:
+			yield(nil, convErr)
+		case errors.Is(err, actors.ErrStreamStopped):
+		case err != nil:
+			yield(nil, err)
+		default:
+			r, err := multiagent.ResultFromWire(res)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			yield(&multiagent.ResultEvent{Result: r}, nil)
+		}
+	}
+}
+
+// Status returns the run as it stands; answered at once, while a node runs.
+func (s *Swarm) Status(ctx context.Context) (*multiagent.Result, error) {
+	res, err := s.o.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return multiagent.ResultFromWire(res)
+}
+
+// Cancel stops the running invocation, if any, and reports whether one
+// ran: no handoff is followed, the running node is cancelled and ends
+// CANCELLED, and the invocation returns the run as it then stands.
+// Answered at once.
+func (s *Swarm) Cancel(ctx context.Context) (bool, error) { return s.o.Cancel(ctx) }
+
+// Binding returns the swarm's claim on its orchestrator's identity, for
+// code that addresses it by message (proto/braidv1/multiagent.proto:
+// MultiAgentInvoke, answered with MultiAgentResult or Error).
+func (s *Swarm) Binding() *actors.Binding { return s.o.Binding() }
+
+// Close stops the swarm's actors (its agents included) and releases their
+// identities; the session stays in the store.
+func (s *Swarm) Close(ctx context.Context) error { return s.o.Close(ctx) }
