@@ -23,9 +23,30 @@ var ErrConfig = errors.New("invalid agent node config")
 // OwnerPath, System, Session and IdleTimeout from the orchestrator, so cfg
 // must leave them empty. cfg.ID defaults to the node's id and must not
 // contain ":".
-func Agent(cfg agent.Config) actors.Node { return &agentNode{cfg: cfg} }
+func Agent(cfg agent.Config, opts ...Option) actors.Node {
+	n := &agentNode{cfg: cfg}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
+}
 
-type agentNode struct{ cfg agent.Config }
+// Option tweaks an agent node.
+type Option func(*agentNode)
+
+// Finished calls fn after every run of the node that completed, with the
+// node's agent and the run's result (which fn may add to, such as a
+// Swarm's handoff), on the node's goroutine. It is called as well when a
+// run cut off by a crash turns out to have finished before it: then the
+// agent did not run again, and its history is all fn can read.
+func Finished(fn func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult)) Option {
+	return func(n *agentNode) { n.finished = fn }
+}
+
+type agentNode struct {
+	cfg      agent.Config
+	finished func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult)
+}
 
 // OpenNode implements actors.Node.
 func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
@@ -40,7 +61,7 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 		cfg.ID = env.NodeID
 	}
 	cfg.OwnerPath, cfg.System = env.Path, env.System
-	r := &agentRunner{session: env.Session != nil, path: env.Path, initial: model.CloneMessages(cfg.Messages)}
+	r := &agentRunner{session: env.Session != nil, path: env.Path, initial: model.CloneMessages(cfg.Messages), finished: n.finished}
 	if env.Session != nil {
 		cfg.Session = &jointSession{SessionManager: env.Session, r: r}
 		cfg.IdleTimeout = env.IdleTimeout
@@ -54,10 +75,11 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 }
 
 type agentRunner struct {
-	a       *agent.Agent
-	session bool
-	path    string
-	initial []model.Message // the history the agent was built with
+	a        *agent.Agent
+	session  bool
+	path     string
+	initial  []model.Message // the history the agent was built with
+	finished func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult)
 	// sess is the agent's writer of its current activation, whose durable
 	// saves wait for the orchestrator (SPEC M10).
 	sess atomic.Pointer[persistence.AgentSession]
@@ -95,6 +117,14 @@ func (r *agentRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv
 }
 
 func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
+	res := r.runOnce(ctx, run, emit)
+	if r.finished != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+		r.finished(ctx, r.a, res)
+	}
+	return res
+}
+
+func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	in, err := agent.InputFromWire(run.GetInput())
 	if err != nil {
 		return failed(err)
@@ -105,7 +135,7 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 		}
 	}
 	if run.GetRecover() {
-		done, res, carry, err := r.recover(ctx, run.GetBase())
+		done, res, carry, err := r.recover(ctx, run.GetBase(), in.IsResume())
 		if err != nil {
 			return failed(err)
 		}
@@ -170,14 +200,16 @@ func (r *agentRunner) reset(ctx context.Context) error {
 }
 
 // recover looks at where the agent stood when a crash cut its node's run
-// off: interrupted (done: report it), finished (done: its last message is
+// off: interrupted (a resume: run it; else done: report it), finished (done: its last message is
 // the result), begun (carry it on with the empty input), or not begun.
-func (r *agentRunner) recover(ctx context.Context, base int64) (done bool, res *braidv1.NodeResult, carry bool, err error) {
+func (r *agentRunner) recover(ctx context.Context, base int64, resume bool) (done bool, res *braidv1.NodeResult, carry bool, err error) {
 	st, err := r.a.Status(ctx)
 	if err != nil {
 		return false, nil, false, err
 	}
 	switch {
+	case st.Interrupted() && resume:
+		return false, nil, false, nil // the cut-off run was this resume: run it
 	case st.Interrupted():
 		return true, agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts}), false, nil
 	case st.Incomplete():

@@ -154,7 +154,17 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 		slot.Store(lastHandoff(ev.Agent.Messages()))
 		return nil
 	}))
-	inner, err := agentnode.Agent(cfg).OpenNode(ctx, env)
+	// A run that a crash cut off after its agent had finished is not run
+	// again, so the hook does not fire: read the handoff from the history.
+	finished := agentnode.Finished(func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult) {
+		if slot.Load() != nil {
+			return
+		}
+		if snap, err := a.Snapshot(ctx); err == nil {
+			slot.Store(lastHandoff(snap.Messages))
+		}
+	})
+	inner, err := agentnode.Agent(cfg, finished).OpenNode(ctx, env)
 	if err != nil {
 		return nil, err
 	}
