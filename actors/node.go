@@ -102,7 +102,14 @@ type localReport struct {
 type localRun struct {
 	run    *braidv1.NodeRun
 	events *Inbox
+	local  any
 }
+
+type localKey struct{}
+
+// LocalInput returns the in-process form of the running NodeRun's input
+// (NodeStart.Local), or nil: a runner's ctx carries it.
+func LocalInput(ctx context.Context) any { return ctx.Value(localKey{}) }
 
 // nodeActor is one node of an orchestrator (SPEC M1): a child of the
 // orchestrator's actor that runs its executor on a goroutine it owns and
@@ -127,9 +134,9 @@ type nodeRunDone struct{ run uint64 }
 func (n *nodeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *localRun:
-		n.start(c, m.run, m.events)
+		n.start(c, m.run, m.events, m.local)
 	case *braidv1.NodeRun:
-		n.start(c, m, nil)
+		n.start(c, m, nil, nil)
 	case *nodeRunDone:
 		n.cancel = nil
 	case *nodeCancel:
@@ -144,7 +151,7 @@ func (n *nodeActor) Receive(c actor.Context) {
 }
 
 // start starts a run on a goroutine of the node's.
-func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox) {
+func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, local any) {
 	if n.cancel != nil {
 		// The orchestrator runs a node once at a time; a second run is
 		// its bug, reported rather than run twice.
@@ -156,6 +163,9 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox) {
 		ctx, cancel = context.WithTimeout(context.Background(), n.timeout)
 	}
 	n.cancel = cancel
+	if local != nil {
+		ctx = context.WithValue(ctx, localKey{}, local)
+	}
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {

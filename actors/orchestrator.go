@@ -70,6 +70,11 @@ type NodeStart struct {
 	Input *braidv1.AgentInput
 	// Reset starts the node's executor afresh before it runs (NodeRun.reset_executor).
 	Reset bool
+	// Local is an in-process form of Input (for an agent node, the
+	// agent.Input) that the node's runner may take instead of decoding
+	// Input (LocalInput); it must say exactly what Input says. It is
+	// neither saved nor sent to another process.
+	Local any
 }
 
 // Policy decides which nodes run (Graph, Swarm). Its methods are called on
@@ -378,6 +383,7 @@ type nodeRec struct {
 	msgs    int64 // executor progress (NodeRunner.Progress)
 	base    int64 // progress when the current run started
 	gate    []*braidv1.Interrupt
+	local   any  // NodeStart.Local of the current run (in process only)
 	resume  bool // the next run resumes the executor
 	recover bool // the current run was cut off by a crash
 
@@ -746,8 +752,9 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		if !n.recover {
 			n.base = n.msgs
 		}
+		n.local = nil
 		if !n.resume {
-			n.input = s.Input
+			n.input, n.local = s.Input, s.Local
 		}
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)
@@ -764,11 +771,16 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		return
 	}
 	for _, r := range runs {
-		if x.cur != nil && x.cur.events != nil {
-			c.Send(x.nodes[r.GetNodeId()].pid, &localRun{run: r, events: x.cur.events})
+		n := x.nodes[r.GetNodeId()]
+		var events *Inbox
+		if x.cur != nil {
+			events = x.cur.events
+		}
+		if events != nil || n.local != nil {
+			c.Send(n.pid, &localRun{run: r, events: events, local: n.local})
 			continue
 		}
-		c.Send(x.nodes[r.GetNodeId()].pid, r)
+		c.Send(n.pid, r)
 	}
 }
 

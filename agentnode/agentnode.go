@@ -125,9 +125,12 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 }
 
 func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
-	in, err := agent.InputFromWire(run.GetInput())
-	if err != nil {
-		return failed(err)
+	in, ok := actors.LocalInput(ctx).(agent.Input) // in process: no decoding
+	if !ok {
+		var err error
+		if in, err = agent.InputFromWire(run.GetInput()); err != nil {
+			return failed(err)
+		}
 	}
 	if run.GetResetExecutor() {
 		if err := r.reset(ctx); err != nil {

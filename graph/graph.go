@@ -198,7 +198,9 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 	for _, ei := range p.t.out[node] {
 		to := p.t.edges[ei].To
 		if deps, ok := p.ready(v, &st, to); ok {
-			starts = append(starts, actors.NodeStart{Node: to, Input: p.input(v, deps), Reset: p.t.reset && v.Ended(to) > 0})
+			text := p.input(v, deps)
+			starts = append(starts, actors.NodeStart{Node: to, Input: &braidv1.AgentInput{Messages: [][]byte{userText(text)}},
+				Local: agent.Text(text), Reset: p.t.reset && v.Ended(to) > 0})
 		}
 	}
 	return starts, ""
@@ -263,8 +265,9 @@ func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
 	return false
 }
 
-// input is a node's input: the task and what its dependencies produced.
-func (p *policy) input(v *actors.RunView, deps []string) *braidv1.AgentInput {
+// input is the text of a node's input: the task and what its
+// dependencies produced.
+func (p *policy) input(v *actors.RunView, deps []string) string {
 	task := v.Task()
 	if task != p.task {
 		p.task, p.taskText = task, taskText(task)
@@ -276,7 +279,7 @@ func (p *policy) input(v *actors.RunView, deps []string) *braidv1.AgentInput {
 	for _, d := range deps {
 		fmt.Fprintf(&b, "\nFrom %s:\n  - %s: %s", d, d, resultText(v.Result(d)))
 	}
-	return &braidv1.AgentInput{Messages: [][]byte{userText(b.String())}}
+	return b.String()
 }
 
 // userText is the JSON of a user message of one text block.
