@@ -859,9 +859,11 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	res.DurationNs = n.dur
 	n.result = res
 	n.status = res.GetStatus()
-	x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
-	if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
-		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
+	if x.cur.events != nil {
+		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
+		if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
+		}
 	}
 	if n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		n.inner = !m.GetGated()
@@ -1024,8 +1026,8 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 	x.next(c)
 }
 
-// result is the run as it stands, as a value that aliases nothing of the
-// actor's (the TS defect of results that alias live state).
+// result is the run as it stands, as a value that aliases nothing the
+// actor changes later (the TS defect of results that alias live state).
 func (x *orchActor) result() *braidv1.MultiAgentResult {
 	r := &braidv1.MultiAgentResult{Status: x.status, Message: x.message, Usage: cloneUsage(x.usage),
 		DurationNs: int64(x.duration), ExecutionOrder: append([]string(nil), x.executed...), ExecutionCount: int64(len(x.executed)),
@@ -1033,8 +1035,11 @@ func (x *orchActor) result() *braidv1.MultiAgentResult {
 	if r.Status == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED {
 		r.Status = braidv1.NodeStatus_NODE_STATUS_PENDING
 	}
+	// A node result is never changed once stored (a new run stores a new
+	// one), so the results are shared, not copied.
+	r.Results = make([]*braidv1.NodeResult, 0, len(x.results))
 	for _, id := range x.results {
-		r.Results = append(r.Results, cloneResult(x.nodes[id].result))
+		r.Results = append(r.Results, x.nodes[id].result)
 	}
 	for _, e := range x.raised {
 		if x.table[e.in.ID] == e && !e.in.Answered {

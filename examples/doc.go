@@ -8,6 +8,7 @@
 //	graphapproval  Graph: BeforeNodeCallEvent approval of the cleanup node
 //	graphgates     Graph: two concurrent nodes gated while a third completes
 //	graphsession   Graph: a node's tool interrupts, a second process resumes
+//	swarmapproval  Swarm: BeforeNodeCallEvent approval of the cleanup agent
 //
 // Each runs on the scripted model, so it needs no network or API key. Give
 // the answer with -answer y (or BRAID_ANSWER=y) to run without a terminal;
