@@ -95,6 +95,7 @@ type JointRunner interface {
 type localReport struct {
 	rep    *braidv1.NodeReport
 	staged *persistence.Staged
+	local  any // SetLocalResult's value
 }
 
 // localRun is a NodeRun of a streamed invocation, in process: events go
@@ -106,6 +107,22 @@ type localRun struct {
 }
 
 type localKey struct{}
+
+// localOut is where a runner leaves the in-process form of its result.
+type localOut struct{ v any }
+
+type localOutKey struct{}
+
+// SetLocalResult hands the orchestrator an in-process form of the result
+// a runner is about to return (for an agent node, its *agent.Result), so
+// that a Go caller in this process gets it without decoding the
+// protobuf form; it must say exactly what the result says. Outside a
+// node run it does nothing.
+func SetLocalResult(ctx context.Context, v any) {
+	if o, ok := ctx.Value(localOutKey{}).(*localOut); ok {
+		o.v = v
+	}
+}
 
 // LocalInput returns the in-process form of the running NodeRun's input
 // (NodeStart.Local), or nil: a runner's ctx carries it.
@@ -166,17 +183,21 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, lo
 	if local != nil {
 		ctx = context.WithValue(ctx, localKey{}, local)
 	}
+	out := &localOut{}
+	ctx = context.WithValue(ctx, localOutKey{}, out)
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
 		rep := n.run(ctx, m, events)
 		cancel()
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
+		var staged *persistence.Staged
 		if jr, ok := n.runner.(JointRunner); ok {
-			if st := jr.Deferred(); st != nil {
-				root.Send(parent, &localReport{rep: rep, staged: st})
-				return
-			}
+			staged = jr.Deferred()
+		}
+		if staged != nil || out.v != nil {
+			root.Send(parent, &localReport{rep: rep, staged: staged, local: out.v})
+			return
 		}
 		root.Send(parent, rep)
 	})

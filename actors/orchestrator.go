@@ -188,8 +188,9 @@ func (inv *orchInvoke) emit(sys *System, ev *braidv1.MultiAgentEvent) {
 var ErrStreamStopped = errors.New("stream stopped by its reader")
 
 type orchReply struct {
-	res *braidv1.MultiAgentResult
-	err error
+	res    *braidv1.MultiAgentResult
+	err    error
+	locals map[*braidv1.NodeResult]any // SetLocalResult values, in process
 }
 
 // orchCancel stops the running invocation.
@@ -270,15 +271,22 @@ func (o *Orchestrator) closeNodes(ctx context.Context) error {
 // Invoke runs (a prompt) or resumes (interrupt responses) the orchestrator
 // and waits for the run's result, or for ctx to end (SPEC R5).
 func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, error) {
+	res, _, err := o.InvokeLocal(ctx, in)
+	return res, err
+}
+
+// InvokeLocal is Invoke, and also returns the in-process forms of node
+// results their runners gave (SetLocalResult), by result.
+func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, map[*braidv1.NodeResult]any, error) {
 	reply := make(chan orchReply, 1)
 	o.binding.Send(&orchInvoke{in: in, reply: reply})
 	select {
 	case r := <-reply:
-		return r.res, r.err
+		return r.res, r.locals, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-o.sys.done:
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 }
 
@@ -371,21 +379,22 @@ type nodeRec struct {
 	pid    *actor.PID
 	runner NodeRunner
 
-	status  braidv1.NodeStatus
-	result  *braidv1.NodeResult // of the last finished run
-	input   *braidv1.AgentInput // of the current or interrupted run
-	inner   bool                // the executor is interrupted: resume it
-	run     uint64              // the last run sent
-	started uint64              // run sequence numbers (RunView)
-	ended   uint64
-	count   int64 // executed runs
-	dur     int64 // summed execution time
-	msgs    int64 // executor progress (NodeRunner.Progress)
-	base    int64 // progress when the current run started
-	gate    []*braidv1.Interrupt
-	local   any  // NodeStart.Local of the current run (in process only)
-	resume  bool // the next run resumes the executor
-	recover bool // the current run was cut off by a crash
+	status   braidv1.NodeStatus
+	result   *braidv1.NodeResult // of the last finished run
+	input    *braidv1.AgentInput // of the current or interrupted run
+	inner    bool                // the executor is interrupted: resume it
+	run      uint64              // the last run sent
+	started  uint64              // run sequence numbers (RunView)
+	ended    uint64
+	count    int64 // executed runs
+	dur      int64 // summed execution time
+	msgs     int64 // executor progress (NodeRunner.Progress)
+	base     int64 // progress when the current run started
+	gate     []*braidv1.Interrupt
+	local    any  // NodeStart.Local of the current run (in process only)
+	localRes any  // SetLocalResult of the last run (in process only)
+	resume   bool // the next run resumes the executor
+	recover  bool // the current run was cut off by a crash
 
 	first    uint64   // sequence number of the end of its first run (results order)
 	executed []uint64 // sequence numbers of the ends of its executed runs
@@ -478,9 +487,9 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
-		x.report(c, m, nil)
+		x.report(c, m, nil, nil)
 	case *localReport:
-		x.report(c, m.rep, m.staged)
+		x.report(c, m.rep, m.staged, m.local)
 	}
 }
 
@@ -816,7 +825,7 @@ func (x *orchActor) abort(err error) {
 }
 
 // report handles a node's report of a run.
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persistence.Staged) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persistence.Staged, local any) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 		return // a report of a run this activation did not send
@@ -857,7 +866,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	}
 	res.ExecutionCount = n.count
 	res.DurationNs = n.dur
-	n.result = res
+	n.result, n.localRes = res, local
 	n.status = res.GetStatus()
 	if x.cur.events != nil {
 		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
@@ -1021,7 +1030,16 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 		for _, in := range res.GetInterrupts() {
 			inv.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: x.ownerOf(in.GetId()), Event: &braidv1.MultiAgentEvent_Interrupt{Interrupt: in}})
 		}
-		inv.answer(x.sys, orchReply{res: res})
+		var locals map[*braidv1.NodeResult]any
+		for _, id := range x.results {
+			if n := x.nodes[id]; n.localRes != nil {
+				if locals == nil {
+					locals = make(map[*braidv1.NodeResult]any, len(x.results))
+				}
+				locals[n.result] = n.localRes
+			}
+		}
+		inv.answer(x.sys, orchReply{res: res, locals: locals})
 	}
 	x.next(c)
 }

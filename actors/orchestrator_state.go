@@ -46,6 +46,16 @@ func (v *RunView) Result(node string) *braidv1.NodeResult {
 	return nil
 }
 
+// LocalResult returns the in-process form of a node's last result that
+// its runner gave (SetLocalResult), or nil: for a run of another process,
+// or one restored from the store.
+func (v *RunView) LocalResult(node string) any {
+	if n := v.x.nodes[node]; n != nil {
+		return n.localRes
+	}
+	return nil
+}
+
 // Started and Ended return the sequence numbers of a node's last run
 // start and end (0: never). Sequence numbers grow with every start and
 // end of the run, so "ended after node's last start" is Ended(a) >

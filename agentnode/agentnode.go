@@ -156,6 +156,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		}
 		return failed(err)
 	}
+	actors.SetLocalResult(ctx, res)
 	return agentResult(res)
 }
 

@@ -80,11 +80,11 @@ func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result,
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.o.Invoke(ctx, w)
+	res, locals, err := g.o.InvokeLocal(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	return multiagent.ResultFromWire(res)
+	return multiagent.ResultFromWireLocal(res, locals)
 }
 
 // Stream runs like Invoke and yields the run's events as they happen
@@ -277,7 +277,18 @@ func (p *policy) input(v *actors.RunView, deps []string) string {
 	b.WriteString(p.taskText)
 	b.WriteString("\nInputs from previous nodes:")
 	for _, d := range deps {
-		fmt.Fprintf(&b, "\nFrom %s:\n  - %s: %s", d, d, resultText(v.Result(d)))
+		text := ""
+		if r, ok := v.LocalResult(d).(*agent.Result); ok {
+			text = r.Message.Text() // in process: no decoding
+		} else {
+			text = resultText(v.Result(d))
+		}
+		b.WriteString("\nFrom ")
+		b.WriteString(d)
+		b.WriteString(":\n  - ")
+		b.WriteString(d)
+		b.WriteString(": ")
+		b.WriteString(text)
 	}
 	return b.String()
 }

@@ -110,12 +110,17 @@ func (r *Result) Text() string {
 func (r *Result) Interrupted() bool { return r != nil && r.Status == StatusInterrupted }
 
 // ResultFromWire converts a run's protobuf result.
-func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) {
+func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) { return ResultFromWireLocal(w, nil) }
+
+// ResultFromWireLocal converts a run's protobuf result, taking an agent
+// node's result from locals (the in-process *agent.Result its runner
+// gave, see actors.SetLocalResult) instead of decoding it.
+func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals map[*braidv1.NodeResult]any) (*Result, error) {
 	r := &Result{Status: StatusFromWire(w.GetStatus()), ExecutionOrder: append([]string(nil), w.GetExecutionOrder()...),
 		ExecutionCount: int(w.GetExecutionCount()), Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()),
 		Message: w.GetMessage()}
 	for _, nw := range w.GetResults() {
-		n, err := NodeResultFromWire(nw)
+		n, err := nodeResultFromWire(nw, locals[nw])
 		if err != nil {
 			return nil, err
 		}
@@ -131,11 +136,19 @@ func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) {
 
 // NodeResultFromWire converts a node's protobuf result.
 func NodeResultFromWire(w *braidv1.NodeResult) (*NodeResult, error) {
+	return nodeResultFromWire(w, nil)
+}
+
+func nodeResultFromWire(w *braidv1.NodeResult, local any) (*NodeResult, error) {
 	n := &NodeResult{NodeID: w.GetNodeId(), Status: StatusFromWire(w.GetStatus()), Message: w.GetMessage(),
 		Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()), ExecutionCount: int(w.GetExecutionCount())}
 	var err error
 	switch {
 	case w.GetAgent() != nil:
+		if r, ok := local.(*agent.Result); ok {
+			n.Agent = cloneAgentResult(r)
+			break
+		}
 		if n.Agent, err = agent.ResultFromWire(w.GetAgent()); err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
 		}
@@ -177,4 +190,16 @@ func interruptsFromWire(ws []*braidv1.Interrupt) ([]interrupt.Interrupt, error) 
 
 func usageFromWire(u *braidv1.Usage) model.Usage {
 	return model.Usage{InputTokens: int(u.GetInputTokens()), OutputTokens: int(u.GetOutputTokens()), TotalTokens: int(u.GetTotalTokens())}
+}
+
+// cloneAgentResult copies an in-process agent result, so results of two
+// invocations never share one.
+func cloneAgentResult(r *agent.Result) *agent.Result {
+	c := *r
+	c.Message = r.Message.Clone()
+	c.Interrupts = make([]interrupt.Interrupt, len(r.Interrupts))
+	for i, in := range r.Interrupts {
+		c.Interrupts[i] = in.Clone()
+	}
+	return &c
 }
