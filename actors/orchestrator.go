@@ -704,11 +704,11 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 			n := x.nodes[id]
 			if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 				n.recover = true
-				starts = append(starts, NodeStart{Node: id, Input: n.input})
+				starts = append(starts, NodeStart{Node: id, Input: n.input, Local: n.local})
 			} else if x.routedTo[id] {
 				// Partial answers go on too: an agent keeps them and stops
 				// again for the rest, a nested orchestrator routes them on.
-				starts = append(starts, NodeStart{Node: id, Input: n.input})
+				starts = append(starts, NodeStart{Node: id, Input: n.input, Local: n.local})
 			}
 		}
 		starts = append(starts, x.held...)

@@ -3,12 +3,15 @@ package graph_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
@@ -113,4 +116,48 @@ func trivial() actors.Node {
 	return agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
 		return model.TextTurn("done"), nil
 	})})
+}
+
+// BenchmarkGraph_Fanout200Gated gates every even leaf of root → 200
+// leaves, then answers the 100 interrupts in one resume (b3's
+// fanout200-hitl): one op is both invocations.
+func BenchmarkGraph_Fanout200Gated(b *testing.B) {
+	ctx := context.Background()
+	sys := freshSystem(b)
+	gateEven := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
+		n, ok := strings.CutPrefix(ev.NodeID, "leaf")
+		if i, _ := strconv.Atoi(n); !ok || i%2 != 0 {
+			return nil
+		}
+		_, err := ev.Interrupt("approve", map[string]string{"node": ev.NodeID})
+		return err
+	})
+	for b.Loop() {
+		b.StopTimer()
+		gb := graph.NewBuilder().AddNode("root", trivial())
+		for i := range 200 {
+			id := "leaf" + strconv.Itoa(i)
+			gb.AddNode(id, trivial()).AddEdge("root", id)
+		}
+		g, err := gb.Build(ctx, graph.Config{System: sys, Hooks: []hook.Provider{gateEven}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		if err != nil || len(res.Interrupts) != 100 {
+			b.Fatal(err, res.Status)
+		}
+		rs := make([]interrupt.Response, len(res.Interrupts))
+		for i, in := range res.Interrupts {
+			rs[i] = interrupt.Respond(in.ID, "y")
+		}
+		res, err = g.Invoke(ctx, agent.Resume(rs...))
+		if err != nil || res.Status != multiagent.StatusCompleted {
+			b.Fatal(err, res.Status)
+		}
+		b.StopTimer()
+		_ = g.Close(ctx)
+		b.StartTimer()
+	}
 }
