@@ -105,3 +105,28 @@ func TestSwarm_NodeToolInterruptResumesAgentThenFollowsItsHandoff(t *testing.T) 
 	assert.Contains(t, r.prompts("c")[0], "in order: a → b")
 	assert.Contains(t, r.prompts("c")[0], `- b: {"source":"wiki"}`)
 }
+
+// SPEC M6: on a swarm node, a gate answered, then the node's own tool
+// interrupt, then its answer: the gate is not raised a second time and
+// the tool's answer is not lost (the Strands TS defect re-gated here).
+func TestSwarm_AnsweredGateIsNotRaisedAgainAfterNodeInterrupt(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	b := swarm.NewBuilder().AddAgent(askingAgent(r, "a", handoff{}))
+	s := build(t, b, swarm.Config{Hooks: []hook.Provider{gate(r, "a")}})
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.Equal(t, interrupt.SourceMultiAgentHook, res.Interrupts[0].Source)
+
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.Equal(t, interrupt.SourceTool, res.Interrupts[0].Source)
+
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "7")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, 1, r.count("gate:a"), "no second gate")
+	assert.Equal(t, "a done: answer 7", res.Node("a").Text())
+}
