@@ -98,15 +98,15 @@ func TestGraphSession_ChangedTopologyIsAnError(t *testing.T) {
 }
 
 // SPEC M10, R4: with an idle timeout an interrupted graph is passivated
-// whole (its actor and its nodes' agents) and the resume re-activates it
-// from the store.
+// whole (its actor and every node's agent) and the resume re-activates
+// it from the store.
 func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 	ctx := context.Background()
 	st := sqliteStore(t)
 	r := newRecorder()
-	passivated := make(chan actors.Identity, 16)
+	passivated := make(chan actors.Identity, 64)
 	sys, err := actors.NewSystem(actors.Config{Observer: func(id actors.Identity, l actors.Lifecycle) {
-		if l == actors.Passivated && id.Kind == graph.Kind {
+		if l == actors.Passivated {
 			passivated <- id
 		}
 	}})
@@ -117,7 +117,13 @@ func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 2)
-	<-passivated
+	whole := map[string]bool{} // the graph and its four nodes' agents
+	for len(whole) < 5 {
+		id := <-passivated
+		whole[id.Kind+":"+id.Path] = true
+	}
+	assert.True(t, whole[graph.Kind+":g"], "%v", whole)
+	assert.True(t, whole["agent:g/ask/ask"], "%v", whole)
 	var rs []interrupt.Response
 	for _, in := range res.Interrupts {
 		rs = append(rs, interrupt.Respond(in.ID, "y"))

@@ -15,7 +15,9 @@ import (
 // depth ("graph/node", "graph/nested/node").
 type Event interface{ multiAgentEvent() }
 
-// NodeStartEvent: a node starts (its BeforeNodeCall hooks let it run).
+// NodeStartEvent: a node starts (its BeforeNodeCall hooks let it run). A
+// node that its hooks gate or cancel has a NodeStopEvent (INTERRUPTED or
+// CANCELLED) without a NodeStartEvent.
 type NodeStartEvent struct{ Node string }
 
 // NodeEvent is an event of a node's agent.
