@@ -72,10 +72,15 @@ func TestGraph_ConcurrentGatesCollectThenOnlyAnsweredNodeRuns(t *testing.T) {
 	assert.Equal(t, 1, r.count("model:time"), "time is not run again")
 	assert.Equal(t, 1, r.count("model:info"))
 
+	first := res
 	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(ids["weather"], "y")))
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusCompleted, res.Status)
 	assert.Len(t, res.Results, 4)
+	assert.Equal(t, 4, res.CompletedNodes)
+	assert.Equal(t, 1, first.InterruptedNodes)
+	assert.GreaterOrEqual(t, res.Duration, first.Duration, "execution time sums across resumes (SPEC M7)")
+	assert.Equal(t, 4, res.ExecutionCount)
 	assert.Empty(t, res.Interrupts)
 	assert.Equal(t, 1, r.count("model:weather"))
 	assert.Equal(t, 1, r.count("gate:day"))

@@ -69,9 +69,13 @@ type Result struct {
 	// Results are the node results in the order the nodes first finished.
 	Results []*NodeResult
 	// ExecutionOrder lists the nodes in the order their runs ended (a node
-	// run twice appears twice).
+	// run twice appears twice; a run interrupted and then resumed is one).
+	// For a Swarm it is the node history.
 	ExecutionOrder []string
 	ExecutionCount int
+	// CompletedNodes, FailedNodes and InterruptedNodes count the nodes by
+	// their status (a Graph's counts).
+	CompletedNodes, FailedNodes, InterruptedNodes int
 	// Duration is the run's execution time summed across resumes; the
 	// time spent waiting for answers is not counted.
 	Duration time.Duration
@@ -123,6 +127,14 @@ func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals map[*braidv1.NodeRe
 		n, err := nodeResultFromWire(nw, locals[nw])
 		if err != nil {
 			return nil, err
+		}
+		switch n.Status {
+		case StatusCompleted:
+			r.CompletedNodes++
+		case StatusFailed:
+			r.FailedNodes++
+		case StatusInterrupted:
+			r.InterruptedNodes++
 		}
 		r.Results = append(r.Results, n)
 	}
