@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +113,41 @@ func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 	assert.Equal(t, []string{"a", "b"}, res.GetExecutionOrder())
+}
+
+// SPEC M8: a node that runs longer than NodeTimeout fails with a message
+// naming it and the timeout; the rest of the graph is not held up by it.
+func TestGraph_NodeTimeoutFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	started := make(chan struct{}, 1)
+	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("quick", textAgent(r, "quick"))
+	res, err := build(t, b, graph.Config{NodeTimeout: 50 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	slow := res.Node("slow")
+	require.NotNil(t, slow)
+	require.Error(t, slow.Err)
+	assert.ErrorIs(t, slow.Err, actors.ErrNodeTimeout)
+	assert.Contains(t, slow.Err.Error(), "Node 'slow' execution timed out after 0.05s")
+	assert.Equal(t, multiagent.StatusCompleted, res.Node("quick").Status)
+}
+
+// SPEC M8: the run's execution timeout ends it FAILED, with a message
+// naming the limit, before the next node starts.
+func TestGraph_ExecutionTimeoutStopsScheduling(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	// slow outlasts the run's budget: it completes after it.
+	slow := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		<-time.After(60 * time.Millisecond)
+		return []model.ContentBlock{model.Text("slow out")}, nil
+	})
+	b := graph.NewBuilder().AddNode("slow", slow).AddNode("next", textAgent(r, "next")).AddEdge("slow", "next")
+	res, err := build(t, b, graph.Config{ExecutionTimeout: 30 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	assert.Equal(t, "Execution timed out: 0.03s", res.Message)
+	assert.Equal(t, multiagent.StatusCompleted, res.Node("slow").Status)
+	assert.Equal(t, 0, r.count("model:next"))
 }
