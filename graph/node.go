@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/braidhq/braid/actors"
-	"github.com/braidhq/braid/proto/braidv1"
 )
 
 // AsNode returns the graph as a node of another Graph or Swarm (SPEC
@@ -30,78 +29,5 @@ func (n *nested) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeR
 	if err != nil {
 		return nil, err
 	}
-	return &OrchestratorRunner{O: o}, nil
+	return &actors.NestedRunner{O: o}, nil
 }
-
-// OrchestratorRunner runs a nested orchestrator as a node.
-type OrchestratorRunner struct{ O *actors.Orchestrator }
-
-// RunNode implements actors.NodeRunner: the nested run's status is the
-// node's, and so are its interrupts.
-func (r *OrchestratorRunner) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
-	return r.runNode(ctx, run, nil)
-}
-
-// StreamNode implements actors.StreamingRunner: the nested run's events
-// (their node paths name the nested nodes) go to emit.
-func (r *OrchestratorRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
-	return r.runNode(ctx, run, emit)
-}
-
-func (r *OrchestratorRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
-	in := run.GetInput()
-	if run.GetRecover() {
-		st, err := r.O.Status(ctx)
-		if err != nil {
-			return actors.FailedResult(run.GetNodeId(), err)
-		}
-		switch st.GetStatus() {
-		case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
-			return nestedResult(st)
-		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
-			in = &braidv1.AgentInput{} // carry the cut-off run on
-		case braidv1.NodeStatus_NODE_STATUS_PENDING:
-		default:
-			if int64(st.GetProgress()) > run.GetBase() {
-				return nestedResult(st) // the nested run ended after the crash cut its parent off
-			}
-		}
-	}
-	var res *braidv1.MultiAgentResult
-	var err error
-	if emit == nil {
-		res, err = r.O.Invoke(ctx, in)
-	} else {
-		res, err = r.O.Stream(ctx, in, func(ev *braidv1.MultiAgentEvent) bool {
-			if ev.GetInterrupt() == nil { // the outer orchestrator streams them after its save
-				emit(ev)
-			}
-			return true
-		})
-	}
-	if err != nil {
-		return actors.FailedResult(run.GetNodeId(), err)
-	}
-	return nestedResult(res)
-}
-
-func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
-	out := &braidv1.NodeResult{Status: res.GetStatus(), Result: &braidv1.NodeResult_MultiAgent{MultiAgent: res}, Usage: res.GetUsage()}
-	if out.Status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
-		out.Interrupts = res.GetInterrupts()
-	}
-	return out
-}
-
-// Progress implements actors.NodeRunner: the nested orchestrator's
-// progress counter.
-func (r *OrchestratorRunner) Progress(ctx context.Context) (int64, error) {
-	st, err := r.O.Status(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return int64(st.GetProgress()), nil
-}
-
-// Close implements actors.NodeRunner.
-func (r *OrchestratorRunner) Close(ctx context.Context) error { return r.O.Close(ctx) }

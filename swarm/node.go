@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/braidhq/braid/actors"
-	"github.com/braidhq/braid/graph"
 )
 
 // AsNode returns the swarm as a node of a Graph (SPEC M11). The outer
@@ -31,5 +30,5 @@ func (n *nested) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeR
 	if err != nil {
 		return nil, err
 	}
-	return &graph.OrchestratorRunner{O: o}, nil
+	return &actors.NestedRunner{O: o}, nil
 }
