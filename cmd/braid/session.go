@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
@@ -127,6 +128,12 @@ func showSession(exp *persistence.SessionExport, w io.Writer) error {
 	fmt.Fprintf(w, "session %s\n", exp.SessionID)
 	for _, r := range exp.Records {
 		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, r.ID, r.Version, r.UpdatedAt.Local().Format(time.DateTime))
+		if r.Kind == persistence.KindMultiAgent {
+			if err := showRun(r, w); err != nil {
+				return err
+			}
+			continue
+		}
 		var data struct {
 			State      map[string]json.RawMessage `json:"state"`
 			Interrupts *interrupt.State           `json:"interrupts"`
@@ -159,6 +166,26 @@ func showSession(exp *persistence.SessionExport, w io.Writer) error {
 	return nil
 }
 
+// showRun prints an orchestrator's record: its status and its nodes'.
+func showRun(r persistence.RecordExport, w io.Writer) error {
+	run, err := actors.ReadRun(r.Data, r.Messages)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", r.Kind, r.ID, err)
+	}
+	fmt.Fprintf(w, "  %s %s: %s", run.Type, run.ID, run.Status)
+	if run.Message != "" {
+		fmt.Fprintf(w, " (%s)", run.Message)
+	}
+	fmt.Fprintln(w)
+	for _, n := range run.Nodes {
+		fmt.Fprintf(w, "  node %-20s %-11s runs=%d\n", n.ID, n.Status, n.ExecutionCount)
+		for _, in := range n.Waiting {
+			fmt.Fprintf(w, "    waiting for %s  name=%s source=%s reason=%s\n", in.ID, in.Name, in.Source, in.Reason)
+		}
+	}
+	return nil
+}
+
 // describe is one line for a message: its text, tool uses and results.
 func describe(m model.Message) string {
 	var parts []string
@@ -169,7 +196,12 @@ func describe(m model.Message) string {
 		parts = append(parts, fmt.Sprintf("[tool use %s %s %s]", u.ToolUseID, u.Name, clip(string(u.Input))))
 	}
 	for _, r := range m.ToolResults() {
-		parts = append(parts, fmt.Sprintf("[tool result %s %s: %s]", r.ToolUseID, r.Status, clip(r.Text())))
+		text := r.Text()
+		if text == "" {
+			b, _ := json.Marshal(r.Content) // JSON content
+			text = string(b)
+		}
+		parts = append(parts, fmt.Sprintf("[tool result %s %s: %s]", r.ToolUseID, r.Status, clip(text)))
 	}
 	return strings.Join(parts, " ")
 }
