@@ -122,14 +122,14 @@ func TestGraph_NodeTimeoutFailsTheNode(t *testing.T) {
 	r := newRecorder()
 	started := make(chan struct{}, 1)
 	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("quick", textAgent(r, "quick"))
-	res, err := build(t, b, graph.Config{NodeTimeout: 50 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
+	res, err := build(t, b, graph.Config{NodeTimeout: 250 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusFailed, res.Status)
 	slow := res.Node("slow")
 	require.NotNil(t, slow)
 	require.Error(t, slow.Err)
 	assert.ErrorIs(t, slow.Err, actors.ErrNodeTimeout)
-	assert.Contains(t, slow.Err.Error(), "Node 'slow' execution timed out after 0.05s")
+	assert.Contains(t, slow.Err.Error(), "Node 'slow' execution timed out after 0.25s")
 	assert.Equal(t, multiagent.StatusCompleted, res.Node("quick").Status)
 }
 
@@ -140,14 +140,14 @@ func TestGraph_ExecutionTimeoutStopsScheduling(t *testing.T) {
 	r := newRecorder()
 	// slow outlasts the run's budget: it completes after it.
 	slow := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
-		<-time.After(60 * time.Millisecond)
+		<-time.After(250 * time.Millisecond)
 		return []model.ContentBlock{model.Text("slow out")}, nil
 	})
 	b := graph.NewBuilder().AddNode("slow", slow).AddNode("next", textAgent(r, "next")).AddEdge("slow", "next")
-	res, err := build(t, b, graph.Config{ExecutionTimeout: 30 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
+	res, err := build(t, b, graph.Config{ExecutionTimeout: 100 * time.Millisecond}).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusFailed, res.Status)
-	assert.Equal(t, "Execution timed out: 0.03s", res.Message)
+	assert.Equal(t, "Execution timed out: 0.1s", res.Message)
 	assert.Equal(t, multiagent.StatusCompleted, res.Node("slow").Status)
 	assert.Equal(t, 0, r.count("model:next"))
 }
