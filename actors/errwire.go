@@ -75,6 +75,8 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrRunBusy", ErrRunBusy},
 		{"actors.ErrTopology", ErrTopology},
 		{"actors.ErrNodeFailed", ErrNodeFailed},
+		{"actors.ErrIncompleteRun", ErrIncompleteRun},
+		{"actors.ErrEmptyTask", ErrEmptyTask},
 	}
 }
 

@@ -29,6 +29,8 @@ var (
 	// ErrNodeFailed is matched by the error of a node that failed without
 	// an error of its own (an executor that returned no result).
 	ErrNodeFailed = errors.New("node failed")
+	// ErrIncompleteRun: a task while the stored run was cut off by a crash.
+	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new task")
 	// ErrEmptyTask: a fresh run was given no task.
 	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
 )
@@ -576,6 +578,8 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 		}
 	case cutOff && len(in.GetMessages()) == 0:
 		// carry on the cut-off run
+	case cutOff:
+		return ErrIncompleteRun
 	case len(in.GetMessages()) == 0:
 		return ErrEmptyTask
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -128,6 +129,10 @@ func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 		done := map[string]bool{}
 		for _, n := range before.Results {
 			done[n.NodeID] = n.Status == multiagent.StatusCompleted
+		}
+		if before.Status == multiagent.StatusExecuting {
+			_, err := g2.Invoke(ctx, agent.Text("another task"))
+			require.ErrorIs(t, err, actors.ErrIncompleteRun, "copy %d: a cut-off run is carried on first", i)
 		}
 		for node, f := range finished {
 			if f {
