@@ -73,8 +73,10 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // with the answers to its interrupts), and returns the run's result. A
 // prompt while the run is interrupted, a response to an unknown id and a
 // mix of both are rejected with nothing changed (SPEC I7, M5). A prompt
-// on a finished run starts a fresh run. An interrupted run whose process
-// died is carried on with the empty input.
+// on a finished run starts a fresh run. A run cut off by a crash (Status
+// EXECUTING after a restart) is carried on with the empty input
+// agent.Input{}; a new task is refused with actors.ErrIncompleteRun until
+// then.
 func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
 	w, err := agent.InputToWire(in)
 	if err != nil {
