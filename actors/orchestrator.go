@@ -528,7 +528,7 @@ func (x *orchActor) activate(c actor.Context) {
 		}
 		n.runner, n.path = on.runner, on.path
 		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
-		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes())))
+		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes()), actor.WithMailbox(newMailbox)))
 		x.order = append(x.order, on.id)
 	}
 	for id := range x.nodes {

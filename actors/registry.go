@@ -361,7 +361,7 @@ func (x *registryActor) Receive(c actor.Context) {
 		// an owner whose Receive panicked is stopped, never restarted with
 		// fresh state behind its callers' backs (SPEC R6).
 		stop := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(actor.UnboundedLockfree()))
+		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(newMailbox))
 	case *bindReq:
 		if _, ok := x.entries[m.id]; ok {
 			m.reply <- ErrBound

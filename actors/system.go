@@ -111,7 +111,7 @@ func (s *System) Spawn(producer actor.Producer, opts ...actor.PropsOption) (*act
 	if s.closed {
 		return nil, ErrClosed
 	}
-	opts = append([]actor.PropsOption{actor.WithDispatcher(s.mailboxes())}, opts...)
+	opts = append([]actor.PropsOption{actor.WithDispatcher(s.mailboxes()), actor.WithMailbox(newMailbox)}, opts...)
 	pid := s.sys.Root.Spawn(actor.PropsFromProducer(producer, opts...))
 	s.pids[pid] = struct{}{}
 	return pid, nil

@@ -88,14 +88,18 @@ type request struct {
 	input  json.RawMessage
 	del    bool // reqSetState: delete the key
 	reply  replier
+	local  localReply // the reply of an in-process caller (reply = &local)
 }
 
 // replier gets a job's events (on the job's goroutine) and its outcome
-// (on the actor's).
+// (on the actor's). A replier whose caller waits on a goroutine that
+// could not stop waiting anyway may lend that goroutine to the job: lend
+// takes the job and reports whether the caller will execute it.
 type replier interface {
 	emit(ev Event) bool
 	streaming() bool
 	finish(res any, err error)
+	lend(j *job) bool
 }
 
 // Messages a job sends its actor.
@@ -287,21 +291,44 @@ func (x *agentActor) start(c actor.Context, r *request) {
 		commit = func(d *data) { root.Send(self, &jobCommit{seq: seq, d: d}) }
 	}
 	j := newJob(x.core, x.d.draft(), x.sess, commit)
-	x.sys.Go(func() {
-		done := &jobDone{seq: seq}
-		defer func() {
-			cancel(nil)
-			if p := recover(); p != nil {
-				done.d, done.res, done.err = nil, nil, &PanicError{Where: "agent " + x.core.cfg.ID, Value: p}
-			}
-			// The actor gets the new state before the caller hears of it:
-			// anything the caller sends next queues behind jobDone.
-			root.Send(self, done)
-			r.reply.finish(done.res, done.err)
-		}()
-		done.res, done.err = j.runRequest(ctx, r)
-		done.d = j.result()
-	})
+	j.run = runState{ctx: ctx, cancel: cancel, req: r, self: self, root: root, done: jobDone{seq: seq}}
+	// The job runs on a goroutine the actor hands it to: the caller's own,
+	// when the caller waits with a context that cannot end (it would sit
+	// idle until the outcome, and nothing could make it stop waiting
+	// earlier), else one of the System's pool. Either way the job reports
+	// to the actor by message and the actor owns what it commits.
+	if !r.reply.lend(j) {
+		x.sys.Go(j.execute)
+	}
+}
+
+// runState is what a job needs to run as its actor's job and report.
+type runState struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	req    *request
+	self   *actor.PID
+	root   *actor.RootContext
+	done   jobDone // the message that ends it
+}
+
+// execute runs the job's request and reports its end: to the actor (the
+// new state, or none after a panic), then to the caller.
+func (a *job) execute() {
+	run := &a.run
+	done := &run.done
+	defer func() {
+		run.cancel(nil)
+		if p := recover(); p != nil {
+			done.d, done.res, done.err = nil, nil, &PanicError{Where: "agent " + a.cfg.ID, Value: p}
+		}
+		// The actor gets the new state before the caller hears of it:
+		// anything the caller sends next queues behind jobDone.
+		run.root.Send(run.self, done)
+		run.req.reply.finish(done.res, done.err)
+	}()
+	done.res, done.err = a.runRequest(run.ctx, run.req)
+	done.d = a.result()
 }
 
 func (x *agentActor) done(c actor.Context, m *jobDone) {
@@ -517,6 +544,8 @@ type protoReply struct {
 
 func (r *protoReply) streaming() bool { return r.stream }
 
+func (r *protoReply) lend(*job) bool { return false }
+
 func (r *protoReply) emit(ev Event) bool {
 	if r.to == nil {
 		return true
@@ -556,28 +585,43 @@ func (r *protoReply) finish(res any, err error) {
 	}
 }
 
-// localReply answers an in-process caller through channels.
+// localReply answers an in-process caller through channels. It is part
+// of its request (one allocation for both).
 type localReply struct {
 	events  chan Event    // nil unless streaming
 	abandon chan struct{} // closed when a streaming caller stops reading
-	out     chan outcome  // one outcome
+	// signal carries the job to run, when the caller lends its goroutine
+	// (lends), and then nil once the outcome (res, err) is set. It holds
+	// one value, enough for both: the caller takes the job before the
+	// job can finish.
+	signal chan *job
+	lends  bool
+	res    any
+	err    error
 }
 
-type outcome struct {
-	res any
-	err error
-}
-
-func newLocalReply(stream bool) *localReply {
-	r := &localReply{out: make(chan outcome, 1)}
+// init makes what the reply still lacks (signal may come from a pool;
+// lends is set by a caller that waits without a context that can end).
+func (r *localReply) init(stream bool) {
+	if r.signal == nil {
+		r.signal = make(chan *job, 1)
+	}
 	if stream {
+		r.lends = false
 		r.events = make(chan Event, 64)
 		r.abandon = make(chan struct{})
 	}
-	return r
 }
 
 func (r *localReply) streaming() bool { return r.events != nil }
+
+func (r *localReply) lend(j *job) bool {
+	if !r.lends {
+		return false
+	}
+	r.signal <- j
+	return true
+}
 
 func (r *localReply) emit(ev Event) bool {
 	select {
@@ -588,4 +632,7 @@ func (r *localReply) emit(ev Event) bool {
 	}
 }
 
-func (r *localReply) finish(res any, err error) { r.out <- outcome{res: res, err: err} }
+func (r *localReply) finish(res any, err error) {
+	r.res, r.err = res, err
+	r.signal <- nil
+}

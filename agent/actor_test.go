@@ -722,3 +722,56 @@ func TestAgentActor_ConfigAndClose(t *testing.T) {
 	_, err = a.Snapshot(ctx)
 	assert.True(t, errors.Is(err, agent.ErrClosed))
 }
+
+// SPEC R3, R5: a caller whose context cannot end lends its goroutine to
+// the job it waits for; the actor still answers Status, Snapshot and
+// Cancel while the job's tool blocks, and queues the next request behind
+// it.
+func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
+	sys := freshSystem(t)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
+	bg := context.Background() // no Done channel: the call runs its job itself
+	res, err := a.Invoke(bg, agent.Text("delete a"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+
+	resumed := make(chan *agent.Result, 1)
+	go func() {
+		r, err := a.Invoke(bg, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+		assert.NoError(t, err)
+		resumed <- r
+	}()
+	<-started // the tool runs on the resuming caller's goroutine, and waits
+	queued := make(chan error, 1)
+	go func() { queued <- a.SetState(bg, "after", true) }()
+
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	require.Eventually(t, func() bool {
+		st, err := a.Status(ctx)
+		return err == nil && st.State == braidv1.AgentState_AGENT_STATE_RUNNING && st.Queued == 1
+	}, time.Minute, time.Millisecond, "the SetState queues behind the running job")
+	snap, err := a.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, snap.Pending, "the cycle in flight")
+	was, err := a.Cancel(ctx)
+	require.NoError(t, err)
+	assert.True(t, was, "answered while the tool still blocks")
+	select {
+	case <-resumed:
+		t.Fatal("the invocation ended before its tool returned")
+	case <-queued:
+		t.Fatal("the queued request ran before the job ended")
+	default:
+	}
+
+	close(release)
+	r := <-resumed
+	assert.Equal(t, agent.StopCancelled, r.StopReason)
+	require.NoError(t, <-queued)
+	assert.Equal(t, 1, runs.total())
+	v, ok := agenttest.State(t, a).Get("after")
+	assert.True(t, ok)
+	assert.JSONEq(t, "true", string(v))
+}

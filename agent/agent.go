@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -58,6 +59,12 @@ type Agent struct {
 	sys     *actors.System
 	binding *actors.Binding
 	closed  atomic.Bool
+	// spare is the reply channel of the last call that lent its goroutine
+	// (a context that cannot end), for the next one: such a call reads
+	// both values its channel gets, so the channel is empty again and
+	// nothing late can reach it.
+	spareMu sync.Mutex
+	spare   chan *job
 }
 
 // New builds an agent: it binds the agent's identity in its System's
@@ -243,7 +250,10 @@ func WithValues(values map[string]any) InvokeOption {
 // If ctx ends first, Invoke returns ctx's error at once and the actor
 // stops the invocation at its next safe point, failing it with that
 // error (a fresh one's prompt is taken back); the interrupt state it had
-// is kept, so it can still be resumed.
+// is kept, so it can still be resumed. With a context that cannot end
+// (context.Background()), the invocation's loop runs on the caller's
+// goroutine, lent to the agent's actor for it (see docs/DESIGN.md, Jobs):
+// the same behaviour, without two goroutine hand-offs.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Result, error) {
 	r, err := a.invocation(in, opts)
 	if err != nil {
@@ -271,7 +281,8 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 			yield(nil, err)
 			return
 		}
-		reply := newLocalReply(true)
+		reply := &r.local
+		reply.init(true)
 		r.reply = reply
 		if err := a.send(r); err != nil {
 			yield(nil, err)
@@ -283,12 +294,12 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				if !yield(ev, nil) {
 					a.abandon(r, reply, context.Canceled)
 					select { // the invocation stops before Stream returns
-					case <-reply.out:
+					case <-reply.signal:
 					case <-ctx.Done():
 					}
 					return
 				}
-			case o := <-reply.out:
+			case <-reply.signal:
 				for {
 					select {
 					case ev := <-reply.events:
@@ -300,11 +311,11 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 					}
 					break
 				}
-				if o.err != nil {
-					yield(nil, o.err)
+				if reply.err != nil {
+					yield(nil, reply.err)
 					return
 				}
-				yield(&ResultEvent{Result: o.res.(*Result)}, nil)
+				yield(&ResultEvent{Result: reply.res.(*Result)}, nil)
 				return
 			case <-ctx.Done():
 				a.abandon(r, reply, ctx.Err())
@@ -343,14 +354,33 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err // not sent: the caller is gone already
 	}
-	reply := newLocalReply(false)
+	// A context that cannot end (no Done channel) means nothing can end
+	// this wait before the outcome: the job may run on this goroutine
+	// (no hand-off to a pool goroutine and back).
+	reply := &r.local
+	if ctx.Done() == nil {
+		reply.lends = true
+		a.spareMu.Lock()
+		reply.signal, a.spare = a.spare, nil
+		a.spareMu.Unlock()
+	}
+	reply.init(false)
 	r.reply = reply
 	if err := a.send(r); err != nil {
 		return nil, err
 	}
 	select {
-	case o := <-reply.out:
-		return o.res, o.err
+	case j := <-reply.signal:
+		if j != nil {
+			j.execute()
+			<-reply.signal
+		}
+		if reply.lends {
+			a.spareMu.Lock()
+			a.spare = reply.signal
+			a.spareMu.Unlock()
+		}
+		return reply.res, reply.err
 	case <-ctx.Done():
 		a.abandon(r, reply, ctx.Err())
 		return nil, ctx.Err()

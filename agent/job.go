@@ -75,22 +75,30 @@ type data struct {
 	divergeAt int
 }
 
-// draft returns a copy a job may change. The history is append-only and
-// shared: the copy's slice has no spare capacity, so an append never
-// writes into the array the original sees.
+// draft returns a copy a job may change, in one allocation with the
+// states it points to. The history is append-only and shared: the copy's
+// slice has no spare capacity, so an append never writes into the array
+// the original sees.
 func (d *data) draft() *data {
-	kv := &State{}
-	if d.kv.Len() > 0 {
-		kv.replace(d.kv.All())
-	}
-	return &data{
+	b := &draftBox{}
+	b.kv.copyFrom(d.kv)
+	d.interrupts.CloneInto(&b.interrupts)
+	b.d = data{
 		messages:   d.messages[:len(d.messages):len(d.messages)],
-		kv:         kv,
-		interrupts: d.interrupts.Clone(),
+		kv:         &b.kv,
+		interrupts: &b.interrupts,
 		pending:    d.pending.clone(),
 		diverged:   d.diverged,
 		divergeAt:  d.divergeAt,
 	}
+	return &b.d
+}
+
+// draftBox holds a draft and the states it starts with.
+type draftBox struct {
+	d          data
+	kv         State
+	interrupts interrupt.State
 }
 
 // snapshot returns the data as a Snapshot of agent id (copies).
@@ -121,6 +129,10 @@ type job struct {
 	// answering are the responses of the resume being run (the View's
 	// Answering).
 	answering []interrupt.Response
+	run       runState // set when the actor starts it
+	// home is the data the job started from (its draft): result hands it
+	// back, filled with the job's state.
+	home *data
 
 	// The draft. Tools run concurrently; mu guards messages and pending
 	// for readers on their goroutines (views, saves).
@@ -136,15 +148,16 @@ type job struct {
 }
 
 func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)) *job {
-	return &job{core: c, sess: sess, commit: commit, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, diverged: d.diverged, divergeAt: d.divergeAt}
+	return &job{core: c, sess: sess, commit: commit, home: d, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, diverged: d.diverged, divergeAt: d.divergeAt}
 }
 
 // result returns the draft as the actor's new committed state. The job
-// must not touch it afterwards.
+// must not touch it afterwards. Only a job started on a draft has one.
 func (a *job) result() *data {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, diverged: a.diverged, divergeAt: a.divergeAt}
+	*a.home = data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, diverged: a.diverged, divergeAt: a.divergeAt}
+	return a.home
 }
 
 // published returns a copy of the draft for the actor, made at a save

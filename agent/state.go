@@ -106,6 +106,19 @@ func (s *State) All() map[string]json.RawMessage {
 	return out
 }
 
+// copyFrom makes s, unused so far, a copy of other.
+func (s *State) copyFrom(other *State) {
+	other.mu.RLock()
+	defer other.mu.RUnlock()
+	if len(other.kv) == 0 {
+		return
+	}
+	s.kv = make(map[string]json.RawMessage, len(other.kv))
+	for k, v := range other.kv {
+		s.kv[k] = bytes.Clone(v)
+	}
+}
+
 func (s *State) replace(kv map[string]json.RawMessage) {
 	if len(kv) == 0 && len(s.kv) == 0 {
 		return

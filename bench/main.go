@@ -136,18 +136,29 @@ func throughput(ctx context.Context, w io.Writer, peer map[string]float64, round
 	}
 	rows = append(rows, b4...)
 	fsyncs := countFsyncs()
-	hop := best(rounds, func(b *testing.B) {
-		a, err := env.NewAgent()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer a.Close(ctx)
-		for b.Loop() {
-			if err := benchcase.Hop(ctx, a); err != nil {
+	hopWith := func(ctx context.Context) func(*testing.B) {
+		return func(b *testing.B) {
+			a, err := env.NewAgent()
+			if err != nil {
 				b.Fatal(err)
 			}
+			defer a.Close(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := benchcase.Hop(ctx, a); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
-	})
+	}
+	// The rows above wait with a context that cannot end, as the peer's
+	// calls do (no abort signal): the caller's goroutine runs the job. A
+	// server's request context can end: its job runs on the pool.
+	cctx, cancelC := context.WithCancel(ctx)
+	defer cancelC()
+	hop := best(rounds, hopWith(ctx))
+	hopPool := best(rounds, hopWith(cctx))
+	b2Pool := best(rounds, scenario(cctx, env, false, benchcase.InterruptResume, benchcase.Approval()))
 	life := best(rounds, func(b *testing.B) {
 		for b.Loop() {
 			if err := env.Life(ctx); err != nil {
@@ -186,7 +197,8 @@ func throughput(ctx context.Context, w io.Writer, peer map[string]float64, round
 			fsyncs.cycles, fsyncs.byMode["durable"], fsyncs.byMode["nofsync"])
 	}
 	hopNs, lifeNs := float64(hop.NsPerOp()), float64(life.NsPerOp())
-	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: send, job goroutine, done, reply): %.2f µs\n", hopNs/1e3)
+	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: send, job, done, reply), context that cannot end (the caller's goroutine runs the job): %.2f µs, %d allocs\n", hopNs/1e3, hop.AllocsPerOp())
+	fmt.Fprintf(w, "actor hop, context that can end (a pool goroutine runs the job): %.2f µs, %d allocs\n", float64(hopPool.NsPerOp())/1e3, hopPool.AllocsPerOp())
 	fmt.Fprintf(w, "actor life (spawn and stop an agent's actor, fresh mode only): %.2f µs\n", lifeNs/1e3)
 	for _, r := range rows {
 		if !strings.HasPrefix(r.scenario, "b1") && !strings.HasPrefix(r.scenario, "b2") {
@@ -206,6 +218,8 @@ func throughput(ctx context.Context, w io.Writer, peer map[string]float64, round
 		fmt.Fprintf(w, "  %s, %s: %.0f%% of the operation is actor work (%.0f hops%s)\n",
 			r.scenario, r.mode, 100*actorNs/float64(r.res.NsPerOp()), hops, map[bool]string{true: " + spawn/stop", false: ""}[r.mode == "fresh"])
 	}
+	fmt.Fprintf(w, "  b2 interrupt + resume, reused, context that can end: %.1f µs/op, %.0f%% of it actor work (3 pool hops)\n",
+		float64(b2Pool.NsPerOp())/1e3, 100*3*float64(hopPool.NsPerOp())/float64(b2Pool.NsPerOp()))
 	return nil
 }
 

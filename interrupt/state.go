@@ -229,17 +229,26 @@ func (s *State) answer(id string) (Value, bool) {
 
 // Clone returns an independent copy.
 func (s *State) Clone() *State {
+	c := &State{}
+	s.CloneInto(c)
+	return c
+}
+
+// CloneInto makes dst, a State not used so far (its zero value, say), a
+// deep copy of s: Clone into memory the caller provides.
+func (s *State) CloneInto(dst *State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &State{activated: s.activated, version: s.version}
+	dst.mu.Lock()
+	defer dst.mu.Unlock()
+	dst.activated, dst.version, dst.byID, dst.list = s.activated, s.version, nil, nil
 	if len(s.list) > 0 {
-		c.list = make([]Interrupt, len(s.list))
+		dst.list = make([]Interrupt, len(s.list))
 		for i, in := range s.list {
-			c.list[i] = in.Clone()
+			dst.list[i] = in.Clone()
 		}
-		c.reindex()
+		dst.reindex()
 	}
-	return c
 }
 
 // Restore replaces the contents of s with those of other.
