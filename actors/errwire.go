@@ -72,7 +72,7 @@ func builtinCodes() []ErrorCode {
 		{"context.DeadlineExceeded", context.DeadlineExceeded},
 		{"actors.ErrClosed", ErrClosed},
 		{"actors.ErrNodeTimeout", ErrNodeTimeout},
-		{"actors.ErrRunBusy", ErrRunBusy},
+		{"actors.ErrOrchestratorClosed", ErrOrchestratorClosed},
 		{"actors.ErrTopology", ErrTopology},
 		{"actors.ErrNodeFailed", ErrNodeFailed},
 		{"actors.ErrIncompleteRun", ErrIncompleteRun},

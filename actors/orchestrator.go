@@ -21,8 +21,10 @@ import (
 var (
 	// ErrNodeTimeout: a node ran longer than its orchestrator's NodeTimeout.
 	ErrNodeTimeout = errors.New("node timed out")
-	// ErrRunBusy: an orchestrator was asked to run while closing.
-	ErrRunBusy = errors.New("orchestrator is closing")
+	// ErrOrchestratorClosed: the orchestrator was closed. An invocation
+	// running or queued when Close is called ends with it; so does every
+	// call on the handle after Close.
+	ErrOrchestratorClosed = errors.New("orchestrator closed")
 	// ErrTopology: the stored run of an orchestrator names nodes it does
 	// not have, or was saved by another kind of orchestrator (SPEC M10).
 	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
@@ -155,6 +157,9 @@ type Orchestrator struct {
 	sys     *System
 	binding *Binding
 	opened  []openedNode // read-only once bound
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed when Close is called
 }
 
 // orchInvoke is the in-process form of MultiAgentInvoke.
@@ -215,7 +220,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	} else {
 		id.Path += "#" + sys.UniqueID()
 	}
-	o := &Orchestrator{cfg: cfg, sys: sys}
+	o := &Orchestrator{cfg: cfg, sys: sys, closed: make(chan struct{})}
 	// The nodes are opened here, on the caller's goroutine, not in the
 	// actor: opening binds their owners in the registry and asks them
 	// where they stand, which an actor must not wait for.
@@ -280,15 +285,43 @@ func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*bra
 // InvokeLocal is Invoke, and also returns the in-process forms of node
 // results their runners gave (SetLocalResult), by result.
 func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, map[*braidv1.NodeResult]any, error) {
+	if o.isClosed() {
+		return nil, nil, ErrOrchestratorClosed
+	}
 	reply := make(chan orchReply, 1)
 	o.binding.Send(&orchInvoke{in: in, reply: reply})
+	r, err := o.wait(ctx, reply)
+	return r.res, r.locals, err
+}
+
+// wait waits for reply, for ctx to end, or for the orchestrator or its
+// system to close; a reply that is there wins.
+func (o *Orchestrator) wait(ctx context.Context, reply chan orchReply) (orchReply, error) {
 	select {
 	case r := <-reply:
-		return r.res, r.locals, r.err
+		return r, r.err
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return orchReply{}, ctx.Err()
+	case <-o.closed:
 	case <-o.sys.done:
-		return nil, nil, ErrClosed
+	}
+	select {
+	case r := <-reply:
+		return r, r.err
+	default:
+	}
+	if o.isClosed() {
+		return orchReply{}, ErrOrchestratorClosed
+	}
+	return orchReply{}, ErrClosed
+}
+
+func (o *Orchestrator) isClosed() bool {
+	select {
+	case <-o.closed:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -299,12 +332,27 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 // returns false: the run then goes on to its end unread and a later
 // resume can finish it.
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
+	if o.isClosed() {
+		return nil, ErrOrchestratorClosed
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() { // a Close ends the wait
+		select {
+		case <-o.closed:
+			cancel(ErrOrchestratorClosed)
+		case <-ctx.Done():
+		}
+	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
 	o.binding.Send(&orchInvoke{in: in, events: inbox})
 	for {
 		m, err := inbox.Receive(ctx)
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) {
+				return nil, cause
+			}
 			return nil, err
 		}
 		switch m := m.(type) {
@@ -321,16 +369,13 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 // Status returns the run as it stands (its results so far); it is
 // answered at once, while nodes run.
 func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, error) {
+	if o.isClosed() {
+		return nil, ErrOrchestratorClosed
+	}
 	reply := make(chan orchReply, 1)
 	o.binding.Send(&orchStatus{reply: reply})
-	select {
-	case r := <-reply:
-		return r.res, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-o.sys.done:
-		return nil, ErrClosed
-	}
+	r, err := o.wait(ctx, reply)
+	return r.res, err
 }
 
 // Cancel stops the running invocation, if any, and reports whether one
@@ -339,6 +384,9 @@ func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, e
 // CANCELLED, and the invocation returns the run as it then stands. It is
 // answered at once (SPEC R3).
 func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
+	if o.isClosed() {
+		return false, ErrOrchestratorClosed
+	}
 	reply := make(chan bool, 1)
 	o.binding.Send(&orchCancel{reply: reply})
 	select {
@@ -346,6 +394,8 @@ func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
 		return r, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
+	case <-o.closed:
+		return false, ErrOrchestratorClosed
 	case <-o.sys.done:
 		return false, ErrClosed
 	}
@@ -355,8 +405,12 @@ func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
 func (o *Orchestrator) Binding() *Binding { return o.binding }
 
 // Close stops the orchestrator's actor (and its nodes) and releases its
-// identity; the session stays in the store.
+// identity; the session stays in the store. The invocation running, if
+// any, and those queued end with ErrOrchestratorClosed (a run cut off
+// this way is carried on by the next activation, as after a crash), and
+// so does every later call. Closing twice is a no-op.
 func (o *Orchestrator) Close(ctx context.Context) error {
+	o.closeOnce.Do(func() { close(o.closed) })
 	err := o.binding.Unbind(ctx)
 	if e := o.closeNodes(ctx); err == nil {
 		err = e
@@ -431,6 +485,7 @@ type orchActor struct {
 	message  string
 	usage    *braidv1.Usage
 	saveErr  error // a save failed: the invocation ends with it
+	stale    bool  // a save failed: reload the stored run before the next invocation
 	dirty    []*nodeRec
 	rewrite  bool                  // a fresh run: the next save rewrites the record's log
 	joint    []*persistence.Staged // nodes' deferred saves, committed with the next save
@@ -444,7 +499,8 @@ type orchActor struct {
 	canceled bool // Cancel: schedule nothing new, the running nodes end CANCELLED
 	phase    int  // 0 idle, 1 before hooks, 2 running nodes, 3 after hooks
 	resuming bool
-	routedTo map[string]bool // nodes a resume runs
+	answers  []interrupt.Response // a resume's answers, validated, applied once its hooks pass
+	routedTo map[string]bool      // nodes a resume runs
 }
 
 // hooksDone: the invocation hooks that ran on their goroutine ended.
@@ -457,6 +513,17 @@ func (x *orchActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		x.activate(c)
+	case *actor.Stopping:
+		// Closed (a passivation happens only when idle): nobody waits
+		// forever for an invocation that will not end.
+		if x.cur != nil {
+			x.cur.answer(x.sys, orchReply{err: ErrOrchestratorClosed})
+			x.cur = nil
+		}
+		for _, inv := range x.queue {
+			inv.answer(x.sys, orchReply{err: ErrOrchestratorClosed})
+		}
+		x.queue = nil
 	case *orchStatus:
 		if x.loadErr != nil {
 			m.reply <- orchReply{err: x.loadErr}
@@ -554,6 +621,11 @@ func (x *orchActor) next(c actor.Context) {
 // begin validates an invocation's input against the run (SPEC I7, M5)
 // and starts it; on error nothing has changed.
 func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
+	if x.stale {
+		if err := x.reload(); err != nil {
+			return err
+		}
+	}
 	in := inv.in
 	responses := make([]interrupt.Response, 0, len(in.GetResponses()))
 	for _, w := range in.GetResponses() {
@@ -588,39 +660,45 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	x.inflight = 0
 	x.stopping, x.canceled = false, false
 	x.resuming = resume || cutOff
-	x.routedTo = map[string]bool{}
-	if !x.resuming {
-		x.reset(in)
-	} else {
-		for _, r := range responses {
-			e := x.table[r.ID]
-			e.in.Response, e.in.Answered = r.Value, true
-			n := x.nodes[e.node]
-			x.touch(n)
-			x.routedTo[e.node] = true
-			if e.gate {
-				for _, g := range n.gate {
-					if g.GetId() == r.ID {
-						g.Response = r.Value.Raw()
-						if g.Response == nil {
-							g.Response = []byte("null")
-						}
-					}
-				}
-				continue
-			}
-			n.resume = true
-			if n.input == nil || !n.inputIsResume() {
-				n.input = &braidv1.AgentInput{Resume: true}
-			}
-			n.input.Responses = slices.DeleteFunc(n.input.Responses, func(w *braidv1.InterruptResponse) bool { return w.GetInterruptId() == r.ID })
-			n.input.Responses = append(n.input.Responses, ResponseToWire(r))
-		}
-	}
-	x.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+	x.answers = responses
 	x.phase = 1
 	x.runHooks(c, 1)
 	return nil
+}
+
+// apply applies an invocation whose BeforeInvocation hooks passed: a
+// fresh run starts, or a resume's answers go to the interrupts' owners.
+func (x *orchActor) apply() {
+	x.routedTo = map[string]bool{}
+	if !x.resuming {
+		x.reset(x.cur.in)
+	}
+	for _, r := range x.answers {
+		e := x.table[r.ID]
+		e.in.Response, e.in.Answered = r.Value, true
+		n := x.nodes[e.node]
+		x.touch(n)
+		x.routedTo[e.node] = true
+		if e.gate {
+			for _, g := range n.gate {
+				if g.GetId() == r.ID {
+					g.Response = r.Value.Raw()
+					if g.Response == nil {
+						g.Response = []byte("null")
+					}
+				}
+			}
+			continue
+		}
+		n.resume = true
+		if n.input == nil || !n.inputIsResume() {
+			n.input = &braidv1.AgentInput{Resume: true}
+		}
+		n.input.Responses = slices.DeleteFunc(n.input.Responses, func(w *braidv1.InterruptResponse) bool { return w.GetInterruptId() == r.ID })
+		n.input.Responses = append(n.input.Responses, ResponseToWire(r))
+	}
+	x.answers = nil
+	x.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 }
 
 func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
@@ -692,6 +770,11 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 		x.fail(c, m.err)
 		return
 	}
+	if x.canceled {
+		x.cancelledBeforeRun(c)
+		return
+	}
+	x.apply()
 	x.phase = 2
 	var starts []NodeStart
 	if !x.resuming {
@@ -723,21 +806,37 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 }
 
 // fail ends the invocation with err before any node ran; the run is as
-// it was.
+// it was (a resume's answers are not applied: they can be given again).
 func (x *orchActor) fail(c actor.Context, err error) {
-	inv := x.cur
-	x.cur, x.phase = nil, 0
-	if x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+	inv, ran := x.cur, x.phase == 2
+	x.cur, x.phase, x.answers = nil, 0, nil
+	if ran {
 		x.status = x.aggregate()
 	}
 	inv.answer(x.sys, orchReply{err: err})
 	x.next(c)
 }
 
+// cancelledBeforeRun ends an invocation cancelled while its
+// BeforeInvocation hooks ran: no node runs. A resume is not applied (the
+// run is as it was, its interrupts still to answer); a fresh run ends
+// CANCELLED with no results; either way the caller gets the run as it
+// then stands.
+func (x *orchActor) cancelledBeforeRun(c actor.Context) {
+	if !x.resuming {
+		x.reset(x.cur.in)
+		x.status = braidv1.NodeStatus_NODE_STATUS_CANCELLED
+	}
+	x.answers = nil
+	x.phase = 3
+	x.runHooks(c, 3)
+}
+
 // launch sends the runs of starts, after saving that they started (a
 // crash mid-run then knows where each node's executor stood).
 func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 	var runs []*braidv1.NodeRun
+	var was []braidv1.NodeStatus // the runs' nodes' statuses before
 	for _, s := range starts {
 		n := x.nodes[s.Node]
 		if n == nil {
@@ -769,6 +868,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		if !n.resume {
 			n.input, n.local = s.Input, s.Local
 		}
+		was = append(was, n.status)
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
@@ -780,6 +880,12 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		return
 	}
 	if err := x.save(persistence.SaveMessage); err != nil {
+		// Nothing is sent: the runs did not start, and the invocation
+		// ends with the error once the running nodes have reported.
+		for i, r := range runs {
+			x.nodes[r.GetNodeId()].status = was[i]
+			x.inflight--
+		}
 		x.abort(err)
 		return
 	}
@@ -822,10 +928,16 @@ func (x *orchActor) stop(msg string) {
 	x.stopping = true
 }
 
-// abort ends the run with an error it cannot recover from (a failed save).
+// abort ends the invocation with an error it cannot recover from (a
+// failed save). What the actor holds may then differ from the store (the
+// store is behind it, or another writer is ahead: ErrConflict), so the
+// next invocation starts from the stored run (reload).
 func (x *orchActor) abort(err error) {
-	x.stop(err.Error())
-	x.saveErr = err
+	x.stopping = true
+	if x.saveErr == nil {
+		x.saveErr = err
+	}
+	x.stale = true
 }
 
 // report handles a node's report of a run.

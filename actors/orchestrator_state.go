@@ -289,6 +289,45 @@ func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
 	return e, nil
 }
 
+// reload replaces the run the actor holds by the stored one, keeping the
+// nodes' actors: after a failed save, memory may be ahead of the store,
+// or behind another writer that won a race (SPEC S4).
+func (x *orchActor) reload() error {
+	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
+	defer cancel()
+	owner, rec, err := x.cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(x.cfg.OwnerPath, x.cfg.ID))
+	if err != nil {
+		return fmt.Errorf("reload %s %q: %w", x.cfg.Kind, x.cfg.ID, err)
+	}
+	old := x.nodes
+	x.nodes = make(map[string]*nodeRec, len(old))
+	x.status, x.task, x.seq, x.duration, x.message, x.usage = 0, nil, 0, 0, "", &braidv1.Usage{}
+	x.table, x.byNode, x.raised, x.dropped = map[string]*routed{}, map[string][]*routed{}, nil, 0
+	x.held, x.results, x.executed, x.dirty, x.rewrite = nil, nil, nil, x.dirty[:0], false
+	clear(x.joint)
+	x.joint = x.joint[:0]
+	x.owner = owner
+	if rec != nil {
+		err = x.restore(owner.Key(), rec.Data, rec.Messages)
+	} else if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
+		sp.ResetPolicy()
+	}
+	for _, id := range x.order {
+		o, n := old[id], x.nodes[id]
+		if n == nil {
+			n = &nodeRec{id: id, status: braidv1.NodeStatus_NODE_STATUS_PENDING, msgs: o.msgs}
+			x.nodes[id] = n
+		}
+		n.runner, n.path, n.pid = o.runner, o.path, o.pid
+		n.run = max(n.run, o.run) // a late report of a run sent before is not taken for a new one
+	}
+	if err != nil {
+		return err
+	}
+	x.stale = false
+	return nil
+}
+
 // restore loads a stored run (SPEC M10, S5): a record that does not
 // decode strictly is a *persistence.DamageError; one of another kind of
 // orchestrator, or naming nodes this one lacks, is ErrTopology.

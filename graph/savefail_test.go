@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
@@ -24,23 +25,23 @@ type failingStore struct {
 	armed atomic.Bool
 }
 
-var errReviewDisk = errors.New("review: disk full")
+var errDiskFull = errors.New("disk full")
 
 func (s *failingStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
 	if s.armed.Load() {
 		for _, c := range changes {
 			if c.Key.Kind == persistence.KindMultiAgent {
-				return nil, errReviewDisk
+				return nil, errDiskFull
 			}
 		}
 	}
 	return s.Store.Save(ctx, opts, changes...)
 }
 
-// SPEC S4/R5: a save that fails when nodes start ends the invocation
-// with the error; it must not leave the orchestrator waiting forever for
-// runs it never sent.
-func TestReviewSave_FailedLaunchSaveDoesNotHang(t *testing.T) {
+// SPEC S4, R5: a save that fails when nodes start ends the invocation
+// with the error (nothing waits for runs never sent), and the graph runs
+// again once the store works.
+func TestGraph_FailedSaveAtLaunchEndsTheInvocationWithItsError(t *testing.T) {
 	r := newRecorder()
 	st := &failingStore{Store: persistence.NewMemoryStore()}
 	b := graph.NewBuilder().AddNode("a", fn(r, "a", nil)).AddNode("b", fn(r, "b", nil)).AddEdge("a", "b")
@@ -50,7 +51,7 @@ func TestReviewSave_FailedLaunchSaveDoesNotHang(t *testing.T) {
 	defer cancel()
 	_, err := g.Invoke(ctx, agent.Text("go"))
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the invocation hung")
-	require.ErrorIs(t, err, errReviewDisk)
+	require.ErrorIs(t, err, errDiskFull)
 	// and the graph still answers, and can run again
 	st.armed.Store(false)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Second)
@@ -61,7 +62,7 @@ func TestReviewSave_FailedLaunchSaveDoesNotHang(t *testing.T) {
 
 // Same, when the failing save is the one that starts the second node
 // (launch from a report).
-func TestReviewSave_FailedSaveInReportDoesNotHang(t *testing.T) {
+func TestGraph_FailedSaveAfterANodeEndsTheInvocationWithItsError(t *testing.T) {
 	r := newRecorder()
 	st := &failingStore{Store: persistence.NewMemoryStore()}
 	b := graph.NewBuilder().AddNode("a", agentFn(func() { st.armed.Store(true) })).AddNode("b", fn(r, "b", nil)).AddEdge("a", "b")
@@ -70,7 +71,7 @@ func TestReviewSave_FailedSaveInReportDoesNotHang(t *testing.T) {
 	defer cancel()
 	_, err := g.Invoke(ctx, agent.Text("go"))
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the invocation hung")
-	require.ErrorIs(t, err, errReviewDisk)
+	require.ErrorIs(t, err, errDiskFull)
 }
 
 // agentFn is a function node that calls f, then answers.
@@ -84,8 +85,9 @@ func agentFn(f func()) actorsNode {
 type actorsNode = actors.Node
 
 // SPEC S4: two resumes of one interrupted run from two processes: one
-// proceeds, the other gets ErrConflict before anything runs (not a hang).
-func TestReviewSave_SecondResumeGetsConflictNotHang(t *testing.T) {
+// proceeds, the other gets ErrConflict before anything runs; the loser
+// then sees the winner's run.
+func TestGraph_LosingConcurrentResumeGetsErrConflictBeforeAnythingRuns(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
@@ -106,4 +108,8 @@ func TestReviewSave_SecondResumeGetsConflictNotHang(t *testing.T) {
 	_, err = g2.Invoke(tctx, agent.Resume(interrupt.Respond(id, "x")))
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the second resume hung")
 	require.ErrorIs(t, err, persistence.ErrConflict)
+	assert.Equal(t, 1, r.count("tool:ask"), "the losing resume ran the tool")
+	res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(id, "x")))
+	require.Error(t, err, "the loser reloads the stored run: the interrupt is answered already")
+	assert.Equal(t, 1, r.count("tool:ask"))
 }
