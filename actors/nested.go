@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -33,7 +34,12 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 		}
 		switch st.GetStatus() {
 		case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
-			return nestedResult(st)
+			// The cut-off run may be a resume the nested run had not taken
+			// yet: the answers to its open interrupts go on; none left, its
+			// interrupts are the node's.
+			if in = pendingAnswers(in, st); in == nil {
+				return nestedResult(st)
+			}
 		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
 			in = &braidv1.AgentInput{} // carry the cut-off run on
 		case braidv1.NodeStatus_NODE_STATUS_PENDING:
@@ -43,22 +49,98 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 			}
 		}
 	}
-	var res *braidv1.MultiAgentResult
-	var err error
-	if emit == nil {
-		res, err = r.O.Invoke(ctx, in)
-	} else {
-		res, err = r.O.Stream(ctx, in, func(ev *braidv1.MultiAgentEvent) bool {
-			if ev.GetInterrupt() == nil { // the outer orchestrator streams them after its save
-				emit(ev)
-			}
-			return true
-		})
-	}
+	res, err := r.call(ctx, in, emit)
 	if err != nil {
 		return FailedResult(run.GetNodeId(), err)
 	}
 	return nestedResult(res)
+}
+
+// pendingAnswers is the part of a resume's input that answers interrupts
+// st still waits on, or nil when it answers none of them.
+func pendingAnswers(in *braidv1.AgentInput, st *braidv1.MultiAgentResult) *braidv1.AgentInput {
+	open := make(map[string]bool, len(st.GetInterrupts()))
+	for _, w := range st.GetInterrupts() {
+		open[w.GetId()] = true
+	}
+	out := &braidv1.AgentInput{Resume: true}
+	for _, w := range in.GetResponses() {
+		if open[w.GetInterruptId()] {
+			out.Responses = append(out.Responses, w)
+		}
+	}
+	if len(out.Responses) == 0 {
+		return nil
+	}
+	return out
+}
+
+// call runs the nested orchestrator on in and waits for its result. When
+// ctx ends first (the parent's Cancel, its NodeTimeout), the nested run
+// is cancelled and waited for: nothing of it goes on behind its parent's
+// back, and its result (CANCELLED, or what its nodes ended with) is the
+// node's.
+func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, error) {
+	o := r.O
+	if o.isClosed() {
+		return nil, ErrOrchestratorClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // ended before the run began: nothing to stop
+	}
+	cancel := func() { o.binding.Send(&orchCancel{reply: make(chan bool, 1)}) } // after the invocation: same sender
+	if emit == nil {
+		reply := make(chan orchReply, 1)
+		o.binding.Send(&orchInvoke{in: in, reply: reply})
+		select {
+		case rep := <-reply:
+			return rep.res, rep.err
+		case <-ctx.Done():
+			cancel()
+		}
+		rep, err := o.wait(context.Background(), reply)
+		return rep.res, err
+	}
+	// first waits with ctx, then (cancelled) until the run ends; a Close
+	// of the nested orchestrator ends either wait.
+	wait, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	first, stopFirst := context.WithCancelCause(ctx)
+	defer stopFirst(nil)
+	go func() {
+		select {
+		case <-o.closed:
+			stopFirst(ErrOrchestratorClosed)
+			stop(ErrOrchestratorClosed)
+		case <-wait.Done():
+		}
+	}()
+	inbox := NewInbox(o.sys)
+	defer inbox.Close()
+	o.binding.Send(&orchInvoke{in: in, events: inbox})
+	rctx, cancelled := first, false
+	for {
+		m, err := inbox.Receive(rctx)
+		if err != nil {
+			if cause := context.Cause(rctx); errors.Is(cause, ErrOrchestratorClosed) {
+				return nil, cause
+			}
+			if !cancelled && ctx.Err() != nil {
+				cancel()
+				rctx, cancelled = wait, true
+				continue
+			}
+			return nil, err
+		}
+		switch m := m.(type) {
+		case *braidv1.MultiAgentEvent:
+			if m.GetInterrupt() == nil { // the outer orchestrator streams them after its save
+				emit(m)
+			}
+		case *streamEnd:
+			return m.res, m.err
+		}
+	}
 }
 
 func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {

@@ -211,6 +211,9 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) 
 		if r := recover(); r != nil {
 			rep = n.failedReport(m, fmt.Errorf("node %q panicked: %v\n%s", n.id, r, debug.Stack()))
 		}
+		// Every report, a gate's or a failure's included, says where the
+		// executor stands: the base of the node's next run (SPEC M10).
+		rep.Messages = n.progress(context.WithoutCancel(ctx))
 	}()
 	rep = &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun()}
 	gate := interrupt.NewState()
@@ -262,13 +265,24 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) 
 	}
 	res.DurationNs = int64(time.Since(start))
 	rep.Result = res
-	if p, err := n.runner.Progress(context.WithoutCancel(ctx)); err == nil {
-		rep.Messages = p
-	}
 	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		n.after(ctx, rep)
 	}
 	return rep
+}
+
+// progress is the executor's progress, -1 when it cannot be read.
+func (n *nodeActor) progress(ctx context.Context) (p int64) {
+	defer func() {
+		if recover() != nil {
+			p = -1
+		}
+	}()
+	p, err := n.runner.Progress(ctx)
+	if err != nil {
+		return -1
+	}
+	return p
 }
 
 func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport) {
@@ -281,7 +295,7 @@ func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport) {
 }
 
 func (n *nodeActor) failedReport(m *braidv1.NodeRun, err error) *braidv1.NodeReport {
-	return &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun(), Result: failedResult(n.id, err)}
+	return &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun(), Result: failedResult(n.id, err), Messages: -1}
 }
 
 func failedResult(node string, err error) *braidv1.NodeResult {

@@ -958,7 +958,9 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	}
 	x.seq++
 	n.ended = x.seq
-	n.msgs = m.GetMessages()
+	if p := m.GetMessages(); p >= 0 {
+		n.msgs = p
+	}
 	if len(m.GetGate()) > 0 {
 		n.gate = m.GetGate()
 	}

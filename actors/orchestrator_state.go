@@ -210,7 +210,10 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 	if x.rewrite || keep > 4*len(x.nodes)+16 {
 		keep, changed = 0, nil
 		for _, id := range x.order {
-			if n := x.nodes[id]; n.status != braidv1.NodeStatus_NODE_STATUS_PENDING || n.dirty {
+			// A node that did not run in this run is kept for its
+			// executor's progress (the base of its next run, after a
+			// passivation too).
+			if n := x.nodes[id]; n.status != braidv1.NodeStatus_NODE_STATUS_PENDING || n.dirty || n.msgs != 0 {
 				changed = append(changed, n)
 			}
 		}

@@ -109,7 +109,7 @@ func TestGraph_LosingConcurrentResumeGetsErrConflictBeforeAnythingRuns(t *testin
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "the second resume hung")
 	require.ErrorIs(t, err, persistence.ErrConflict)
 	assert.Equal(t, 1, r.count("tool:ask"), "the losing resume ran the tool")
-	res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(id, "x")))
+	_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(id, "x")))
 	require.Error(t, err, "the loser reloads the stored run: the interrupt is answered already")
 	assert.Equal(t, 1, r.count("tool:ask"))
 }

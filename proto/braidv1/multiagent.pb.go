@@ -219,9 +219,11 @@ type NodeReport struct {
 	Gate []*Interrupt `protobuf:"bytes,4,rep,name=gate,proto3" json:"gate,omitempty"`
 	// gated: the node did not run because a BeforeNodeCall hook interrupted.
 	Gated bool `protobuf:"varint,5,opt,name=gated,proto3" json:"gated,omitempty"`
-	// messages counts the messages of the node's agent after the run (0 for
-	// other nodes); the orchestrator keeps it to recover a run cut off by a
-	// crash.
+	// messages is the node executor's progress after the run, on every
+	// report (NodeRunner.Progress: its agent's message count, a nested
+	// orchestrator's progress counter; 0 for a function node), or -1 when it
+	// could not be read: the orchestrator then keeps what it had. It keeps it
+	// to recover a run cut off by a crash.
 	Messages int64 `protobuf:"varint,6,opt,name=messages,proto3" json:"messages,omitempty"`
 }
 
