@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{pool: pool}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
-		for _, ddl := range sqlstore.Schema(`text COLLATE "C"`) {
+		for _, ddl := range sqlstore.Schema(`text COLLATE "C"`, "") {
 			if err := q.Exec(ctx, ddl); err != nil {
 				return err
 			}

@@ -132,7 +132,7 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
 		err = q.Exec(ctx, "BEGIN IMMEDIATE")
-		for _, ddl := range append(sqlstore.Schema("text"), "COMMIT") {
+		for _, ddl := range append(sqlstore.Schema("text", " WITHOUT ROWID"), "COMMIT") {
 			err = cmp.Or(err, q.Exec(ctx, ddl))
 		}
 		if err != nil {

@@ -254,3 +254,49 @@ func TestSave_ContextEndsWhileLocked(t *testing.T) {
 	require.NoError(t, tx.Rollback())
 	require.NoError(t, s.Sync(bg)) // the writer is free again
 }
+
+// A braid.db whose tables an earlier Braid created as rowid tables opens
+// and works as before: the schema is only ever created when absent.
+func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	for _, ddl := range []string{
+		`CREATE TABLE braid_records (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
+  schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
+  messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id))`,
+		`CREATE TABLE braid_messages (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
+  seq bigint NOT NULL, data text NOT NULL, PRIMARY KEY (session_id, kind, id, seq))`,
+	} {
+		_, err := db.ExecContext(bg, ddl)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	s := open(t, dir, sqlite.Config{})
+	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{}`),
+		Messages: []json.RawMessage{json.RawMessage(`{"i":0}`)}})
+	require.NoError(t, err)
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: json.RawMessage(`{}`), From: 1,
+		Messages: []json.RawMessage{json.RawMessage(`{"i":1}`)}})
+	require.NoError(t, err)
+	rec, err := s.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rec.Version)
+	assert.Len(t, rec.Messages, 2)
+}
+
+// The tables are WITHOUT ROWID: each is its primary key's b-tree, so a
+// save writes one b-tree per table, not a table and its key's index.
+func TestStore_TablesAreTheirPrimaryKeys(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir, sqlite.Config{})
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, table := range []string{"braid_records", "braid_messages"} {
+		var n int
+		require.NoError(t, db.QueryRowContext(bg, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`, table).Scan(&n))
+		assert.Zero(t, n, "%s has a separate index for its key", table)
+	}
+}

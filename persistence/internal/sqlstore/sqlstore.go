@@ -35,17 +35,19 @@ type Rows interface {
 // Schema returns the statements that create the tables; text is the type
 // of the id columns (PostgreSQL needs `text COLLATE "C"` to order ids
 // byte by byte, as Go and SQLite do). Records and messages are text, kept
-// exactly as written.
-func Schema(text string) []string {
+// exactly as written. options ends each keyed table's definition: SQLite
+// takes " WITHOUT ROWID", so that a table is its primary key's b-tree and
+// a save writes half the pages (there is no separate index to keep).
+func Schema(text, options string) []string {
 	return []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_records (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL,
   schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
   messages bigint NOT NULL,
-  PRIMARY KEY (session_id, kind, id))`, text),
+  PRIMARY KEY (session_id, kind, id))%[2]s`, text, options),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_messages (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL, seq bigint NOT NULL, data text NOT NULL,
-  PRIMARY KEY (session_id, kind, id, seq))`, text),
+  PRIMARY KEY (session_id, kind, id, seq))%[2]s`, text, options),
 		`CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
 	}
 }
