@@ -89,6 +89,9 @@ type request struct {
 	del    bool // reqSetState: delete the key
 	reply  replier
 	local  localReply // the reply of an in-process caller (reply = &local)
+	// caller is the context an in-process caller asked with: the job's
+	// context carries its values (nil: none, as for a remote caller).
+	caller context.Context
 }
 
 // replier gets a job's events (on the job's goroutine) and its outcome
@@ -117,9 +120,29 @@ type (
 )
 
 // jobKey is the context key under which a job's context names its agent
-// (its *core), so that the agent can refuse work asked of it from its own
-// hooks and tools (ErrReentrant).
+// and the agents whose jobs asked for it (a *jobChain), so that an agent
+// can refuse work asked of it from its own hooks and tools, directly or
+// through other agents (ErrReentrant).
 type jobKey struct{}
+
+// jobChain is the agents a job runs for: its own, then, up the chain,
+// the agent whose hook or tool asked for the job, and so on.
+type jobChain struct {
+	core *core
+	up   *jobChain
+}
+
+// runsFor reports whether ctx is the context of a job of k or of a job
+// that k's job waits for.
+func runsFor(ctx context.Context, k *core) bool {
+	c, _ := ctx.Value(jobKey{}).(*jobChain)
+	for ; c != nil; c = c.up {
+		if c.core == k {
+			return true
+		}
+	}
+	return false
+}
 
 // localAbandon: the in-process caller of req stopped waiting (its
 // context ended); the AgentCancel with an invocation id of the protobuf
@@ -199,7 +222,7 @@ func (x *agentActor) Idle() bool {
 // that the next message tries again.
 func (x *agentActor) activate() {
 	cfg := &x.core.cfg
-	x.jobCtx = context.WithValue(context.Background(), jobKey{}, x.core)
+	x.jobCtx = context.WithValue(context.Background(), jobKey{}, &jobChain{core: x.core})
 	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
 	restore := cfg.Restore
 	if cfg.Session != nil {
@@ -282,7 +305,7 @@ func (x *agentActor) enqueue(c actor.Context, r *request) {
 func (x *agentActor) start(c actor.Context, r *request) {
 	x.seq++
 	seq := x.seq
-	ctx, cancel := context.WithCancelCause(x.jobCtx)
+	ctx, cancel := context.WithCancelCause(withCallerValues(x.jobCtx, x.core, r.caller))
 	r.seq, r.cancel = seq, cancel
 	x.running = r
 	self, root := c.Self(), x.sys.Root()
@@ -300,6 +323,37 @@ func (x *agentActor) start(c actor.Context, r *request) {
 	if !r.reply.lend(j) {
 		x.sys.Go(j.execute)
 	}
+}
+
+// callerValues is a job's context that also carries the values of the
+// context its caller asked with (a trace, a request id, credentials), and
+// nothing else of it: the caller's deadline and cancellation do not end
+// the job (the actor stops it at a safe point when the caller gives up).
+// The job's own values come first.
+type callerValues struct {
+	context.Context
+	caller context.Context
+}
+
+func (c callerValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.caller.Value(key)
+}
+
+// withCallerValues is job (the context of k's jobs), carrying caller's
+// values too when there is a caller that may have any; when caller is the
+// context of another agent's job, k's place in the chain is recorded.
+func withCallerValues(job context.Context, k *core, caller context.Context) context.Context {
+	if caller == nil || caller == context.Background() || caller == context.TODO() {
+		return job
+	}
+	ctx := context.Context(callerValues{Context: job, caller: caller})
+	if up, ok := caller.Value(jobKey{}).(*jobChain); ok {
+		ctx = context.WithValue(ctx, jobKey{}, &jobChain{core: k, up: up})
+	}
+	return ctx
 }
 
 // runState is what a job needs to run as its actor's job and report.

@@ -39,8 +39,9 @@ var (
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
 	// ErrReentrant: a hook or tool of an agent asked that same agent for
 	// work (Invoke, Stream, SetMessages, SetState, CallTool) with the
-	// context it was given; the work would wait for the invocation that
-	// waits for it (SPEC R7). Read the agent through ev.Agent (or
+	// context it was given, directly or through another agent it waits
+	// on (a tool that invokes an agent whose tool calls back); the work
+	// would wait for the invocation that waits for it (SPEC R7). Read the agent through ev.Agent (or
 	// Snapshot and Status, which are answered at once), or have an
 	// AfterInvocation hook call Resume.
 	ErrReentrant = errors.New("an agent's own hook or tool cannot give it more work while it runs: read it through ev.Agent, or resume from AfterInvocation")
@@ -254,6 +255,11 @@ func WithValues(values map[string]any) InvokeOption {
 // (context.Background()), the invocation's loop runs on the caller's
 // goroutine, lent to the agent's actor for it (see docs/DESIGN.md, Jobs):
 // the same behaviour, without two goroutine hand-offs.
+//
+// The values of ctx (a trace, a request id) reach the invocation's hooks,
+// model calls and tools through their contexts; its deadline and
+// cancellation reach them only as described above. Values do not cross a
+// process, and a Graph or Swarm does not pass them on to its nodes.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Result, error) {
 	r, err := a.invocation(in, opts)
 	if err != nil {
@@ -274,7 +280,7 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		r, err := a.invocation(in, opts)
-		if err == nil && ctx.Value(jobKey{}) == a.core {
+		if err == nil && runsFor(ctx, a.core) {
 			err = ErrReentrant
 		}
 		if err != nil {
@@ -283,7 +289,7 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 		}
 		reply := &r.local
 		reply.init(true)
-		r.reply = reply
+		r.reply, r.caller = reply, ctx
 		if err := a.send(r); err != nil {
 			yield(nil, err)
 			return
@@ -348,7 +354,7 @@ func (a *Agent) invocation(in Input, opts []InvokeOption) (*request, error) {
 
 // run sends a job request and waits for its outcome or for ctx to end.
 func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
-	if ctx.Value(jobKey{}) == a.core {
+	if runsFor(ctx, a.core) {
 		return nil, ErrReentrant
 	}
 	if err := ctx.Err(); err != nil {
@@ -365,7 +371,7 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 		a.spareMu.Unlock()
 	}
 	reply.init(false)
-	r.reply = reply
+	r.reply, r.caller = reply, ctx
 	if err := a.send(r); err != nil {
 		return nil, err
 	}
