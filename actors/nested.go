@@ -91,7 +91,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	cancel := func() { o.binding.Send(&orchCancel{reply: make(chan bool, 1)}) } // after the invocation: same sender
 	if emit == nil {
 		reply := make(chan orchReply, 1)
-		o.binding.Send(&orchInvoke{in: in, reply: reply})
+		o.binding.Send(&orchInvoke{in: in, reply: reply, caller: ctx})
 		select {
 		case rep := <-reply:
 			return rep.res, rep.err
@@ -117,7 +117,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox})
+	o.binding.Send(&orchInvoke{in: in, events: inbox, caller: ctx})
 	rctx, cancelled := first, false
 	for {
 		m, err := inbox.Receive(rctx)

@@ -98,12 +98,43 @@ type localReport struct {
 	local  any // SetLocalResult's value
 }
 
+// WithCallerValues is ctx, carrying caller's values too: a context for
+// work an actor runs for an in-process caller, which sees the caller's
+// values (a trace, a request id) and nothing else of it: the caller's
+// deadline and cancellation do not end the work (the actor stops it when
+// the caller gives up). ctx's own values come first. A nil caller, or
+// one without values, gives ctx.
+func WithCallerValues(ctx, caller context.Context) context.Context {
+	if !hasValues(caller) {
+		return ctx
+	}
+	return callerValues{Context: ctx, caller: caller}
+}
+
+// hasValues reports whether ctx may carry values.
+func hasValues(ctx context.Context) bool {
+	return ctx != nil && ctx != context.Background() && ctx != context.TODO()
+}
+
+type callerValues struct {
+	context.Context
+	caller context.Context
+}
+
+func (c callerValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.caller.Value(key)
+}
+
 // localRun is a NodeRun of a streamed invocation, in process: events go
 // to the stream's inbox.
 type localRun struct {
 	run    *braidv1.NodeRun
 	events *Inbox
 	local  any
+	caller context.Context // the invocation's caller: its values reach the runner
 }
 
 type localKey struct{}
@@ -151,9 +182,9 @@ type nodeRunDone struct{ run uint64 }
 func (n *nodeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *localRun:
-		n.start(c, m.run, m.events, m.local)
+		n.start(c, m.run, m.events, m.local, m.caller)
 	case *braidv1.NodeRun:
-		n.start(c, m, nil, nil)
+		n.start(c, m, nil, nil, nil)
 	case *nodeRunDone:
 		n.cancel = nil
 	case *nodeCancel:
@@ -168,16 +199,17 @@ func (n *nodeActor) Receive(c actor.Context) {
 }
 
 // start starts a run on a goroutine of the node's.
-func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, local any) {
+func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, local any, caller context.Context) {
 	if n.cancel != nil {
 		// The orchestrator runs a node once at a time; a second run is
 		// its bug, reported rather than run twice.
 		c.Send(c.Parent(), n.failedReport(m, fmt.Errorf("node %q: run %d while run is in flight", n.id, m.GetRun())))
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	base := WithCallerValues(context.Background(), caller)
+	ctx, cancel := context.WithCancel(base)
 	if n.timeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), n.timeout)
+		ctx, cancel = context.WithTimeout(base, n.timeout)
 	}
 	n.cancel = cancel
 	if local != nil {

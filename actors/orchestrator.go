@@ -166,6 +166,9 @@ type Orchestrator struct {
 type orchInvoke struct {
 	in    *braidv1.AgentInput
 	reply chan orchReply
+	// caller is the in-process caller's context: its values reach the
+	// invocation's hooks and the nodes it runs (nil: none).
+	caller context.Context
 	// events, if set, gets the run's MultiAgentEvents and then a
 	// *streamEnd instead of reply.
 	events *Inbox
@@ -289,7 +292,7 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 		return nil, nil, ErrOrchestratorClosed
 	}
 	reply := make(chan orchReply, 1)
-	o.binding.Send(&orchInvoke{in: in, reply: reply})
+	o.binding.Send(&orchInvoke{in: in, reply: reply, caller: ctx})
 	r, err := o.wait(ctx, reply)
 	return r.res, r.locals, err
 }
@@ -346,7 +349,7 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox})
+	o.binding.Send(&orchInvoke{in: in, events: inbox, caller: ctx})
 	for {
 		m, err := inbox.Receive(ctx)
 		if err != nil {
@@ -735,6 +738,10 @@ func (x *orchActor) runHooks(c actor.Context, phase int) {
 		res = x.result()
 	}
 	resuming := x.resuming
+	ctx := context.Background()
+	if x.cur != nil {
+		ctx = WithCallerValues(ctx, x.cur.caller)
+	}
 	x.sys.Go(func() {
 		var err error
 		func() {
@@ -747,10 +754,10 @@ func (x *orchActor) runHooks(c actor.Context, phase int) {
 				return
 			}
 			if phase == 1 {
-				if e := h.BeforeInvocation(context.Background(), resuming); e != nil {
+				if e := h.BeforeInvocation(ctx, resuming); e != nil {
 					err = fmt.Errorf("BeforeMultiAgentInvocation hook: %w", e)
 				}
-			} else if e := h.AfterInvocation(context.Background(), res); e != nil {
+			} else if e := h.AfterInvocation(ctx, res); e != nil {
 				err = fmt.Errorf("AfterMultiAgentInvocation hook: %w", e)
 			}
 		}()
@@ -892,11 +899,12 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 	for _, r := range runs {
 		n := x.nodes[r.GetNodeId()]
 		var events *Inbox
+		var caller context.Context
 		if x.cur != nil {
-			events = x.cur.events
+			events, caller = x.cur.events, x.cur.caller
 		}
-		if events != nil || n.local != nil {
-			c.Send(n.pid, &localRun{run: r, events: events, local: n.local})
+		if events != nil || n.local != nil || hasValues(caller) {
+			c.Send(n.pid, &localRun{run: r, events: events, local: n.local, caller: caller})
 			continue
 		}
 		c.Send(n.pid, r)

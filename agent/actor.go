@@ -325,31 +325,14 @@ func (x *agentActor) start(c actor.Context, r *request) {
 	}
 }
 
-// callerValues is a job's context that also carries the values of the
-// context its caller asked with (a trace, a request id, credentials), and
-// nothing else of it: the caller's deadline and cancellation do not end
-// the job (the actor stops it at a safe point when the caller gives up).
-// The job's own values come first.
-type callerValues struct {
-	context.Context
-	caller context.Context
-}
-
-func (c callerValues) Value(key any) any {
-	if v := c.Context.Value(key); v != nil {
-		return v
-	}
-	return c.caller.Value(key)
-}
-
 // withCallerValues is job (the context of k's jobs), carrying caller's
 // values too when there is a caller that may have any; when caller is the
 // context of another agent's job, k's place in the chain is recorded.
 func withCallerValues(job context.Context, k *core, caller context.Context) context.Context {
-	if caller == nil || caller == context.Background() || caller == context.TODO() {
+	ctx := actors.WithCallerValues(job, caller)
+	if ctx == job {
 		return job
 	}
-	ctx := context.Context(callerValues{Context: job, caller: caller})
 	if up, ok := caller.Value(jobKey{}).(*jobChain); ok {
 		ctx = context.WithValue(ctx, jobKey{}, &jobChain{core: k, up: up})
 	}

@@ -259,7 +259,8 @@ func WithValues(values map[string]any) InvokeOption {
 // The values of ctx (a trace, a request id) reach the invocation's hooks,
 // model calls and tools through their contexts; its deadline and
 // cancellation reach them only as described above. Values do not cross a
-// process, and a Graph or Swarm does not pass them on to its nodes.
+// process; a Graph or Swarm in this process passes its caller's on to its
+// hooks and nodes the same way.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Result, error) {
 	r, err := a.invocation(in, opts)
 	if err != nil {

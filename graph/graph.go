@@ -76,7 +76,9 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // mix of both are rejected with nothing changed (SPEC I7, M5). A run cut
 // off by a crash (Status EXECUTING after a restart) is carried on with the
 // empty input agent.Input{}; a new task is refused with
-// actors.ErrIncompleteRun until then.
+// actors.ErrIncompleteRun until then. The values of ctx reach the run's
+// hooks and nodes (their agents' hooks, models and tools), in this
+// process.
 func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
 	w, err := agent.InputToWire(in)
 	if err != nil {

@@ -76,7 +76,8 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // on a finished run starts a fresh run. A run cut off by a crash (Status
 // EXECUTING after a restart) is carried on with the empty input
 // agent.Input{}; a new task is refused with actors.ErrIncompleteRun until
-// then.
+// then. The values of ctx reach the run's hooks and nodes (their agents'
+// hooks, models and tools), in this process.
 func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
 	w, err := agent.InputToWire(in)
 	if err != nil {
