@@ -200,3 +200,26 @@ func TestAgentSession_RewriteKeepsAtMostTheSavedMessages(t *testing.T) {
 		require.ErrorIs(t, err, persistence.ErrBadSave)
 	})
 }
+
+// The orchestrator's Commit of a taken change that fails changes nothing:
+// the change is parked again (the agent stays ahead of the store only in
+// memory), and the agent's next save carries it.
+func TestAgentSession_FailedCommitParksTheTakenChangeAgain(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner persistence.Store) {
+		ctx := context.Background()
+		st := &failOnce{Store: inner}
+		m, as := parkedAgent(t, st, "q0", "a0", "q1", "a1")
+		require.NoError(t, as.Rewrite(ctx, agentRec(1, userMsgs("reset")...), 0, persistence.SaveInvocation))
+		staged := as.TakeDeferred()
+		require.NotNil(t, staged)
+		assert.False(t, as.Parked())
+		st.armed.Store(true)
+		require.ErrorIs(t, m.Commit(ctx, persistence.SaveInvocation, staged), errInjected)
+		assert.True(t, as.Parked(), "parked again")
+		assert.Equal(t, []string{"q0", "a0", "q1", "a1"}, storedTexts(t, m))
+
+		require.NoError(t, as.Save(ctx, agentRec(2, userMsgs("reset", "answer")...), persistence.SaveMessage))
+		assert.Equal(t, []string{"reset", "answer"}, storedTexts(t, m))
+		assert.False(t, as.Parked())
+	})
+}

@@ -143,13 +143,27 @@ type Staged struct {
 	owner  *Owner
 	empty  bool
 	change Change
+	// parker is the agent writer that parked it (DeferDurable): a Commit
+	// that fails parks it there again, so that it is not lost.
+	parker *AgentSession
 }
 
 // Commit saves the staged changes in one transaction, durably if point is
 // durable (SPEC S4, M10): all or nothing. Empty changes are skipped; at a
 // durable point with nothing to save it makes the earlier saves durable
-// (Store.Sync), unless the owners' last writes already were.
-func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) error {
+// (Store.Sync), unless the owners' last writes already were. A failed
+// Commit changes nothing: an agent's parked change (TakeDeferred) is
+// parked again, and the agent's next save carries it.
+func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) (err error) {
+	defer func() {
+		if err != nil {
+			for _, s := range staged {
+				if s.parker != nil {
+					s.parker.parked.CompareAndSwap(nil, s)
+				}
+			}
+		}
+	}()
 	var changes []Change
 	var owners []*Owner
 	stale := false // an owner whose last write was not durable
@@ -230,8 +244,9 @@ type AgentSession struct {
 func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
 
 // TakeDeferred returns the change parked since the last commit (nil:
-// none) and forgets it; the caller commits it with SessionManager.Commit.
-// Until then the agent's last durable save is not in the store. It ends
+// none) and forgets it; the caller commits it with SessionManager.Commit
+// (which parks it again if it fails). Until then the agent's last
+// durable save is not in the store. It ends
 // the deferral: a durable save after it (an agent cut off by a node
 // timeout that stops later) commits at once, as no one would take it.
 func (s *AgentSession) TakeDeferred() *Staged {
@@ -309,6 +324,7 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 		return err
 	}
 	if s.defer_.Load() && (point == SaveInterrupt || point == SaveInvocation) {
+		st.parker = s
 		// Supersedes the parked change (st carries it). It cannot have
 		// been taken meanwhile: the agent saves once at a time, and a node
 		// takes its agent's change once the agent's run ended.
@@ -323,11 +339,7 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 		if !s.parked.CompareAndSwap(st, nil) {
 			return nil
 		}
-		if err := s.m.Commit(ctx, point, st); err != nil {
-			s.parked.CompareAndSwap(nil, st) // still parked: a later save carries it
-			return err
-		}
-		return nil
+		return s.m.Commit(ctx, point, st) // failed, it parks st again
 	}
 	if err := s.m.Commit(ctx, point, st); err != nil {
 		return err // the parked change stays parked: a failed save changes nothing
