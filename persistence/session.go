@@ -246,9 +246,9 @@ func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
 // TakeDeferred returns the change parked since the last commit (nil:
 // none) and forgets it; the caller commits it with SessionManager.Commit
 // (which parks it again if it fails). Until then the agent's last
-// durable save is not in the store. It ends
-// the deferral: a durable save after it (an agent cut off by a node
-// timeout that stops later) commits at once, as no one would take it.
+// durable save is not in the store. It ends the deferral: a durable save
+// after it (an agent cut off by a node timeout that stops later) commits
+// at once, as no one would take it.
 func (s *AgentSession) TakeDeferred() *Staged {
 	s.defer_.Store(false)
 	return s.parked.Swap(nil)
