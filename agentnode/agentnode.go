@@ -125,6 +125,11 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 }
 
 func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
+	// The last Deferred ended the deferral (an agent cut off by a timeout
+	// commits its later take-back at once); this run's saves wait again.
+	if s := r.sess.Load(); s != nil {
+		s.DeferDurable()
+	}
 	in, ok := actors.LocalInput(ctx).(agent.Input) // in process: no decoding
 	if !ok {
 		var err error

@@ -143,13 +143,27 @@ type Staged struct {
 	owner  *Owner
 	empty  bool
 	change Change
+	// parker is the agent writer that parked it (DeferDurable): a Commit
+	// that fails parks it there again, so that it is not lost.
+	parker *AgentSession
 }
 
 // Commit saves the staged changes in one transaction, durably if point is
 // durable (SPEC S4, M10): all or nothing. Empty changes are skipped; at a
 // durable point with nothing to save it makes the earlier saves durable
-// (Store.Sync), unless the owners' last writes already were.
-func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) error {
+// (Store.Sync), unless the owners' last writes already were. A failed
+// Commit changes nothing: an agent's parked change (TakeDeferred) is
+// parked again, and the agent's next save carries it.
+func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) (err error) {
+	defer func() {
+		if err != nil {
+			for _, s := range staged {
+				if s.parker != nil {
+					s.parker.parked.CompareAndSwap(nil, s)
+				}
+			}
+		}
+	}()
 	var changes []Change
 	var owners []*Owner
 	stale := false // an owner whose last write was not durable
@@ -211,6 +225,9 @@ type agentData struct {
 type AgentSession struct {
 	*Owner
 	// defer_ parks the durable saves for TakeDeferred (DeferDurable).
+	// defer_ and parked are atomics because the orchestrator's node takes
+	// the parked change on its own goroutine (TakeDeferred, Parked) while
+	// the agent's job saves on another.
 	defer_ atomic.Bool
 	parked atomic.Pointer[Staged]
 }
@@ -219,15 +236,28 @@ type AgentSession struct {
 // invocation) wait, staged, for TakeDeferred instead of committing: an
 // orchestrator commits them with its own record in one transaction
 // (SPEC M10), so that a crash never leaves a node's agent ahead of its
-// orchestrator. A later save of the agent commits at once and carries the
-// parked change with it (both are based on the last commit). Call it
-// before the first save.
+// orchestrator. It lasts until the next TakeDeferred: a node calls it
+// before each run of its agent. Nothing parked is lost: a later save of
+// the agent, durable or not, is merged with the parked change into one
+// change based on the last commit (parked again, or committed at once,
+// carrying it).
 func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
 
 // TakeDeferred returns the change parked since the last commit (nil:
-// none) and forgets it; the caller commits it with SessionManager.Commit.
-// Until then the agent's last durable save is not in the store.
-func (s *AgentSession) TakeDeferred() *Staged { return s.parked.Swap(nil) }
+// none) and forgets it; the caller commits it with SessionManager.Commit
+// (which parks it again if it fails). Until then the agent's last
+// durable save is not in the store. It ends the deferral: a durable save
+// after it (an agent cut off by a node timeout that stops later) commits
+// at once, as no one would take it.
+func (s *AgentSession) TakeDeferred() *Staged {
+	s.defer_.Store(false)
+	return s.parked.Swap(nil)
+}
+
+// Parked reports whether a change is parked for TakeDeferred: until it is
+// taken or carried by a later save, it is in no store, so the agent must
+// not be passivated.
+func (s *AgentSession) Parked() bool { return s.parked.Load() != nil }
 
 // OpenAgent loads the agent's record and returns its writer, and the record
 // (nil when the session has none for it yet). Every call is a writer of
@@ -261,33 +291,70 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 }
 
 // Save saves the agent at a save point. The history is append-only: the
-// first Messages() messages of rec.Messages are the stored ones, and only
-// the rest are encoded and sent (SPEC S1); use Rewrite to change earlier
-// ones. Nothing new to save is no save; at a durable point that makes the
-// earlier saves durable. A save against a record changed by another writer
-// fails with a *ConflictError and changes nothing: the agent is stale.
+// first saved messages of rec.Messages are the stored ones (or the parked
+// ones, see DeferDurable), and only the rest are encoded and sent (SPEC
+// S1); use Rewrite to change earlier ones. Nothing new to save is no save;
+// at a durable point that makes the earlier saves durable. A save against
+// a record changed by another writer fails with a *ConflictError and
+// changes nothing: the agent is stale.
 func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoint) error {
-	if len(rec.Messages) < s.count {
-		return fmt.Errorf("%w: %s: the history has %d messages, %d are stored: a shorter history is a Rewrite",
-			ErrBadSave, s.key, len(rec.Messages), s.count)
+	n := s.saved(s.parked.Load())
+	if len(rec.Messages) < n {
+		return fmt.Errorf("%w: %s: the history has %d messages, %d are saved: a shorter history is a Rewrite",
+			ErrBadSave, s.key, len(rec.Messages), n)
 	}
-	return s.Rewrite(ctx, rec, s.count, point)
+	return s.Rewrite(ctx, rec, n, point)
 }
 
 // Rewrite saves the agent like Save, but with a history whose first keep
-// messages are the stored ones and the rest replace what is stored after
+// messages are the saved ones and the rest replace what is saved after
 // them: SetMessages (keep 0), or an invocation that takes its prompt back.
+// A parked change is merged in: the change staged keeps only what both
+// keep of the stored history, so it carries the parked rewrite too.
 func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
+	p := s.parked.Load()
+	if n := s.saved(p); keep < 0 || keep > n {
+		return fmt.Errorf("%w: %s: keep %d of %d saved messages", ErrBadSave, s.key, keep, n)
+	}
+	if p != nil && p.change.From < keep {
+		keep = p.change.From // the parked change replaced the stored messages from there on
+	}
 	st, err := s.StageAgent(rec, keep)
 	if err != nil {
 		return err
 	}
 	if s.defer_.Load() && (point == SaveInterrupt || point == SaveInvocation) {
-		s.parked.Store(st) // supersedes a parked one: both follow the last commit
-		return nil
+		st.parker = s
+		// Supersedes the parked change (st carries it). It cannot have
+		// been taken meanwhile: the agent saves once at a time, and a node
+		// takes its agent's change once the agent's run ended.
+		if !s.parked.CompareAndSwap(p, st) {
+			return fmt.Errorf("%w: %s: the parked change was taken while the agent saved", ErrBadSave, s.key)
+		}
+		if s.defer_.Load() {
+			return nil // TakeDeferred, if it comes, takes st
+		}
+		// TakeDeferred ended the deferral meanwhile: unless it took st
+		// after all, no one will; commit it here.
+		if !s.parked.CompareAndSwap(st, nil) {
+			return nil
+		}
+		return s.m.Commit(ctx, point, st) // failed, it parks st again
 	}
-	s.parked.Store(nil) // this save carries what was parked
-	return s.m.Commit(ctx, point, st)
+	if err := s.m.Commit(ctx, point, st); err != nil {
+		return err // the parked change stays parked: a failed save changes nothing
+	}
+	s.parked.CompareAndSwap(p, nil) // st carried it
+	return nil
+}
+
+// saved is how many messages the agent's last save left: the parked
+// change's, else the stored ones.
+func (s *AgentSession) saved(p *Staged) int {
+	if p != nil {
+		return p.change.From + len(p.change.Messages)
+	}
+	return s.count
 }
 
 // StageAgent prepares the agent's change for Commit; keep as in Rewrite.
