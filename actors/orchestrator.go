@@ -721,7 +721,12 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	}
 	for _, n := range x.nodes {
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
+		// A fresh run has no starts or ends yet: the policy's "ended after
+		// its last start" and "ran before" (reset on revisit) speak of this
+		// run only, as after a restore. The sequence itself goes on, and so
+		// does n.run (a late report of a run sent before is not this run's).
 		n.count, n.dur, n.first, n.executed, n.dirty = 0, 0, 0, nil, false
+		n.started, n.ended = 0, 0
 	}
 	x.dirty = x.dirty[:0]
 }

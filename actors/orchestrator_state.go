@@ -57,9 +57,9 @@ func (v *RunView) LocalResult(node string) any {
 }
 
 // Started and Ended return the sequence numbers of a node's last run
-// start and end (0: never). Sequence numbers grow with every start and
-// end of the run, so "ended after node's last start" is Ended(a) >
-// Started(b).
+// start and end in this run (0: never; a fresh run starts with none).
+// Sequence numbers grow with every start and end, so "ended after node's
+// last start" is Ended(a) > Started(b).
 func (v *RunView) Started(node string) uint64 {
 	if n := v.x.nodes[node]; n != nil {
 		return n.started
