@@ -133,6 +133,37 @@ type topology struct {
 	edges   []Edge
 	entries []string
 	reset   bool
+	index   map[string]int // node id -> index into nodes
+	reach   [][]uint64     // reach[i]: bit j set when a path of edges leads from node i to node j
+}
+
+// reaches reports whether a path of one edge or more leads from a to b.
+func (t *topology) reaches(a, b string) bool {
+	j := t.index[b]
+	return t.reach[t.index[a]][j/64]&(1<<(j%64)) != 0
+}
+
+// closure fills t.reach, a search from every node.
+func (t *topology) closure() {
+	words := (len(t.nodes) + 63) / 64
+	t.reach = make([][]uint64, len(t.nodes))
+	for i, n := range t.nodes {
+		r := make([]uint64, words)
+		stack := []string{n.ID}
+		for len(stack) > 0 {
+			m := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, ei := range t.out[m] {
+				to := t.edges[ei].To
+				j := t.index[to]
+				if r[j/64]&(1<<(j%64)) == 0 {
+					r[j/64] |= 1 << (j % 64)
+					stack = append(stack, to)
+				}
+			}
+		}
+		t.reach[i] = r
+	}
 }
 
 func (b *Builder) validate() (*topology, error) {
@@ -143,7 +174,10 @@ func (b *Builder) validate() (*topology, error) {
 		return nil, fmt.Errorf("%w: Graph must contain at least one node", ErrBuild)
 	}
 	t := &topology{nodes: append([]actors.NodeSpec(nil), b.nodes...), edges: append([]Edge(nil), b.edges...),
-		out: map[string][]int{}, in: map[string][]int{}, reset: b.reset}
+		out: map[string][]int{}, in: map[string][]int{}, reset: b.reset, index: make(map[string]int, len(b.nodes))}
+	for i, n := range t.nodes {
+		t.index[n.ID] = i
+	}
 	for i, e := range t.edges {
 		for _, end := range []string{e.From, e.To} {
 			if _, ok := b.index[end]; !ok {
@@ -173,5 +207,6 @@ func (b *Builder) validate() (*topology, error) {
 	if len(t.entries) == 0 {
 		return nil, fmt.Errorf("%w: No entry points found - all nodes have dependencies", ErrBuild)
 	}
+	t.closure()
 	return t, nil
 }

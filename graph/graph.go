@@ -192,58 +192,108 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 	return starts, nil
 }
 
-// Next implements actors.Policy: the targets of node's edges that are
-// ready now.
+// Next implements actors.Policy: after any node's end, every node that is
+// ready (see ready) starts, the targets of node's edges first. Every node
+// is looked at, not only node's targets: an end can release a join that
+// waited on a node that will now never run (SPEC M8).
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
+	s := p.scan(v)
 	var starts []actors.NodeStart
-	var st *State
-	for _, ei := range p.t.out[node] {
-		to := p.t.edges[ei].To
-		if deps, ok := p.ready(v, &st, to); ok {
-			text := p.input(v, deps)
-			starts = append(starts, actors.NodeStart{Node: to, Input: &braidv1.AgentInput{Messages: [][]byte{userText(text)}},
-				Local: agent.Text(text), Reset: p.t.reset && v.Ended(to) > 0})
+	done := map[string]bool{}
+	consider := func(to string) {
+		deps := s.taken[to]
+		if done[to] || len(deps) == 0 {
+			return
 		}
+		done[to] = true
+		if p.blocked(v, s, to) {
+			return
+		}
+		text := p.input(v, deps)
+		starts = append(starts, actors.NodeStart{Node: to, Input: &braidv1.AgentInput{Messages: [][]byte{userText(text)}},
+			Local: agent.Text(text), Reset: p.t.reset && v.Ended(to) > 0})
+	}
+	for _, ei := range p.t.out[node] {
+		consider(p.t.edges[ei].To)
+	}
+	for _, n := range p.t.nodes {
+		consider(n.ID)
 	}
 	return starts, ""
 }
 
-// ready reports whether node can run: it does not run already, one of
-// its incoming edges is satisfied (its source completed after node last
-// started, and its condition holds), and no source of an incoming edge
-// may still run (runs, waits to run, is interrupted, or can be reached
-// from a node that does).
-func (p *policy) ready(v *actors.RunView, st **State, node string) ([]string, bool) {
-	if v.Waiting(node) {
-		return nil, false
-	}
-	var deps []string
-	for _, ei := range p.t.in[node] {
-		e := p.t.edges[ei]
-		if v.Waiting(e.From) || v.Status(e.From) == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED ||
-			(v.Ended(e.From) <= v.Started(e.From) && p.mayRun(v, e.From, node)) {
-			return nil, false // a predecessor that will run (an interrupted one on resume) has not finished
-		}
-		if v.Status(e.From) != braidv1.NodeStatus_NODE_STATUS_COMPLETED || v.Ended(e.From) <= v.Started(node) {
+// step is where the run stands for one scheduling step.
+type step struct {
+	// taken holds, per node that does not run or wait to run, the
+	// sources of its taken edges (in edge order): edges whose source
+	// completed after the node last started and whose condition holds.
+	// Such a node will run: now, or once it is no longer blocked.
+	taken map[string][]string
+}
+
+// scan finds the taken edges of the run as it stands: from the nodes'
+// statuses and start and end sequence numbers, which are saved with the
+// run, so a run restored in another process schedules the same way.
+func (p *policy) scan(v *actors.RunView) *step {
+	s := &step{taken: map[string][]string{}}
+	var st *State
+	for _, n := range p.t.nodes {
+		to := n.ID
+		if v.Waiting(to) {
 			continue
 		}
-		if e.Condition != nil {
-			if *st == nil {
-				*st = &State{v: v}
-			}
-			if !e.Condition(*st) {
+		for _, ei := range p.t.in[to] {
+			e := p.t.edges[ei]
+			if v.Status(e.From) != braidv1.NodeStatus_NODE_STATUS_COMPLETED || v.Ended(e.From) <= v.Started(to) {
 				continue
 			}
+			if e.Condition != nil {
+				if st == nil {
+					st = &State{v: v}
+				}
+				if !e.Condition(st) {
+					continue
+				}
+			}
+			s.taken[to] = append(s.taken[to], e.From)
 		}
-		deps = append(deps, e.From)
 	}
-	return deps, len(deps) > 0
+	return s
+}
+
+// blocked reports whether node, which has a taken edge, must wait: a
+// source of one of its incoming edges can still run (fan-in, SPEC M8).
+// A source can still run when it is live (see live), or, not having run
+// since it last started, it can be reached from a live node without
+// passing through node. A source that failed, was cancelled, or whose
+// own sources will not run (they failed, their edges are not taken) is
+// not live and does not block.
+func (p *policy) blocked(v *actors.RunView, s *step, node string) bool {
+	for _, ei := range p.t.in[node] {
+		from := p.t.edges[ei].From
+		if p.live(v, s, from, node) || (v.Ended(from) <= v.Started(from) && p.mayRun(v, s, from, node)) {
+			return true // a predecessor that will run (an interrupted one on resume) has not finished
+		}
+	}
+	return false
+}
+
+// live reports whether n runs, waits to run, is interrupted (it runs on
+// resume), or has a taken edge, for the fan-in of target. A node with a
+// taken edge that target reaches does not hold target back: both wait
+// on each other's results only through a cycle, and the back edge does
+// not block (otherwise neither would ever run).
+func (p *policy) live(v *actors.RunView, s *step, n, target string) bool {
+	if v.Waiting(n) || v.Status(n) == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		return true
+	}
+	return n != target && len(s.taken[n]) > 0 && !p.t.reaches(target, n)
 }
 
 // mayRun reports whether node src, which has not run since it last
-// started, can still be reached from a node that runs or waits, without
-// passing through target.
-func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
+// started, can still be reached from a live node without passing
+// through target.
+func (p *policy) mayRun(v *actors.RunView, s *step, src, target string) bool {
 	if len(p.t.in[src]) == 0 {
 		return false
 	}
@@ -258,7 +308,7 @@ func (p *policy) mayRun(v *actors.RunView, src, target string) bool {
 				continue
 			}
 			seen[from] = true
-			if v.Waiting(from) || v.Status(from) == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+			if p.live(v, s, from, target) {
 				return true
 			}
 			stack = append(stack, from)
