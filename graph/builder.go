@@ -125,40 +125,40 @@ func (b *Builder) ResetOnRevisit(on bool) *Builder {
 	return b
 }
 
-// topology is a validated graph.
+// topology is a validated graph, by node index (the order of nodes).
 type topology struct {
 	nodes   []actors.NodeSpec
-	out     map[string][]int // node -> indexes into edges
-	in      map[string][]int
 	edges   []Edge
+	from    []int   // per edge, its source
+	to      []int   // per edge, its target
+	out     [][]int // per node, its outgoing edges (indexes into edges), in the order added
+	in      [][]int // per node, its incoming edges
 	entries []string
 	reset   bool
-	index   map[string]int // node id -> index into nodes
-	reach   [][]uint64     // reach[i]: bit j set when a path of edges leads from node i to node j
+	index   map[string]int // node id -> index
+	reach   [][]uint64     // reach[i]: bit j set when a path of one edge or more leads from node i to node j
 }
 
-// reaches reports whether a path of one edge or more leads from a to b.
-func (t *topology) reaches(a, b string) bool {
-	j := t.index[b]
-	return t.reach[t.index[a]][j/64]&(1<<(j%64)) != 0
-}
+// reaches reports whether a path of one edge or more leads from node a to
+// node b.
+func (t *topology) reaches(a, b int) bool { return t.reach[a][b/64]&(1<<(b%64)) != 0 }
 
 // closure fills t.reach, a search from every node.
 func (t *topology) closure() {
 	words := (len(t.nodes) + 63) / 64
 	t.reach = make([][]uint64, len(t.nodes))
-	for i, n := range t.nodes {
+	var stack []int
+	for i := range t.nodes {
 		r := make([]uint64, words)
-		stack := []string{n.ID}
+		stack = append(stack[:0], i)
 		for len(stack) > 0 {
 			m := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			for _, ei := range t.out[m] {
-				to := t.edges[ei].To
-				j := t.index[to]
+				j := t.to[ei]
 				if r[j/64]&(1<<(j%64)) == 0 {
 					r[j/64] |= 1 << (j % 64)
-					stack = append(stack, to)
+					stack = append(stack, j)
 				}
 			}
 		}
@@ -174,18 +174,20 @@ func (b *Builder) validate() (*topology, error) {
 		return nil, fmt.Errorf("%w: Graph must contain at least one node", ErrBuild)
 	}
 	t := &topology{nodes: append([]actors.NodeSpec(nil), b.nodes...), edges: append([]Edge(nil), b.edges...),
-		out: map[string][]int{}, in: map[string][]int{}, reset: b.reset, index: make(map[string]int, len(b.nodes))}
+		from: make([]int, len(b.edges)), to: make([]int, len(b.edges)), out: make([][]int, len(b.nodes)),
+		in: make([][]int, len(b.nodes)), reset: b.reset, index: make(map[string]int, len(b.nodes))}
 	for i, n := range t.nodes {
 		t.index[n.ID] = i
 	}
 	for i, e := range t.edges {
 		for _, end := range []string{e.From, e.To} {
-			if _, ok := b.index[end]; !ok {
+			if _, ok := t.index[end]; !ok {
 				return nil, fmt.Errorf("%w: edge %s -> %s: Node '%s' not found", ErrBuild, e.From, e.To, end)
 			}
 		}
-		t.out[e.From] = append(t.out[e.From], i)
-		t.in[e.To] = append(t.in[e.To], i)
+		t.from[i], t.to[i] = t.index[e.From], t.index[e.To]
+		t.out[t.from[i]] = append(t.out[t.from[i]], i)
+		t.in[t.to[i]] = append(t.in[t.to[i]], i)
 	}
 	seen := map[string]bool{}
 	for _, id := range b.entries {
@@ -198,8 +200,8 @@ func (b *Builder) validate() (*topology, error) {
 		}
 	}
 	if len(t.entries) == 0 {
-		for _, n := range t.nodes {
-			if len(t.in[n.ID]) == 0 {
+		for i, n := range t.nodes {
+			if len(t.in[i]) == 0 {
 				t.entries = append(t.entries, n.ID)
 			}
 		}

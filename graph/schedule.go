@@ -1,0 +1,188 @@
+package graph
+
+import (
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// policy is the graph's scheduling (SPEC M8). Its methods run on the
+// orchestrator's actor, one at a time, so its scratch space is reused
+// from step to step.
+//
+// Every decision is made from the topology and the run as it stands
+// (the nodes' statuses and results, their start and end sequence numbers,
+// the nodes held back to run), all of which is saved with the run: a run
+// restored in another process is scheduled the same way.
+type policy struct {
+	t *topology
+	// the text of the task of the run, decoded once
+	task     *braidv1.AgentInput
+	taskText string
+	s        step
+}
+
+// Begin implements actors.Policy.
+func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
+	starts := make([]actors.NodeStart, 0, len(p.t.entries))
+	for _, id := range p.t.entries {
+		starts = append(starts, actors.NodeStart{Node: id, Input: v.Task()})
+	}
+	return starts, nil
+}
+
+// Next implements actors.Policy: after any node's end, every node that is
+// ready starts, the targets of node's edges first. A node is ready when
+// it takes an edge (the edge's source completed after the node last
+// started, and the edge's condition holds) and is not blocked (see
+// blocked). Every node is looked at, not only node's targets: an end can
+// release a join that waited on a node that will now never run.
+func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
+	s := p.scan(v)
+	defer func() { s.v, s.st = nil, nil }() // keep no view past the call
+	var starts []actors.NodeStart
+	consider := func(i int) {
+		if s.done[i] || len(s.taken[i]) == 0 {
+			return
+		}
+		s.done[i] = true
+		if p.blocked(i) {
+			return
+		}
+		id := p.t.nodes[i].ID
+		deps := make([]string, len(s.taken[i]))
+		for k, ei := range s.taken[i] {
+			deps[k] = p.t.edges[ei].From
+		}
+		text := p.input(v, deps)
+		starts = append(starts, actors.NodeStart{Node: id, Input: &braidv1.AgentInput{Messages: [][]byte{userText(text)}},
+			Local: agent.Text(text), Reset: p.t.reset && s.ended[i] > 0})
+	}
+	if f, ok := p.t.index[node]; ok {
+		for _, ei := range p.t.out[f] {
+			consider(p.t.to[ei])
+		}
+	}
+	for i := range p.t.nodes {
+		consider(i)
+	}
+	return starts, ""
+}
+
+// step is the run as one scheduling step sees it, by node index.
+type step struct {
+	v       *actors.RunView
+	st      *State
+	status  []braidv1.NodeStatus
+	started []uint64
+	ended   []uint64
+	waiting []bool // runs, or is held back to run
+	// taken holds, per node that does not run or wait to run, the edges
+	// it takes (indexes into edges, in the order added). Such a node will
+	// run: now, or once it is no longer blocked.
+	taken [][]int
+	done  []bool   // looked at by this step
+	mark  []uint32 // mayRun's visits, of search number gen
+	gen   uint32
+	stack []int
+}
+
+// scan reads the run into p.s and finds the edges taken.
+func (p *policy) scan(v *actors.RunView) *step {
+	s, n := &p.s, len(p.t.nodes)
+	if len(s.status) != n {
+		*s = step{status: make([]braidv1.NodeStatus, n), started: make([]uint64, n), ended: make([]uint64, n),
+			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), mark: make([]uint32, n)}
+	}
+	s.v = v
+	for i, nd := range p.t.nodes {
+		s.status[i], s.started[i], s.ended[i] = v.Status(nd.ID), v.Started(nd.ID), v.Ended(nd.ID)
+		s.waiting[i] = s.status[i] == braidv1.NodeStatus_NODE_STATUS_EXECUTING || v.Waiting(nd.ID)
+		s.taken[i], s.done[i] = s.taken[i][:0], false
+	}
+	for i := range p.t.nodes {
+		if s.waiting[i] {
+			continue
+		}
+		for _, ei := range p.t.in[i] {
+			f := p.t.from[ei]
+			if s.status[f] != braidv1.NodeStatus_NODE_STATUS_COMPLETED || s.ended[f] <= s.started[i] {
+				continue
+			}
+			if c := p.t.edges[ei].Condition; c != nil {
+				if s.st == nil {
+					s.st = &State{v: v}
+				}
+				if !c(s.st) {
+					continue
+				}
+			}
+			s.taken[i] = append(s.taken[i], ei)
+		}
+	}
+	return s
+}
+
+// blocked reports whether node i, which takes an edge, must wait: the
+// source of one of its incoming edges can still run (fan-in). A source
+// can still run when it is live (see live), or, not having run since it
+// last started, it can be reached from a live node without passing
+// through node i. A source that failed, was cancelled, or whose own
+// sources will not run (they failed, or their edges are not taken) can
+// no longer run, and does not block.
+func (p *policy) blocked(i int) bool {
+	s := &p.s
+	for _, ei := range p.t.in[i] {
+		f := p.t.from[ei]
+		if p.live(f, i) || (s.ended[f] <= s.started[f] && p.mayRun(f, i)) {
+			return true // a predecessor that will run (an interrupted one on resume) has not finished
+		}
+	}
+	return false
+}
+
+// live reports whether node n will run, for the fan-in of node target: it
+// runs, waits to run, is interrupted (it runs on resume), or takes an
+// edge. A node that takes an edge but that target leads to does not hold
+// target back: the two wait on each other only through a cycle, whose
+// back edge does not block (or neither would ever run).
+func (p *policy) live(n, target int) bool {
+	s := &p.s
+	if s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		return true
+	}
+	return n != target && len(s.taken[n]) > 0 && !p.t.reaches(target, n)
+}
+
+// mayRun reports whether node src, which has not run since it last
+// started, can be reached from a live node without passing through node
+// target.
+func (p *policy) mayRun(src, target int) bool {
+	s := &p.s
+	if len(p.t.in[src]) == 0 {
+		return false
+	}
+	s.gen++
+	if s.gen == 0 { // wrapped: forget every earlier search
+		clear(s.mark)
+		s.gen = 1
+	}
+	s.mark[target] = s.gen
+	s.stack = append(s.stack[:0], src)
+	for len(s.stack) > 0 {
+		n := s.stack[len(s.stack)-1]
+		s.stack = s.stack[:len(s.stack)-1]
+		for _, ei := range p.t.in[n] {
+			f := p.t.from[ei]
+			if s.mark[f] == s.gen {
+				continue
+			}
+			s.mark[f] = s.gen
+			if p.live(f, target) {
+				return true
+			}
+			s.stack = append(s.stack, f)
+		}
+	}
+	return false
+}
