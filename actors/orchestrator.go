@@ -468,7 +468,8 @@ type orchActor struct {
 	loadErr error
 	owner   *persistence.Owner
 	nodes   map[string]*nodeRec
-	order   []string // node ids in config order
+	order   []string   // node ids in config order
+	recs    []*nodeRec // nodes, in order (RunView.NodeAt)
 
 	// the run
 	status   braidv1.NodeStatus
@@ -597,6 +598,7 @@ func (x *orchActor) activate(c actor.Context) {
 		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
 		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes()), actor.WithMailbox(newMailbox)))
 		x.order = append(x.order, on.id)
+		x.recs = append(x.recs, n)
 	}
 	for id := range x.nodes {
 		if x.nodes[id].runner == nil {

@@ -95,9 +95,9 @@ func (p *policy) scan(v *actors.RunView) *step {
 			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), mark: make([]uint32, n)}
 	}
 	s.v = v
-	for i, nd := range p.t.nodes {
-		s.status[i], s.started[i], s.ended[i] = v.Status(nd.ID), v.Started(nd.ID), v.Ended(nd.ID)
-		s.waiting[i] = s.status[i] == braidv1.NodeStatus_NODE_STATUS_EXECUTING || v.Waiting(nd.ID)
+	for i := range p.t.nodes { // the orchestrator's nodes are the topology's, in order
+		ns := v.NodeAt(i)
+		s.status[i], s.started[i], s.ended[i], s.waiting[i] = ns.Status, ns.Started, ns.Ended, ns.Waiting
 		s.taken[i], s.done[i] = s.taken[i][:0], false
 	}
 	for i := range p.t.nodes {
