@@ -131,38 +131,57 @@ type topology struct {
 	edges   []Edge
 	from    []int   // per edge, its source
 	to      []int   // per edge, its target
+	back    []bool  // per edge, whether it is a back edge (see backEdges)
 	out     [][]int // per node, its outgoing edges (indexes into edges), in the order added
 	in      [][]int // per node, its incoming edges
 	entries []string
 	reset   bool
 	index   map[string]int // node id -> index
-	reach   [][]uint64     // reach[i]: bit j set when a path of one edge or more leads from node i to node j
 }
 
-// reaches reports whether a path of one edge or more leads from node a to
-// node b.
-func (t *topology) reaches(a, b int) bool { return t.reach[a][b/64]&(1<<(b%64)) != 0 }
-
-// closure fills t.reach, a search from every node.
-func (t *topology) closure() {
-	words := (len(t.nodes) + 63) / 64
-	t.reach = make([][]uint64, len(t.nodes))
-	var stack []int
-	for i := range t.nodes {
-		r := make([]uint64, words)
-		stack = append(stack[:0], i)
-		for len(stack) > 0 {
-			m := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			for _, ei := range t.out[m] {
-				j := t.to[ei]
-				if r[j/64]&(1<<(j%64)) == 0 {
-					r[j/64] |= 1 << (j % 64)
-					stack = append(stack, j)
-				}
+// backEdges marks the back edges: those that close a cycle, found by a
+// depth-first search from the entry points in order, then from the other
+// nodes in order, following each node's edges in the order they were
+// added. Without them the graph is acyclic.
+func (t *topology) backEdges() {
+	t.back = make([]bool, len(t.edges))
+	const (
+		unseen = iota
+		open   // on the search's path
+		closed
+	)
+	state := make([]int, len(t.nodes))
+	type frame struct{ node, next int } // next: index into out[node]
+	var path []frame
+	visit := func(root int) {
+		if state[root] != unseen {
+			return
+		}
+		state[root] = open
+		path = append(path[:0], frame{node: root})
+		for len(path) > 0 {
+			f := &path[len(path)-1]
+			if f.next == len(t.out[f.node]) {
+				state[f.node] = closed
+				path = path[:len(path)-1]
+				continue
+			}
+			ei := t.out[f.node][f.next]
+			f.next++
+			switch to := t.to[ei]; state[to] {
+			case open:
+				t.back[ei] = true
+			case unseen:
+				state[to] = open
+				path = append(path, frame{node: to})
 			}
 		}
-		t.reach[i] = r
+	}
+	for _, id := range t.entries {
+		visit(t.index[id])
+	}
+	for i := range t.nodes {
+		visit(i)
 	}
 }
 
@@ -209,6 +228,6 @@ func (b *Builder) validate() (*topology, error) {
 	if len(t.entries) == 0 {
 		return nil, fmt.Errorf("%w: No entry points found - all nodes have dependencies", ErrBuild)
 	}
-	t.closure()
+	t.backEdges()
 	return t, nil
 }

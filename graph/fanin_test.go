@@ -264,3 +264,37 @@ func TestGraph_ResetOnRevisitLeavesTheFirstVisitOfAFreshRunAlone(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []int{1, 3}, seen, "the second run's b carries on its conversation")
 }
+
+// SPEC M8, cycles: plan → write ⇄ review, plan → review, plan → publish,
+// review → publish when approved. The back edge review → write does not
+// hold write back (nor would anything ever run); review waits for write
+// although plan's end made it ready too; publish waits while the loop
+// can still run review, and runs once, on the approved review.
+func TestGraph_FanInInALoopWaitsAlongTheLoopNotOnItsBackEdge(t *testing.T) {
+	r := newRecorder()
+	review := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		r.add("fn:review")
+		if p := in.Prompt(); len(p) > 0 {
+			r.prompt("review", p[len(p)-1].Text())
+		}
+		if r.count("fn:review") == 1 {
+			return []model.ContentBlock{model.Text("rejected")}, nil
+		}
+		return []model.ContentBlock{model.Text("approved")}, nil
+	})
+	verdict := func(want string) graph.Condition {
+		return func(s *graph.State) bool { return s.Text("review") == want }
+	}
+	b := graph.NewBuilder().AddNode("plan", heldFn(r, "plan", nil, nil)).AddNode("write", heldFn(r, "write", nil, nil)).
+		AddNode("review", review).AddNode("publish", heldFn(r, "publish", nil, nil)).
+		AddEdge("plan", "write").AddEdge("write", "review").AddEdge("review", "write", verdict("rejected")).
+		AddEdge("plan", "review").AddEdge("plan", "publish").AddEdge("review", "publish", verdict("approved"))
+	res, err := build(t, b, graph.Config{MaxNodeExecutions: 10}).Invoke(context.Background(), agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, []string{"plan", "write", "review", "write", "review", "publish"}, res.ExecutionOrder)
+	require.Len(t, r.prompts("review"), 2)
+	assert.Contains(t, r.prompts("review")[0], "From write:", "review waited for write")
+	require.Len(t, r.prompts("publish"), 1)
+	assert.Contains(t, r.prompts("publish")[0], "From review:\n  - review: approved")
+}

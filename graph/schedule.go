@@ -123,41 +123,42 @@ func (p *policy) scan(v *actors.RunView) *step {
 	return s
 }
 
-// blocked reports whether node i, which takes an edge, must wait: the
-// source of one of its incoming edges can still run (fan-in). A source
-// can still run when it is live (see live), or, not having run since it
-// last started, it can be reached from a live node without passing
-// through node i. A source that failed, was cancelled, or whose own
-// sources will not run (they failed, or their edges are not taken) can
-// no longer run, and does not block.
+// blocked reports whether node i, which takes an edge, must wait (fan-in,
+// SPEC M8): the source of one of its incoming edges can still run. A
+// source can still run when it is live (see live), or when it can be
+// reached from a live node. A source that failed or was cancelled, or
+// whose own sources will not run (they failed, or their edges to it are
+// not taken), cannot, and does not block; nor does one that ran and has
+// nothing left upstream to run it again.
+//
+// Back edges (see topology.backEdges) are left out, both as incoming
+// edges and on the way up from a source: a loop's head does not wait
+// for the loop's end to feed it, and nodes that feed each other do not
+// wait on each other, which neither could ever stop doing. What is left
+// is acyclic, so a node that takes an edge never waits, through others,
+// on itself.
 func (p *policy) blocked(i int) bool {
-	s := &p.s
 	for _, ei := range p.t.in[i] {
-		f := p.t.from[ei]
-		if p.live(f, i) || (s.ended[f] <= s.started[f] && p.mayRun(f, i)) {
+		if p.t.back[ei] {
+			continue
+		}
+		if f := p.t.from[ei]; p.live(f) || p.mayRun(f) {
 			return true // a predecessor that will run (an interrupted one on resume) has not finished
 		}
 	}
 	return false
 }
 
-// live reports whether node n will run, for the fan-in of node target: it
-// runs, waits to run, is interrupted (it runs on resume), or takes an
-// edge. A node that takes an edge but that target leads to does not hold
-// target back: the two wait on each other only through a cycle, whose
-// back edge does not block (or neither would ever run).
-func (p *policy) live(n, target int) bool {
+// live reports whether node n will run: it runs, waits to run, is
+// interrupted (it runs on resume), or takes an edge.
+func (p *policy) live(n int) bool {
 	s := &p.s
-	if s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
-		return true
-	}
-	return n != target && len(s.taken[n]) > 0 && !p.t.reaches(target, n)
+	return s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || len(s.taken[n]) > 0
 }
 
-// mayRun reports whether node src, which has not run since it last
-// started, can be reached from a live node without passing through node
-// target.
-func (p *policy) mayRun(src, target int) bool {
+// mayRun reports whether node src can be reached from a live node, back
+// edges left out.
+func (p *policy) mayRun(src int) bool {
 	s := &p.s
 	if len(p.t.in[src]) == 0 {
 		return false
@@ -167,18 +168,17 @@ func (p *policy) mayRun(src, target int) bool {
 		clear(s.mark)
 		s.gen = 1
 	}
-	s.mark[target] = s.gen
 	s.stack = append(s.stack[:0], src)
 	for len(s.stack) > 0 {
 		n := s.stack[len(s.stack)-1]
 		s.stack = s.stack[:len(s.stack)-1]
 		for _, ei := range p.t.in[n] {
 			f := p.t.from[ei]
-			if s.mark[f] == s.gen {
+			if p.t.back[ei] || s.mark[f] == s.gen {
 				continue
 			}
 			s.mark[f] = s.gen
-			if p.live(f, target) {
+			if p.live(f) {
 				return true
 			}
 			s.stack = append(s.stack, f)
