@@ -22,7 +22,10 @@ const Kind = "graph"
 var ErrBuild = errors.New("invalid graph")
 
 // Condition decides whether an edge is taken, from the run's state. It
-// runs on the graph's actor: it must be quick and must not block.
+// runs on the graph's actor: it must be quick and must not block. It is
+// asked after every node's end, as long as the edge's source completed
+// after its target last started, so it should depend on the run's state
+// only (typically on the source's result).
 type Condition func(s *State) bool
 
 // Edge is a directed edge; a nil Condition is always taken.
