@@ -39,7 +39,7 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 // release a join that waited on a node that will now never run.
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
 	s := p.scan(v)
-	defer func() { s.v, s.st = nil, nil }() // keep no view past the call
+	defer func() { s.st = nil }() // keep no view past the call
 	var starts []actors.NodeStart
 	consider := func(i int) {
 		if s.done[i] || len(s.taken[i]) == 0 {
@@ -71,8 +71,7 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 
 // step is the run as one scheduling step sees it, by node index.
 type step struct {
-	v       *actors.RunView
-	st      *State
+	st      *State // what the conditions see, made when the first is asked
 	status  []braidv1.NodeStatus
 	started []uint64
 	ended   []uint64
@@ -94,7 +93,6 @@ func (p *policy) scan(v *actors.RunView) *step {
 		*s = step{status: make([]braidv1.NodeStatus, n), started: make([]uint64, n), ended: make([]uint64, n),
 			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), mark: make([]uint32, n)}
 	}
-	s.v = v
 	for i := range p.t.nodes { // the orchestrator's nodes are the topology's, in order
 		ns := v.NodeAt(i)
 		s.status[i], s.started[i], s.ended[i], s.waiting[i] = ns.Status, ns.Started, ns.Ended, ns.Waiting
