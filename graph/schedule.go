@@ -80,10 +80,9 @@ type step struct {
 	// it takes (indexes into edges, in the order added). Such a node will
 	// run: now, or once it is no longer blocked.
 	taken [][]int
-	done  []bool   // looked at by this step
-	mark  []uint32 // mayRun's visits, of search number gen
-	gen   uint32
-	stack []int
+	done  []bool // looked at by this step
+	known []bool // canRun's answer is in can
+	can   []bool
 }
 
 // scan reads the run into p.s and finds the edges taken.
@@ -91,12 +90,12 @@ func (p *policy) scan(v *actors.RunView) *step {
 	s, n := &p.s, len(p.t.nodes)
 	if len(s.status) != n {
 		*s = step{status: make([]braidv1.NodeStatus, n), started: make([]uint64, n), ended: make([]uint64, n),
-			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), mark: make([]uint32, n)}
+			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), known: make([]bool, n), can: make([]bool, n)}
 	}
 	for i := range p.t.nodes { // the orchestrator's nodes are the topology's, in order
 		ns := v.NodeAt(i)
 		s.status[i], s.started[i], s.ended[i], s.waiting[i] = ns.Status, ns.Started, ns.Ended, ns.Waiting
-		s.taken[i], s.done[i] = s.taken[i][:0], false
+		s.taken[i], s.done[i], s.known[i] = s.taken[i][:0], false, false
 	}
 	for i := range p.t.nodes {
 		if s.waiting[i] {
@@ -122,12 +121,11 @@ func (p *policy) scan(v *actors.RunView) *step {
 }
 
 // blocked reports whether node i, which takes an edge, must wait (fan-in,
-// SPEC M8): the source of one of its incoming edges can still run. A
-// source can still run when it is live (see live), or when it can be
-// reached from a live node. A source that failed or was cancelled, or
-// whose own sources will not run (they failed, or their edges to it are
-// not taken), cannot, and does not block; nor does one that ran and has
-// nothing left upstream to run it again.
+// SPEC M8): the source of one of its incoming edges can still run (see
+// canRun). A source that failed or was cancelled, or whose own sources
+// will not run (they failed, or their edges to it are not taken), cannot,
+// and does not block; nor does one that ran and has nothing left
+// upstream to run it again.
 //
 // Back edges (see topology.backEdges) are left out, both as incoming
 // edges and on the way up from a source: a loop's head does not wait
@@ -137,50 +135,29 @@ func (p *policy) scan(v *actors.RunView) *step {
 // on itself.
 func (p *policy) blocked(i int) bool {
 	for _, ei := range p.t.in[i] {
-		if p.t.back[ei] {
-			continue
-		}
-		if f := p.t.from[ei]; p.live(f) || p.mayRun(f) {
+		if !p.t.back[ei] && p.canRun(p.t.from[ei]) {
 			return true // a predecessor that will run (an interrupted one on resume) has not finished
 		}
 	}
 	return false
 }
 
-// live reports whether node n will run: it runs, waits to run, is
-// interrupted (it runs on resume), or takes an edge.
-func (p *policy) live(n int) bool {
+// canRun reports whether node n can still run: it is live (it runs,
+// waits to run, is interrupted, so runs on resume, or takes an edge), or
+// the source of one of its incoming edges, back edges left out, can still
+// run. Each node's answer is worked out once per step.
+func (p *policy) canRun(n int) bool {
 	s := &p.s
-	return s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || len(s.taken[n]) > 0
-}
-
-// mayRun reports whether node src can be reached from a live node, back
-// edges left out.
-func (p *policy) mayRun(src int) bool {
-	s := &p.s
-	if len(p.t.in[src]) == 0 {
-		return false
+	if s.known[n] {
+		return s.can[n]
 	}
-	s.gen++
-	if s.gen == 0 { // wrapped: forget every earlier search
-		clear(s.mark)
-		s.gen = 1
-	}
-	s.stack = append(s.stack[:0], src)
-	for len(s.stack) > 0 {
-		n := s.stack[len(s.stack)-1]
-		s.stack = s.stack[:len(s.stack)-1]
-		for _, ei := range p.t.in[n] {
-			f := p.t.from[ei]
-			if p.t.back[ei] || s.mark[f] == s.gen {
-				continue
-			}
-			s.mark[f] = s.gen
-			if p.live(f) {
-				return true
-			}
-			s.stack = append(s.stack, f)
+	r := s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || len(s.taken[n]) > 0
+	for _, ei := range p.t.in[n] {
+		if r {
+			break
 		}
+		r = !p.t.back[ei] && p.canRun(p.t.from[ei]) // the graph without back edges is acyclic: this ends
 	}
-	return false
+	s.known[n], s.can[n] = true, r
+	return r
 }
