@@ -471,7 +471,8 @@ type orchActor struct {
 	loadErr error
 	owner   *persistence.Owner
 	nodes   map[string]*nodeRec
-	order   []string // node ids in config order
+	order   []string   // node ids in config order
+	recs    []*nodeRec // nodes, in order (RunView.NodeAt)
 
 	// the run
 	status   braidv1.NodeStatus
@@ -600,6 +601,7 @@ func (x *orchActor) activate(c actor.Context) {
 		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
 		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes()), actor.WithMailbox(newMailbox)))
 		x.order = append(x.order, on.id)
+		x.recs = append(x.recs, n)
 	}
 	for id := range x.nodes {
 		if x.nodes[id].runner == nil {
@@ -724,7 +726,12 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	}
 	for _, n := range x.nodes {
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
+		// A fresh run has no starts or ends yet: the policy's "ended after
+		// its last start" and "ran before" (reset on revisit) speak of this
+		// run only, as after a restore. The sequence itself goes on, and so
+		// does n.run (a late report of a run sent before is not this run's).
 		n.count, n.dur, n.first, n.executed, n.dirty = 0, 0, 0, nil, false
+		n.started, n.ended = 0, 0
 	}
 	x.dirty = x.dirty[:0]
 }

@@ -57,9 +57,9 @@ func (v *RunView) LocalResult(node string) any {
 }
 
 // Started and Ended return the sequence numbers of a node's last run
-// start and end (0: never). Sequence numbers grow with every start and
-// end of the run, so "ended after node's last start" is Ended(a) >
-// Started(b).
+// start and end in this run (0: never; a fresh run starts with none).
+// Sequence numbers grow with every start and end, so "ended after node's
+// last start" is Ended(a) > Started(b).
 func (v *RunView) Started(node string) uint64 {
 	if n := v.x.nodes[node]; n != nil {
 		return n.started
@@ -78,18 +78,35 @@ func (v *RunView) Ended(node string) uint64 {
 // Waiting reports whether a node runs now or is held back to run.
 func (v *RunView) Waiting(node string) bool {
 	n := v.x.nodes[node]
-	if n == nil {
-		return false
-	}
+	return n != nil && v.x.waiting(n)
+}
+
+func (x *orchActor) waiting(n *nodeRec) bool {
 	if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 		return true
 	}
-	for _, s := range v.x.held {
-		if s.Node == node {
+	for _, s := range x.held {
+		if s.Node == n.id {
 			return true
 		}
 	}
 	return false
+}
+
+// NodeState is one node as a Policy sees it (NodeAt).
+type NodeState struct {
+	Status braidv1.NodeStatus
+	// Started and Ended: see RunView.Started.
+	Started, Ended uint64
+	// Waiting: see RunView.Waiting.
+	Waiting bool
+}
+
+// NodeAt returns the node Nodes()[i] in one read, for a policy that looks
+// at every node at every step (a Graph's fan-in).
+func (v *RunView) NodeAt(i int) NodeState {
+	n := v.x.recs[i]
+	return NodeState{Status: n.status, Started: n.started, Ended: n.ended, Waiting: v.x.waiting(n)}
 }
 
 // Executions returns how many node runs have executed in the run.
@@ -315,7 +332,7 @@ func (x *orchActor) reload() error {
 	} else if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
 		sp.ResetPolicy()
 	}
-	for _, id := range x.order {
+	for i, id := range x.order {
 		o, n := old[id], x.nodes[id]
 		if n == nil {
 			n = &nodeRec{id: id, status: braidv1.NodeStatus_NODE_STATUS_PENDING, msgs: o.msgs}
@@ -323,6 +340,7 @@ func (x *orchActor) reload() error {
 		}
 		n.runner, n.path, n.pid = o.runner, o.path, o.pid
 		n.run = max(n.run, o.run) // a late report of a run sent before is not taken for a new one
+		x.recs[i] = n
 	}
 	if err != nil {
 		return err

@@ -22,7 +22,10 @@ const Kind = "graph"
 var ErrBuild = errors.New("invalid graph")
 
 // Condition decides whether an edge is taken, from the run's state. It
-// runs on the graph's actor: it must be quick and must not block.
+// runs on the graph's actor: it must be quick and must not block. It is
+// asked after every node's end, as long as the edge's source completed
+// after its target last started, so it should depend on the run's state
+// only (typically on the source's result).
 type Condition func(s *State) bool
 
 // Edge is a directed edge; a nil Condition is always taken.
@@ -125,14 +128,64 @@ func (b *Builder) ResetOnRevisit(on bool) *Builder {
 	return b
 }
 
-// topology is a validated graph.
+// topology is a validated graph, by node index (the order of nodes).
 type topology struct {
 	nodes   []actors.NodeSpec
-	out     map[string][]int // node -> indexes into edges
-	in      map[string][]int
 	edges   []Edge
+	from    []int   // per edge, its source
+	to      []int   // per edge, its target
+	back    []bool  // per edge, whether it is a back edge (see backEdges)
+	out     [][]int // per node, its outgoing edges (indexes into edges), in the order added
+	in      [][]int // per node, its incoming edges
 	entries []string
 	reset   bool
+	index   map[string]int // node id -> index
+}
+
+// backEdges marks the back edges: those that close a cycle, found by a
+// depth-first search from the entry points in order, then from the other
+// nodes in order, following each node's edges in the order they were
+// added. Without them the graph is acyclic.
+func (t *topology) backEdges() {
+	t.back = make([]bool, len(t.edges))
+	const (
+		unseen = iota
+		open   // on the search's path
+		closed
+	)
+	state := make([]int, len(t.nodes))
+	type frame struct{ node, next int } // next: index into out[node]
+	var path []frame
+	visit := func(root int) {
+		if state[root] != unseen {
+			return
+		}
+		state[root] = open
+		path = append(path[:0], frame{node: root})
+		for len(path) > 0 {
+			f := &path[len(path)-1]
+			if f.next == len(t.out[f.node]) {
+				state[f.node] = closed
+				path = path[:len(path)-1]
+				continue
+			}
+			ei := t.out[f.node][f.next]
+			f.next++
+			switch to := t.to[ei]; state[to] {
+			case open:
+				t.back[ei] = true
+			case unseen:
+				state[to] = open
+				path = append(path, frame{node: to})
+			}
+		}
+	}
+	for _, id := range t.entries {
+		visit(t.index[id])
+	}
+	for i := range t.nodes {
+		visit(i)
+	}
 }
 
 func (b *Builder) validate() (*topology, error) {
@@ -143,15 +196,20 @@ func (b *Builder) validate() (*topology, error) {
 		return nil, fmt.Errorf("%w: Graph must contain at least one node", ErrBuild)
 	}
 	t := &topology{nodes: append([]actors.NodeSpec(nil), b.nodes...), edges: append([]Edge(nil), b.edges...),
-		out: map[string][]int{}, in: map[string][]int{}, reset: b.reset}
+		from: make([]int, len(b.edges)), to: make([]int, len(b.edges)), out: make([][]int, len(b.nodes)),
+		in: make([][]int, len(b.nodes)), reset: b.reset, index: make(map[string]int, len(b.nodes))}
+	for i, n := range t.nodes {
+		t.index[n.ID] = i
+	}
 	for i, e := range t.edges {
 		for _, end := range []string{e.From, e.To} {
-			if _, ok := b.index[end]; !ok {
+			if _, ok := t.index[end]; !ok {
 				return nil, fmt.Errorf("%w: edge %s -> %s: Node '%s' not found", ErrBuild, e.From, e.To, end)
 			}
 		}
-		t.out[e.From] = append(t.out[e.From], i)
-		t.in[e.To] = append(t.in[e.To], i)
+		t.from[i], t.to[i] = t.index[e.From], t.index[e.To]
+		t.out[t.from[i]] = append(t.out[t.from[i]], i)
+		t.in[t.to[i]] = append(t.in[t.to[i]], i)
 	}
 	seen := map[string]bool{}
 	for _, id := range b.entries {
@@ -164,8 +222,8 @@ func (b *Builder) validate() (*topology, error) {
 		}
 	}
 	if len(t.entries) == 0 {
-		for _, n := range t.nodes {
-			if len(t.in[n.ID]) == 0 {
+		for i, n := range t.nodes {
+			if len(t.in[i]) == 0 {
 				t.entries = append(t.entries, n.ID)
 			}
 		}
@@ -173,5 +231,6 @@ func (b *Builder) validate() (*topology, error) {
 	if len(t.entries) == 0 {
 		return nil, fmt.Errorf("%w: No entry points found - all nodes have dependencies", ErrBuild)
 	}
+	t.backEdges()
 	return t, nil
 }

@@ -5,6 +5,14 @@
 // each on its node actor, owned by the graph's orchestrator actor (SPEC
 // M1).
 //
+// Fan-in: a node runs when one of its edges is taken (the edge's source
+// completed after the node last started, and its condition holds) and no
+// source of its incoming edges can still run. A source that failed, was
+// cancelled, or that nothing left to run can reach does not hold it back.
+// Back edges (those that close a cycle, found by a depth-first search from
+// the entry points, following edges in the order they were added) re-run
+// their target but never hold it back.
+//
 // A BeforeNodeCall hook, or a node's agent, can interrupt: from the first
 // interrupt on nothing new is scheduled, the nodes already running run to
 // completion, and the run returns INTERRUPTED with every interrupt (SPEC
