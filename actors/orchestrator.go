@@ -454,6 +454,7 @@ type nodeRec struct {
 	localRes any  // SetLocalResult of the last run (in process only)
 	resume   bool // the next run resumes the executor
 	recover  bool // the current run was cut off by a crash
+	reset    bool // the current run started the executor afresh (saved: its recovery is told)
 
 	first    uint64   // sequence number of the end of its first run (results order)
 	executed []uint64 // sequence numbers of the ends of its executed runs
@@ -877,6 +878,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		n.started = x.seq
 		if !n.recover {
 			n.base = n.msgs
+			n.reset = s.Reset && !n.resume
 		}
 		n.local = nil
 		if !n.resume {
@@ -886,7 +888,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
-			Recover: n.recover, Base: n.base, ResetExecutor: s.Reset && !n.resume && !n.recover})
+			Recover: n.recover, Base: n.base, ResetExecutor: n.reset})
 		n.resume, n.recover = false, false
 		x.inflight++
 	}

@@ -153,6 +153,7 @@ type nodeEntry struct {
 	Msgs       int64           `json:"messages"`
 	Base       int64           `json:"base"`
 	Resume     bool            `json:"resume"`
+	Reset      bool            `json:"reset,omitempty"`
 	Gate       []routedJSON    `json:"gate"`
 	Interrupts []routedJSON    `json:"interrupts"`
 }
@@ -282,7 +283,7 @@ func (x *orchActor) clean() {
 
 func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
 	e := &nodeEntry{ID: n.id, Status: n.status.String(), Inner: n.inner, Run: n.run, Started: n.started, Ended: n.ended,
-		First: n.first, Executed: n.executed, Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Resume: n.resume,
+		First: n.first, Executed: n.executed, Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Resume: n.resume, Reset: n.reset,
 		Gate: []routedJSON{}, Interrupts: []routedJSON{}}
 	if e.Executed == nil {
 		e.Executed = []uint64{}
@@ -404,7 +405,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
 		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, first: j.First, executed: j.Executed,
-			count: j.Count, dur: j.Dur, msgs: j.Msgs, base: j.Base, resume: j.Resume}
+			count: j.Count, dur: j.Dur, msgs: j.Msgs, base: j.Base, resume: j.Resume, reset: j.Reset}
 		if n.status, err = status(j.Status); err != nil {
 			return err
 		}

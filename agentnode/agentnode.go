@@ -137,13 +137,13 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			return failed(err)
 		}
 	}
-	if run.GetResetExecutor() {
-		if err := r.reset(ctx); err != nil {
-			return failed(err)
-		}
-	}
+	reset := run.GetResetExecutor()
 	if run.GetRecover() {
-		done, res, carry, err := r.recover(ctx, run.GetBase(), in.IsResume())
+		recover := r.recover
+		if reset {
+			recover = r.recoverReset
+		}
+		done, res, carry, err := recover(ctx, run.GetBase(), in.IsResume())
 		if err != nil {
 			return failed(err)
 		}
@@ -151,7 +151,12 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			return res
 		}
 		if carry {
-			in = agent.Input{}
+			in, reset = agent.Input{}, false // begun: after its reset
+		}
+	}
+	if reset {
+		if err := r.reset(ctx); err != nil {
+			return failed(err)
 		}
 	}
 	res, err := r.invoke(ctx, in, emit)
@@ -235,6 +240,44 @@ func (r *agentRunner) recover(ctx context.Context, base int64, resume bool) (don
 		return true, agentResult(&agent.Result{StopReason: agent.StopEndTurn, Message: last}), false, nil
 	}
 	return false, nil, true, nil
+}
+
+// recoverReset is recover for a cut-off run that started with a reset:
+// base is the length of the history before the reset, that of a finished
+// run. The agent stands where the reset left it and the run has not begun
+// (its history as built, or as before the reset: reset and run it), or
+// the run has begun after the reset (interrupted, a tool cycle in flight,
+// or a history that does not end with a final answer: carry it on), or it
+// finished after the reset (a final answer in a history of another
+// length than before the reset: done). A finished run is normally
+// committed with its orchestrator's record, so the last case is rare;
+// where its history has the same length as before the reset, the two
+// cannot be told apart, and the run is taken as not begun.
+func (r *agentRunner) recoverReset(ctx context.Context, base int64, _ bool) (done bool, res *braidv1.NodeResult, carry bool, err error) {
+	st, err := r.a.Status(ctx)
+	if err != nil {
+		return false, nil, false, err
+	}
+	switch {
+	case st.Interrupted():
+		return true, agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts}), false, nil
+	case st.Incomplete():
+		return false, nil, true, nil
+	case st.Messages <= len(r.initial):
+		return false, nil, false, nil
+	}
+	snap, err := r.a.Snapshot(ctx)
+	if err != nil {
+		return false, nil, false, err
+	}
+	last := snap.Messages[len(snap.Messages)-1]
+	switch {
+	case last.Role != model.RoleAssistant || len(last.ToolUses()) > 0:
+		return false, nil, true, nil
+	case int64(len(snap.Messages)) == base:
+		return false, nil, false, nil
+	}
+	return true, agentResult(&agent.Result{StopReason: agent.StopEndTurn, Message: last}), false, nil
 }
 
 func agentResult(res *agent.Result) *braidv1.NodeResult {

@@ -115,7 +115,9 @@ type NodeRun struct {
 	Recover bool  `protobuf:"varint,6,opt,name=recover,proto3" json:"recover,omitempty"`
 	Base    int64 `protobuf:"varint,7,opt,name=base,proto3" json:"base,omitempty"`
 	// reset_executor: start the executor afresh (its agent's history and state as
-	// built) before it runs: a Graph's reset on revisit.
+	// built) before it runs: a Graph's reset on revisit. With recover, the
+	// cut-off run started with a reset: the executor tells whether the reset
+	// and the run had begun (base is then the history before the reset).
 	ResetExecutor bool `protobuf:"varint,8,opt,name=reset_executor,json=resetExecutor,proto3" json:"reset_executor,omitempty"`
 }
 
