@@ -12,13 +12,19 @@
 // and commits every save queued at that moment in one BEGIN IMMEDIATE
 // transaction (group commit); if one of them fails (a stale save), the
 // group is done again with a savepoint per save, so that one is rolled back
-// alone and the others commit; the callers whose saves
-// it took wait for its reply. A lone save is committed by its own caller,
-// with no hand-off between goroutines. A group commits with synchronous=NORMAL (atomic, survives
-// the process being killed) unless one of its saves is durable, when it
-// commits with synchronous=FULL: an fsync of the WAL, which makes every
-// earlier commit durable too. Sync commits a small write the same way.
-// Loads read from a pool of their own, concurrently with the writes.
+// alone and the others commit; the callers whose saves it took wait for
+// its reply. A lone save is committed by its own caller, with no hand-off
+// between goroutines. Every transaction commits with synchronous=NORMAL:
+// atomic, and it survives the process being killed. A durable save then
+// waits for an fsync of the WAL file that began after its commit, which
+// makes every earlier commit durable too; the committing caller gives the
+// write connection back before it syncs, so the next group commits while
+// the WAL syncs, and one fsync serves every durable save committed before
+// it began. Sync is such an fsync. A failed fsync fails every later
+// durable save and Sync with ErrDurability (reopen the store). Loads run
+// on the write connection when no caller commits (its page cache holds
+// what the saves wrote), else on a pool of their own, concurrently with
+// the writes.
 //
 // Several Stores, in one process or several, may share a folder: each
 // transaction takes SQLite's write lock (waiting up to Config.BusyTimeout,

@@ -55,7 +55,7 @@ func TestGroup_StaleSaveRollsBackAlone(t *testing.T) {
 				return err
 			}})
 	}
-	s.commit(w, group)
+	s.reply(s.commit(w, group))
 
 	assert.NoError(t, <-group[0].reply)
 	assert.ErrorIs(t, <-group[1].reply, persistence.ErrConflict)

@@ -58,13 +58,16 @@ func helper(mode, dir string) error {
 		}
 		return s.Close()
 	}
-	durable := mode == "durable" || mode == "nofsync"
+	durable := mode == "durable" || mode == "nofsync" || mode == "marked"
 	if mode != "open" {
 		for i := range n {
 			k := persistence.Key{SessionID: "fsync", Kind: persistence.KindAgent, ID: strconv.Itoa(i)}
 			if _, err := s.Save(bg, persistence.SaveOptions{Durable: durable}, persistence.Change{
 				Key: k, Data: json.RawMessage(`{"n":1}`), Messages: []json.RawMessage{json.RawMessage(`{"m":1}`)}}); err != nil {
 				return err
+			}
+			if mode == "marked" { // the save returned: a write strace sees
+				fmt.Fprintf(os.Stdout, "%s %d\n", savedMarker, i)
 			}
 		}
 	}
@@ -130,6 +133,95 @@ func TestDurability_FsyncCounts(t *testing.T) {
 	assert.GreaterOrEqual(t, durable-base, n, "durable saves")
 	assert.GreaterOrEqual(t, sync-normal, 1, "Sync")
 	assert.Equal(t, base, nofsync, "NoFsync")
+}
+
+const savedMarker = "braid-durable-save-returned"
+
+// SPEC S2, I9: every durable save returns only after an fsync of the WAL
+// file that began after the save's last write to the WAL. Traced by strace
+// (with file names) over a helper process that marks each return with a
+// write to its standard output.
+func TestDurability_EachDurableSaveFsyncsTheWALAfterItsWrites(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("strace is not on PATH under CI=true: install it to trace fsyncs")
+		}
+		t.Skip("strace is not on PATH")
+	}
+	const n = 8
+	out := filepath.Join(t.TempDir(), "strace.txt")
+	cmd := helperCmd(t, fmt.Sprintf("marked:%d", n), t.TempDir(), strace, "-f", "-y", "-s", "64",
+		"-e", "trace=write,pwrite64,fsync,fdatasync", "-o", out)
+	if err := cmd.Run(); err != nil {
+		if os.Getenv("CI") != "true" {
+			t.Skipf("strace could not run the helper (ptrace not allowed?): %v", err)
+		}
+		t.Fatalf("strace: %v", err)
+	}
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	events := tracedCalls(t, f)
+	lastWrite, lastSync, marks := -1, -1, 0 // indexes into events
+	for i, e := range events {
+		switch {
+		case e.call == "pwrite64" && strings.HasSuffix(e.file, sqlite.FileName+"-wal"):
+			lastWrite = i
+		case (e.call == "fsync" || e.call == "fdatasync") && strings.HasSuffix(e.file, sqlite.FileName+"-wal"):
+			if e.began > events[max(lastWrite, 0)].ended || lastWrite < 0 {
+				lastSync = i
+			}
+		case e.call == "write" && strings.Contains(e.args, savedMarker):
+			require.GreaterOrEqual(t, lastWrite, 0, "a durable save returned without writing the WAL")
+			assert.Greater(t, lastSync, lastWrite, "durable save %d returned without an fsync of the WAL after its last WAL write", marks)
+			marks++
+		}
+	}
+	assert.Equal(t, n, marks, "saves traced")
+}
+
+// tracedCall is one system call of an strace -f -y log: the file of its
+// first argument, and the log lines where it began and ended.
+type tracedCall struct {
+	call, file, args string
+	began, ended     int
+}
+
+// tracedCalls reads an strace -f -y log in the order the calls ended,
+// joining a call that strace split (unfinished, then resumed).
+func tracedCalls(t *testing.T, r io.Reader) []tracedCall {
+	var out []tracedCall
+	open := map[string]tracedCall{} // by pid
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for line := 0; sc.Scan(); line++ {
+		pid, rest, _ := strings.Cut(sc.Text(), " ")
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "<...") { // "<... fsync resumed>) = 0"
+			if c, ok := open[pid]; ok {
+				delete(open, pid)
+				c.ended = line
+				out = append(out, c)
+			}
+			continue
+		}
+		name, args, ok := strings.Cut(rest, "(")
+		if !ok || strings.HasPrefix(rest, "+++") || strings.HasPrefix(rest, "---") {
+			continue
+		}
+		c := tracedCall{call: name, args: args, began: line, ended: line}
+		if _, after, ok := strings.Cut(args, "<"); ok {
+			c.file, _, _ = strings.Cut(after, ">")
+		}
+		if strings.Contains(rest, "<unfinished ...>") {
+			open[pid] = c
+			continue
+		}
+		out = append(out, c)
+	}
+	require.NoError(t, sc.Err())
+	return out
 }
 
 // fsyncCalls sums the calls column of strace -c's fsync and fdatasync rows.

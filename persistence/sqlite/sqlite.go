@@ -79,14 +79,14 @@ type Store struct {
 	drained chan struct{} // closed when Close has failed the queued requests
 	closed  atomic.Bool
 	once    sync.Once
+	wal     *walSync // makes durable points durable
 }
 
-// writer is what the committing caller holds: w's connection, the writes
-// prepared on it, and its synchronous setting.
+// writer is what the committing caller holds: w's connection and the
+// writes prepared on it.
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
-	level string
 }
 
 // request is one member of a group: a save, a delete or a sync.
@@ -95,6 +95,9 @@ type request struct {
 	durable bool
 	apply   func(ctx context.Context, q sqlstore.Querier) error
 	reply   chan error // buffered: the writer never waits on it
+	// taken: a committing caller took it from the queue, so it gets a
+	// reply even if the store closes (after its commit, and its fsync).
+	taken atomic.Bool
 }
 
 // Open opens (creating it if needed) the database in cfg.Dir, with the
@@ -124,7 +127,11 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if s.path, err = filepath.Abs(filepath.Join(cfg.Dir, FileName)); err != nil {
 		return nil, nil, fmt.Errorf("sqlite store: %w", err)
 	}
-	s.w, _ = sql.Open("sqlite", s.dsn("_pragma=journal_mode(WAL)")) // sql.Open only checks the driver's name
+	s.wal = newWALSync(s.path + "-wal")
+	// Every commit is at synchronous=NORMAL (OFF without fsync); a durable
+	// point then waits for an fsync of the WAL (walSync).
+	level := map[bool]string{false: "NORMAL", true: "OFF"}[cfg.NoFsync]
+	s.w, _ = sql.Open("sqlite", s.dsn("_pragma=journal_mode(WAL)&_pragma=synchronous("+level+")")) // sql.Open only checks the driver's name
 	s.r, _ = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	s.w.SetMaxOpenConns(1)
 	s.r.SetMaxOpenConns(cfg.ReadConns)
@@ -180,52 +187,79 @@ func (s *Store) wrap(what string, err error) error {
 }
 
 // lead commits what is queued, in groups, with the writer w the caller
-// took, and gives the writer back.
+// took, and gives the writer back. Once a group leaves durable saves
+// waiting, it gives the writer back first (the next group commits while
+// the WAL syncs), then syncs the WAL and replies to them.
 func (s *Store) lead(w *writer) {
-	defer func() { s.token <- w }()
-	for {
+	var waiting []*request
+	var upto uint64
+	for len(waiting) == 0 {
 		var group []*request
 	drain:
 		for len(group) < s.cfg.MaxGroup {
 			select {
 			case r := <-s.queue:
+				r.taken.Store(true)
 				group = append(group, r)
 			default:
 				break drain
 			}
 		}
 		if len(group) == 0 {
-			return
+			break
 		}
-		s.commit(w, group)
+		waiting, upto = s.commit(w, group)
+	}
+	s.token <- w
+	if len(waiting) > 0 {
+		s.reply(waiting, upto)
 	}
 }
 
-// commit runs a group in one transaction, each request in a savepoint so
-// that a failed one is rolled back alone, and replies to every request.
-// The commit is at synchronous=FULL (a WAL fsync) if any is durable.
-func (s *Store) commit(w *writer, group []*request) {
+// commit runs a group in one transaction, at synchronous=NORMAL, and
+// replies to every request except the durable ones that committed: it
+// returns those, and the group's number, for reply.
+func (s *Store) commit(w *writer, group []*request) (waiting []*request, n uint64) {
 	var live []*request
-	durable := false
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			r.reply <- err // given up before it started: not run
 			continue
 		}
-		live, durable = append(live, r), durable || r.durable
+		live = append(live, r)
 	}
 	errs := make([]error, len(live))
-	err := s.transact(w, live, durable, errs)
+	err := s.transact(w, live, errs)
+	if err == nil && len(live) > 0 {
+		n = s.wal.commit()
+	}
 	for i, r := range live {
 		e := cmp.Or(err, errs[i])
 		if e != nil && r.ctx.Err() != nil {
 			e = r.ctx.Err() // a lone request's end interrupted its transaction
 		}
+		if e == nil && r.durable && !s.cfg.NoFsync {
+			waiting = append(waiting, r)
+			continue
+		}
 		r.reply <- e
+	}
+	return waiting, n
+}
+
+// reply makes the groups up to n durable, then replies to their durable
+// requests.
+func (s *Store) reply(durable []*request, n uint64) {
+	err := s.wal.to(n)
+	if err != nil {
+		err = fmt.Errorf("sqlite store %s: %w", s.path, err)
+	}
+	for _, r := range durable {
+		r.reply <- err
 	}
 }
 
-func (s *Store) transact(w *writer, live []*request, durable bool, errs []error) error {
+func (s *Store) transact(w *writer, live []*request, errs []error) error {
 	if len(live) == 0 {
 		return nil
 	}
@@ -237,20 +271,9 @@ func (s *Store) transact(w *writer, live []*request, durable bool, errs []error)
 	if len(live) == 1 {
 		wait = live[0].ctx
 	}
-	level := map[bool]string{false: "NORMAL", true: "FULL"}[durable]
-	if s.cfg.NoFsync {
-		level = "OFF"
-	}
 	// The transaction is statements on the writer's connection, so that
 	// they stay prepared (database/sql's Tx would prepare them again).
 	q := querier{s: s, db: w.conn, stmts: w.stmts}
-	if level != w.level {
-		w.level = ""
-		if err := q.Exec(ctx, "PRAGMA synchronous = "+level); err != nil {
-			return err
-		}
-		w.level = level
-	}
 	// First without savepoints: saves rarely fail, and a savepoint and its
 	// release are half the statements of a save in a group. If one fails,
 	// the group is rolled back and done again with a savepoint per save,
@@ -328,21 +351,31 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 		}
 	}
 	for {
+		// Until a committing caller takes r, this caller may take the
+		// writer and commit the queue itself; once r is taken, it waits
+		// for r's reply (r's commit, or r's fsync).
+		token := s.token
+		if r.taken.Load() {
+			token = nil
+		}
 		select {
 		case err := <-r.reply:
 			return err
-		case w := <-s.token:
+		case w := <-token:
 			s.lead(w)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.done:
-			// Close waits for the group being committed, then fails what
-			// is queued: every request but one queued after that gets a
-			// reply.
+			// Close waits for the group being committed and syncs what
+			// committed, then fails what is queued: a request taken by a
+			// group gets its reply; one still queued, ErrClosed.
 			select {
 			case err := <-r.reply:
 				return err
 			case <-s.drained:
+				if r.taken.Load() {
+					return <-r.reply
+				}
 				select {
 				case err := <-r.reply:
 					return err
@@ -355,27 +388,48 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 }
 
 // Load implements persistence.Store, reading concurrently with the writer.
-func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	return sqlstore.Load(ctx, s.reader(), key)
+func (s *Store) Load(ctx context.Context, key persistence.Key) (rec *persistence.Record, err error) {
+	s.read(func(q querier) { rec, err = sqlstore.Load(ctx, q, key) })
+	return rec, err
 }
 
 // Session implements persistence.Store.
-func (s *Store) Session(ctx context.Context, sessionID string) ([]*persistence.Record, error) {
-	return sqlstore.Session(ctx, s.reader(), sessionID)
+func (s *Store) Session(ctx context.Context, sessionID string) (recs []*persistence.Record, err error) {
+	s.read(func(q querier) { recs, err = sqlstore.Session(ctx, q, sessionID) })
+	return recs, err
 }
 
 // Sessions implements persistence.Store.
-func (s *Store) Sessions(ctx context.Context) ([]persistence.SessionInfo, error) {
-	return sqlstore.Sessions(ctx, s.reader())
+func (s *Store) Sessions(ctx context.Context) (out []persistence.SessionInfo, err error) {
+	s.read(func(q querier) { out, err = sqlstore.Sessions(ctx, q) })
+	return out, err
 }
 
-func (s *Store) reader() querier { return querier{s: s, db: s.r, stmts: s.reads, fixed: true} }
+// read runs fn on the writer's connection when no caller commits (its
+// page cache holds what the last saves wrote, where a pooled connection
+// would read those pages again after every commit), else on the read
+// pool, concurrently with the writer. Saves queued meanwhile wait for the
+// read, a few tens of microseconds.
+func (s *Store) read(fn func(querier)) {
+	select {
+	case w := <-s.token:
+		defer func() { s.token <- w }()
+		fn(querier{s: s, db: w.conn, stmts: w.stmts})
+	default:
+		fn(querier{s: s, db: s.r, stmts: s.reads, fixed: true})
+	}
+}
 
 // Save implements persistence.Store. Its changes commit in the writer's
 // next group, at synchronous=FULL if opts.Durable.
 func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
+	}
+	if opts.Durable {
+		if err := s.wal.failed(); err != nil {
+			return nil, fmt.Errorf("sqlite store %s: %w", s.path, err)
+		}
 	}
 	var versions []int64
 	err := s.do(ctx, opts.Durable, func(ctx context.Context, q sqlstore.Querier) (err error) {
@@ -388,13 +442,22 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	return versions, nil
 }
 
-// Sync implements persistence.Store: it commits a write to a meta row at
-// synchronous=FULL, whose WAL fsync makes every earlier commit durable (a
-// commit that writes nothing would not fsync).
+// Sync implements persistence.Store: an fsync of the WAL, unless one that
+// started after the Store's last commit has run already.
 func (s *Store) Sync(ctx context.Context) error {
-	return s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) error {
-		return q.Exec(ctx, sqlstore.SyncSQL)
-	})
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.cfg.NoFsync {
+		return nil
+	}
+	if err := s.wal.to(s.wal.now()); err != nil {
+		return fmt.Errorf("sqlite store %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Delete implements persistence.Store.
@@ -415,6 +478,14 @@ func (s *Store) Close() (err error) {
 		s.closed.Store(true)
 		close(s.done)
 		w := <-s.token // the committing caller is done
+		// Durable saves that committed and wait for an fsync get it (an
+		// fsync that failed before was reported to them already).
+		var serr error
+		if !s.cfg.NoFsync && s.wal.failed() == nil {
+			if serr = s.wal.to(s.wal.now()); serr != nil {
+				serr = fmt.Errorf("sqlite store %s: close: %w", s.path, serr)
+			}
+		}
 		for {
 			select {
 			case r := <-s.queue:
@@ -425,7 +496,7 @@ func (s *Store) Close() (err error) {
 			break
 		}
 		close(s.drained)
-		err = errors.Join(w.conn.Close(), s.w.Close(), s.r.Close())
+		err = errors.Join(serr, w.conn.Close(), s.w.Close(), s.r.Close(), s.wal.close())
 	})
 	return err
 }

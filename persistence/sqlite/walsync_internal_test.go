@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/persistence"
+)
+
+// gatedSync replaces a store's fsync of the WAL: each call announces
+// itself on started (with the number of groups committed when it began)
+// and returns what the test sends on release.
+type gatedSync struct {
+	started chan uint64
+	release chan error
+}
+
+func gate(s *Store) *gatedSync {
+	g := &gatedSync{started: make(chan uint64), release: make(chan error)}
+	s.wal.sync = func(*os.File) error {
+		g.started <- s.wal.now()
+		return <-g.release
+	}
+	return g
+}
+
+func saveAsync(s *Store, id string, durable bool) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Save(context.Background(), persistence.SaveOptions{Durable: durable}, persistence.Change{
+			Key: persistence.Key{SessionID: "wal", Kind: persistence.KindAgent, ID: id}, Data: json.RawMessage(`{}`)})
+		done <- err
+	}()
+	return done
+}
+
+// SPEC S2, I9: a durable save returns only after an fsync of the WAL that
+// began after its commit; that fsync runs without the write lock, so other
+// saves commit meanwhile; a durable save that committed while an fsync ran
+// waits for the next one, and one fsync serves every durable save
+// committed before it began (group commit).
+func TestWALSync_DurableSavesWaitForAnFsyncThatBeganAfterTheirCommit(t *testing.T) {
+	s, err := Open(context.Background(), Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer s.Close()
+	g := gate(s)
+
+	a := saveAsync(s, "a", true)
+	first := <-g.started // a committed; its fsync is running
+	assert.Equal(t, uint64(1), first, "a's fsync covers a's commit")
+
+	// The write lock is free during the fsync: a non-durable save commits
+	// and returns, and durable saves commit behind the running fsync.
+	require.NoError(t, <-saveAsync(s, "b", false))
+	c := saveAsync(s, "c", true)
+	d := saveAsync(s, "d", true)
+	for s.wal.now() < 4 { // c and d committed (each as its own group, or both in one)
+		select {
+		case err := <-c:
+			t.Fatalf("c returned before any fsync that began after its commit: %v", err)
+		case err := <-d:
+			t.Fatalf("d returned before any fsync that began after its commit: %v", err)
+		default:
+		}
+		waitForCommit(s)
+	}
+	select {
+	case err := <-c:
+		t.Fatalf("c returned during an fsync that began before its commit: %v", err)
+	default:
+	}
+	g.release <- nil
+	require.NoError(t, <-a)
+
+	second := <-g.started // c and d share it
+	assert.GreaterOrEqual(t, second, uint64(4))
+	g.release <- nil
+	require.NoError(t, <-c)
+	require.NoError(t, <-d)
+
+	// Nothing committed since: Sync has nothing to wait for (an fsync
+	// would block Sync on g.started).
+	sync := make(chan error, 1)
+	go func() { sync <- s.Sync(context.Background()) }()
+	select {
+	case err := <-sync:
+		require.NoError(t, err)
+	case <-g.started:
+		t.Fatal("Sync with nothing committed since the last fsync ran another")
+	}
+	require.NoError(t, <-saveAsync(s, "e", false))
+	go func() { sync <- s.Sync(context.Background()) }()
+	assert.Equal(t, uint64(5), <-g.started, "Sync covers the save before it")
+	g.release <- nil
+	require.NoError(t, <-sync)
+}
+
+// waitForCommit lets the committing goroutines run: it waits for one
+// write of the store's by taking the writer and giving it back.
+func waitForCommit(s *Store) {
+	w := <-s.token
+	s.token <- w
+}
+
+// A failed fsync of the WAL fails the durable save that waited for it,
+// and every later durable save and Sync: the pages the kernel could not
+// write may be gone, and a later fsync that succeeds would not say so.
+// Saves that are not durable points still commit, and a store opened
+// again on the folder reads the WAL as it is.
+func TestWALSync_AFailedFsyncFailsEveryLaterDurablePoint(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(context.Background(), Config{Dir: dir})
+	require.NoError(t, err)
+	g := gate(s)
+	eio := errors.New("input/output error")
+
+	a := saveAsync(s, "a", true)
+	<-g.started
+	g.release <- eio
+	err = <-a
+	require.ErrorIs(t, err, ErrDurability)
+	require.ErrorIs(t, err, eio)
+
+	assert.ErrorIs(t, <-saveAsync(s, "b", true), ErrDurability, "refused, not committed")
+	assert.ErrorIs(t, s.Sync(context.Background()), ErrDurability)
+	require.NoError(t, <-saveAsync(s, "c", false))
+	require.NoError(t, s.Close())
+
+	s, err = Open(context.Background(), Config{Dir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	load := func(id string) error {
+		_, err := s.Load(context.Background(), persistence.Key{SessionID: "wal", Kind: persistence.KindAgent, ID: id})
+		return err
+	}
+	assert.NoError(t, load("a"), "a committed before its fsync failed")
+	assert.ErrorIs(t, load("b"), persistence.ErrNotFound)
+	assert.NoError(t, load("c"))
+	require.NoError(t, <-saveAsync(s, "d", true))
+	assert.NoError(t, load("d"))
+}
+
+// With NoFsync a durable save and Sync never fsync.
+func TestWALSync_NoFsyncNeverSyncs(t *testing.T) {
+	s, err := Open(context.Background(), Config{Dir: t.TempDir(), NoFsync: true})
+	require.NoError(t, err)
+	defer s.Close()
+	s.wal.sync = func(*os.File) error { t.Error("fsync with NoFsync"); return nil }
+	require.NoError(t, <-saveAsync(s, "a", true))
+	require.NoError(t, s.Sync(context.Background()))
+}
