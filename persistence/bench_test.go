@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/braidhq/braid/internal/benchcase"
@@ -41,6 +43,25 @@ func BenchmarkSessionCycle(b *testing.B) {
 			run(b, st)
 		})
 	}
+	// 32 clients, each its own sessions, on one durable store: their
+	// durable points share the WAL's fsyncs (group commit).
+	b.Run("sqlite-32-clients", func(b *testing.B) {
+		st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		var n atomic.Int64
+		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := env.SessionCycle(ctx, st, fmt.Sprintf("bench32-%d-%d", b.N, n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 	b.Run("postgres", func(b *testing.B) {
 		dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
 		if dsn == "" {

@@ -421,7 +421,8 @@ func (s *Store) read(fn func(querier)) {
 }
 
 // Save implements persistence.Store. Its changes commit in the writer's
-// next group, at synchronous=FULL if opts.Durable.
+// next group; if opts.Durable, Save returns after an fsync of the WAL that
+// began after that commit.
 func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err

@@ -78,10 +78,46 @@ UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0 FROM braid_messages WHERE sess
 	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
 
+// The two forms of readSQL: a whole session, one record.
+var (
+	readSessionSQL = fmt.Sprintf(readSQL, "")
+	readRecordSQL  = fmt.Sprintf(readSQL, keyCond)
+)
+
+// insertSQLs holds the message inserts of 1 to len-1 rows (the common
+// saves append one or two messages), built once.
+var insertSQLs = func() (out [9]string) {
+	for n := 1; n < len(out); n++ {
+		out[n] = buildInsertSQL(n)
+	}
+	return out
+}()
+
+// insertSQL returns the statement that inserts n messages of one record:
+// $1-$3 are the key, then each row's seq and data.
+func insertSQL(n int) string {
+	if n < len(insertSQLs) {
+		return insertSQLs[n]
+	}
+	return buildInsertSQL(n)
+}
+
+func buildInsertSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO braid_messages (session_id, kind, id, seq, data) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "($1, $2, $3, $%d, $%d)", 4+2*i, 5+2*i)
+	}
+	return b.String()
+}
+
 // Reads returns the statements Read and Sessions run, for stores to
 // prepare.
 func Reads() []string {
-	return []string{fmt.Sprintf(readSQL, ""), fmt.Sprintf(readSQL, keyCond), sessionsSQL}
+	return []string{readSessionSQL, readRecordSQL, sessionsSQL}
 }
 
 // Timestamp formats t as the updated_at column keeps it.
@@ -148,17 +184,12 @@ func insertMessages(ctx context.Context, q Querier, k persistence.Key, from int,
 	const chunk = 200
 	for len(msgs) > 0 {
 		n := min(len(msgs), chunk)
-		var b strings.Builder
-		b.WriteString(`INSERT INTO braid_messages (session_id, kind, id, seq, data) VALUES `)
-		args := []any{k.SessionID, string(k.Kind), k.ID}
+		args := make([]any, 3, 3+2*n)
+		args[0], args[1], args[2] = k.SessionID, string(k.Kind), k.ID
 		for i, m := range msgs[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "($1, $2, $3, $%d, $%d)", len(args)+1, len(args)+2)
 			args = append(args, from+i, string(m))
 		}
-		if err := q.Exec(ctx, b.String(), args...); err != nil {
+		if err := q.Exec(ctx, insertSQL(n), args...); err != nil {
 			return err
 		}
 		msgs, from = msgs[n:], from+n
@@ -218,9 +249,9 @@ func read(ctx context.Context, q Querier, sessionID string, k *persistence.Key) 
 // readRaw reads records as stored; gaps[i] reports a missing message of
 // recs[i] (and recs[i] stops before it).
 func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Key) (recs []*persistence.Record, gaps []error, err error) {
-	sql, args := fmt.Sprintf(readSQL, ""), []any{sessionID}
+	sql, args := readSessionSQL, []any{sessionID}
 	if k != nil {
-		sql, args = fmt.Sprintf(readSQL, keyCond), []any{sessionID, string(k.Kind), k.ID}
+		sql, args = readRecordSQL, []any{sessionID, string(k.Kind), k.ID}
 	}
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
