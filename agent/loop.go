@@ -350,7 +350,8 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 			}
 		}
 	}
-	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results}
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results,
+		mayCarry: a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)}
 	if p := a.pendingCopy(); p != nil {
 		for _, s := range p.Started { // cut off by a crash (SPEC S6)
 			cycle.markStarted(s)
@@ -403,6 +404,16 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	inv.mu.Lock()
 	failErr, interrupted := inv.failErr, inv.interrupt
 	inv.mu.Unlock()
+	if failErr != nil || interrupted || hook.Has[AfterToolsEvent](a.hooks) {
+		// Not the straight way to the pair's save that record counts on
+		// when it leaves the last result to that save (carriedLocked rules
+		// out the first two; an AfterTools callback registered since its
+		// check is the third): the result is saved now, as record would
+		// have saved it, before anything else runs.
+		if err := cycle.flush(); err != nil && failErr == nil {
+			failErr = err
+		}
+	}
 	if failErr != nil {
 		return nil, failErr
 	}
@@ -423,10 +434,36 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	}
 
 	// Every tool has a result: append the pair and end the interrupted work
-	// in one step, saved once (SPEC A3, A7).
+	// in one step, saved once (SPEC A3, A7). When record left the last
+	// result to this save (carriedLocked), a failed save fails the
+	// invocation as the failed result save would have: the agent is left
+	// as that failure leaves it (the pair not in the history, the cycle
+	// pending with every result, the interrupt state as it was), so the
+	// invocation's clean-up, take-back and end save see the same state; no
+	// hook has fired and nothing is told of the result since the tool's
+	// end; the caller gets the store's error, named after this save point
+	// (message) where the other names tool_result.
+	carried := cycle.carried()
+	var undo *interrupt.State
+	if carried && (a.interrupts.Activated() || a.interrupts.Len() > 0) {
+		undo = a.interrupts.Clone() // a resume's; a fresh cycle's is empty
+	}
+	kept := len(a.history())
 	a.interrupts.Clear()
 	a.setPending(nil)
-	if err := inv.appendMessages(ctx, assistant, gathered); err != nil {
+	if err := inv.addMessages(ctx, persistence.SaveMessage, assistant, gathered); err != nil {
+		if carried {
+			a.mu.Lock()
+			a.messages = a.messages[:kept:kept]
+			a.mu.Unlock()
+			a.setPending(cycle.pending())
+			if undo != nil {
+				a.interrupts.Restore(undo)
+			}
+		}
+		return nil, err
+	}
+	if err := inv.announce(ctx, assistant, gathered); err != nil {
 		return nil, err
 	}
 	if at.endTurn != nil {
@@ -468,13 +505,25 @@ func (inv *invocation) appendMessages(ctx context.Context, msgs ...model.Message
 
 // appendMessagesAt is appendMessages saving at point.
 func (inv *invocation) appendMessagesAt(ctx context.Context, point persistence.SavePoint, msgs ...model.Message) error {
+	if err := inv.addMessages(ctx, point, msgs...); err != nil {
+		return err
+	}
+	return inv.announce(ctx, msgs...)
+}
+
+// addMessages appends messages to the history and saves at point.
+func (inv *invocation) addMessages(ctx context.Context, point persistence.SavePoint, msgs ...model.Message) error {
 	a := inv.a
 	a.mu.Lock()
 	a.messages = append(a.messages, msgs...)
 	a.mu.Unlock()
-	if err := a.save(ctx, point); err != nil {
-		return err
-	}
+	return a.save(ctx, point)
+}
+
+// announce fires MessageAdded for messages just added and saved, and
+// streams them.
+func (inv *invocation) announce(ctx context.Context, msgs ...model.Message) error {
+	a := inv.a
 	for _, m := range msgs {
 		if err := hook.Run(ctx, a.hooks, &MessageAddedEvent{Agent: a.view(), Message: m}); err != nil {
 			return fmt.Errorf("MessageAdded hook: %w", err)
@@ -577,6 +626,11 @@ type toolCycle struct {
 	started map[string]ToolStart
 	// saved: the pending cycle is in the session.
 	saved bool
+	// mayCarry: the cycle's last result may be left to the pair's save
+	// (carriedLocked): a session, no stream consumer, Braid's own executor.
+	mayCarry bool
+	// carry: record left the last result to the pair's save, unsaved.
+	carry bool
 }
 
 // ensureSaved saves the pending cycle before a tool runs, once.
@@ -665,19 +719,123 @@ func (c *toolCycle) unstart(id string) {
 }
 
 // record keeps a finished tool's result and saves it with the pending cycle
-// before anyone hears of it, so the tool is not run again after a crash.
+// before anyone hears of it, so the tool is not run again after a crash
+// (SPEC S1, S6), unless the pair's save carries it (carriedLocked).
 func (c *toolCycle) record(i int, r model.ToolResult) {
 	a := c.inv.a
 	c.mu.Lock()
 	c.results[i] = &r
 	delete(c.started, r.ToolUseID)
 	if a.sess != nil {
-		c.saveLocked(persistence.SaveToolResult)
+		if c.carriedLocked(i) {
+			c.carry = true
+		} else {
+			c.saveLocked(persistence.SaveToolResult)
+		}
 	}
 	c.mu.Unlock()
 	if c.inv.emit != nil {
 		c.inv.emit(&ToolResultEvent{Result: r.Clone()})
 	}
+}
+
+// carriedLocked reports whether the save of result i, just recorded, is
+// left to the save of the tool-use/result pair that toolCycle makes next,
+// which carries the result inside the history: one save fewer a cycle.
+// That is when only Braid's own code runs, and nothing is told of the
+// result, between the tool's end and that save:
+//
+//   - i is the cycle's last missing result: every other tool use has one,
+//     recorded and saved (a failed save sets failErr, checked here), so no
+//     other tool runs, starts or interrupts, and the cycle does not stop
+//     for interrupts (none is raised: checked here);
+//   - no AfterToolCall and no AfterTools callback is registered: no user
+//     code runs before the pair's save, no hook can Retry (the
+//     MaxToolRetries path runs the tool again before any record), fail,
+//     replace a result or end the turn (AfterToolCall of this tool has run
+//     already; one registered later fires for no tool of this cycle; an
+//     AfterTools callback registered later makes toolCycle save the
+//     result before it fires, see flush);
+//   - no stream consumer (mayCarry): no ToolResultEvent is sent before the
+//     pair's save (SPEC I9: told only of what is saved);
+//   - a session (mayCarry): without one nothing is saved anyway;
+//   - the executor is Braid's (mayCarry): a custom one is user code that
+//     may run between the last task's end and its return.
+//
+// Between here and the pair's save the code is then Braid's: the end of
+// finish and Run (or of Prepare, for a cancelled or unknown tool, or of
+// toolCycle's loop over a cancelled batch), the executor's return,
+// toolCycle's reads of failErr and interrupt, an AfterTools dispatch with
+// no callback, the clearing of the interrupt state and pending work in
+// memory, and the save. Cancellation changes nothing there: saves run
+// without the caller's cancellation, and toolCycle looks at it only after.
+//
+// A crash (kill -9) anywhere from the tool's end to the pair's commit
+// leaves the store as the last save before the tool's end left it, which
+// is exactly what a crash just before a result save of its own commits
+// leaves: the tool is run again on recovery (at least once, SPEC S6, with
+// the same idempotency key), and an at-most-once tool's start mark, saved
+// durably by start and dropped only with the pending work by the pair's
+// save, is still stored, so recovery raises braid.recovery. A crash after
+// the pair's commit finds the result in the history, as one after a result
+// save finds it in the pending work: the tool is not run again. Both are
+// atomic, non-durable save points, so durability is unchanged too: the
+// next durable point (at the latest the invocation's end) covers either.
+// A failed pair's save fails the invocation as a failed result save does
+// (see toolCycle). The caller holds c.mu.
+func (c *toolCycle) carriedLocked(i int) bool {
+	if !c.mayCarry {
+		return false
+	}
+	for j, x := range c.results {
+		if j != i && x == nil {
+			return false
+		}
+	}
+	inv := c.inv
+	inv.mu.Lock()
+	clean := inv.failErr == nil && !inv.interrupt
+	inv.mu.Unlock()
+	if !clean {
+		return false
+	}
+	hooks := inv.a.hooks
+	return !hook.Has[AfterToolCallEvent](hooks) && !hook.Has[AfterToolsEvent](hooks)
+}
+
+// carried reports whether record left the last result to the pair's save.
+func (c *toolCycle) carried() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.carry
+}
+
+// flush makes the result save record left to the pair's save, for a path
+// that does not go straight to it; a failed save fails the invocation, as
+// in record, and its error is returned.
+func (c *toolCycle) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.carry {
+		return nil
+	}
+	c.carry = false
+	if c.saveLocked(persistence.SaveToolResult) {
+		return nil
+	}
+	c.inv.mu.Lock()
+	defer c.inv.mu.Unlock()
+	return c.inv.failErr
+}
+
+// builtinExecutor reports whether e is one of Braid's executors, which
+// run no code of their own between a task's end and their return.
+func builtinExecutor(e tool.Executor) bool {
+	switch e.(type) {
+	case tool.Concurrent, *tool.Concurrent, tool.Sequential, *tool.Sequential:
+		return true
+	}
+	return false
 }
 
 func (c *toolCycle) resultBlocks() []model.ContentBlock {

@@ -42,8 +42,9 @@ const (
 // Pending is the unfinished work of an agent: the assistant tool-use message
 // being resumed and the results already finished (SPEC A3). It lives beside
 // the interrupt state, never in the history. It is saved while a tool cycle
-// runs, too (after each tool), so a run cut off by a crash carries on without
-// running finished tools again.
+// runs, too (after each tool; the last one's result may be saved in the
+// history with the tool-use/result pair instead), so a run cut off by a crash
+// carries on without running finished tools again.
 type Pending struct {
 	Kind      PendingKind        `json:"kind"`
 	Message   *model.Message     `json:"assistantMessage,omitempty"`
