@@ -389,19 +389,28 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 
 // Load implements persistence.Store, reading concurrently with the writer.
 func (s *Store) Load(ctx context.Context, key persistence.Key) (rec *persistence.Record, err error) {
-	s.read(func(q querier) { rec, err = sqlstore.Load(ctx, q, key) })
+	if err := key.Validate(); err != nil {
+		return nil, err // before anything else (SPEC S2)
+	}
+	err = s.read(ctx, func(ctx context.Context, q querier) error { rec, err = sqlstore.Load(ctx, q, key); return err })
 	return rec, err
 }
 
 // Session implements persistence.Store.
 func (s *Store) Session(ctx context.Context, sessionID string) (recs []*persistence.Record, err error) {
-	s.read(func(q querier) { recs, err = sqlstore.Session(ctx, q, sessionID) })
+	if err := persistence.ValidateID("session", sessionID); err != nil {
+		return nil, err // before anything else (SPEC S2)
+	}
+	err = s.read(ctx, func(ctx context.Context, q querier) error {
+		recs, err = sqlstore.Session(ctx, q, sessionID)
+		return err
+	})
 	return recs, err
 }
 
 // Sessions implements persistence.Store.
 func (s *Store) Sessions(ctx context.Context) (out []persistence.SessionInfo, err error) {
-	s.read(func(q querier) { out, err = sqlstore.Sessions(ctx, q) })
+	err = s.read(ctx, func(ctx context.Context, q querier) error { out, err = sqlstore.Sessions(ctx, q); return err })
 	return out, err
 }
 
@@ -409,14 +418,21 @@ func (s *Store) Sessions(ctx context.Context) (out []persistence.SessionInfo, er
 // page cache holds what the last saves wrote, where a pooled connection
 // would read those pages again after every commit), else on the read
 // pool, concurrently with the writer. Saves queued meanwhile wait for the
-// read, a few tens of microseconds.
-func (s *Store) read(fn func(querier)) {
+// read, a few tens of microseconds. On the writer's connection, which
+// nothing else waits for, the read runs without ctx's cancellation once
+// ctx is checked (the driver would start a goroutine per statement to
+// watch it, which costs more than a read of a session); in the pool, ctx
+// also bounds the wait for a connection.
+func (s *Store) read(ctx context.Context, fn func(context.Context, querier) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case w := <-s.token:
 		defer func() { s.token <- w }()
-		fn(querier{s: s, db: w.conn, stmts: w.stmts})
+		return fn(context.WithoutCancel(ctx), querier{s: s, db: w.conn, stmts: w.stmts})
 	default:
-		fn(querier{s: s, db: s.r, stmts: s.reads, fixed: true})
+		return fn(ctx, querier{s: s, db: s.r, stmts: s.reads, fixed: true})
 	}
 }
 
