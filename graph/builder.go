@@ -140,6 +140,9 @@ type topology struct {
 	entries []string
 	reset   bool
 	index   map[string]int // node id -> index
+	// conditional: some edge has a condition, which may read any node's
+	// result (the policy then looks at every node at every step)
+	conditional bool
 }
 
 // backEdges marks the back edges: those that close a cycle, found by a
@@ -232,5 +235,8 @@ func (b *Builder) validate() (*topology, error) {
 		return nil, fmt.Errorf("%w: No entry points found - all nodes have dependencies", ErrBuild)
 	}
 	t.backEdges()
+	for _, e := range t.edges {
+		t.conditional = t.conditional || e.Condition != nil
+	}
 	return t, nil
 }

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"slices"
+
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/proto/braidv1"
@@ -20,10 +22,14 @@ type policy struct {
 	task     *braidv1.AgentInput
 	taskText string
 	s        step
+	// scanned: a Next since the policy was made or the run began looked
+	// at every node (see Next).
+	scanned bool
 }
 
 // Begin implements actors.Policy.
 func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
+	p.scanned = false
 	starts := make([]actors.NodeStart, 0, len(p.t.entries))
 	for _, id := range p.t.entries {
 		starts = append(starts, actors.NodeStart{Node: id, Input: v.Task()})
@@ -32,92 +38,165 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 }
 
 // Next implements actors.Policy: after any node's end, every node that is
-// ready starts, the targets of node's edges first. A node is ready when
-// it takes an edge (the edge's source completed after the node last
-// started, and the edge's condition holds) and is not blocked (see
-// blocked). Every node is looked at, not only node's targets: an end can
-// release a join that waited on a node that will now never run.
+// ready starts, the targets of node's edges first, then the others in
+// the order they were added. A node is ready when it takes an edge (the
+// edge's source completed after the node last started, and the edge's
+// condition holds) and is not blocked (see blocked).
+//
+// An end can release a join that waited on a node that will now never
+// run, not only start node's targets. Which nodes it can make ready:
+// every node that was ready before has started (each Next starts them),
+// so a node becomes ready now only if it takes an edge it did not take
+// before, or was blocked and is no longer. Without conditions, only an
+// edge from node is newly taken; and a node is released only if one of
+// its sources can no longer run when it could before, which only node's
+// end changes, for node and the nodes below it (back edges left out, as
+// in blocked). So Next looks at node's targets and the nodes below node:
+// a leaf's end in a fan-out of n costs O(1), not O(n). It looks at every
+// node when a condition could change its answer with node's end (the
+// graph has conditional edges), and at the first Next of a policy or of
+// a run (a run restored from the store is looked at whole once).
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
-	s := p.scan(v)
-	defer func() { s.st = nil }() // keep no view past the call
+	s := p.begin(v)
+	defer func() { s.v, s.st = nil, nil }() // keep no view past the call
 	var starts []actors.NodeStart
 	consider := func(i int) {
-		if s.done[i] || len(s.taken[i]) == 0 {
+		if s.done[i] == s.epoch {
 			return
 		}
-		s.done[i] = true
-		if p.blocked(i) {
+		s.done[i] = s.epoch
+		taken := p.taken(i)
+		if len(taken) == 0 || p.blocked(i) {
 			return
 		}
 		id := p.t.nodes[i].ID
-		deps := make([]string, len(s.taken[i]))
-		for k, ei := range s.taken[i] {
+		deps := make([]string, len(taken))
+		for k, ei := range taken {
 			deps[k] = p.t.edges[ei].From
 		}
 		text := p.input(v, deps)
 		starts = append(starts, actors.NodeStart{Node: id, Input: &braidv1.AgentInput{Messages: [][]byte{userText(text)}},
-			Local: agent.Text(text), Reset: p.t.reset && s.ended[i] > 0})
+			Local: agent.Text(text), Reset: p.t.reset && p.load(i).ended > 0})
 	}
-	if f, ok := p.t.index[node]; ok {
+	f, known := p.t.index[node]
+	if known {
 		for _, ei := range p.t.out[f] {
 			consider(p.t.to[ei])
 		}
 	}
-	for i := range p.t.nodes {
+	if !known || !p.scanned || p.t.conditional {
+		p.scanned = true
+		for i := range p.t.nodes {
+			consider(i)
+		}
+		return starts, ""
+	}
+	for _, i := range p.below(f) {
 		consider(i)
 	}
 	return starts, ""
 }
 
-// step is the run as one scheduling step sees it, by node index.
+// step is the run as one scheduling step sees it, by node index, read
+// as it is needed: an entry is current when its stamp is the step's
+// epoch, so a step costs what it looks at, not the graph's size.
 type step struct {
-	st      *State // what the conditions see, made when the first is asked
-	status  []braidv1.NodeStatus
-	started []uint64
-	ended   []uint64
-	waiting []bool // runs, or is held back to run
-	// taken holds, per node that does not run or wait to run, the edges
-	// it takes (indexes into edges, in the order added). Such a node will
-	// run: now, or once it is no longer blocked.
-	taken [][]int
-	done  []bool // looked at by this step
-	known []bool // canRun's answer is in can
-	can   []bool
+	v     *actors.RunView
+	st    *State // what the conditions see, made when the first is asked
+	epoch uint32
+	nodes []nodeStep
+	done  []uint32 // looked at by this step
+	// below: scratch of p.below
+	seen  []uint32
+	queue []int
 }
 
-// scan reads the run into p.s and finds the edges taken.
-func (p *policy) scan(v *actors.RunView) *step {
+type nodeStep struct {
+	loaded, scanned, known uint32 // the epochs of the fields below
+	status                 braidv1.NodeStatus
+	started, ended         uint64
+	waiting                bool // runs, or is held back to run
+	// taken holds, if the node does not run or wait to run, the edges
+	// it takes (indexes into edges, in the order added). Such a node
+	// will run: now, or once it is no longer blocked.
+	taken []int
+	can   bool // canRun's answer
+}
+
+// begin starts a step on v.
+func (p *policy) begin(v *actors.RunView) *step {
 	s, n := &p.s, len(p.t.nodes)
-	if len(s.status) != n {
-		*s = step{status: make([]braidv1.NodeStatus, n), started: make([]uint64, n), ended: make([]uint64, n),
-			waiting: make([]bool, n), taken: make([][]int, n), done: make([]bool, n), known: make([]bool, n), can: make([]bool, n)}
+	if len(s.nodes) != n {
+		*s = step{nodes: make([]nodeStep, n), done: make([]uint32, n), seen: make([]uint32, n)}
 	}
-	for i := range p.t.nodes { // the orchestrator's nodes are the topology's, in order
-		ns := v.NodeAt(i)
-		s.status[i], s.started[i], s.ended[i], s.waiting[i] = ns.Status, ns.Started, ns.Ended, ns.Waiting
-		s.taken[i], s.done[i], s.known[i] = s.taken[i][:0], false, false
+	if s.epoch++; s.epoch == 0 { // wrapped: forget every stamp
+		clear(s.nodes)
+		clear(s.done)
+		clear(s.seen)
+		s.epoch = 1
 	}
-	for i := range p.t.nodes {
-		if s.waiting[i] {
+	s.v = v
+	return s
+}
+
+// load returns node i as the run stands.
+func (p *policy) load(i int) *nodeStep {
+	s := &p.s
+	ns := &s.nodes[i]
+	if ns.loaded != s.epoch {
+		r := s.v.NodeAt(i) // the orchestrator's nodes are the topology's, in order
+		ns.status, ns.started, ns.ended, ns.waiting = r.Status, r.Started, r.Ended, r.Waiting
+		ns.loaded = s.epoch
+	}
+	return ns
+}
+
+// taken returns the edges node i takes (see nodeStep.taken).
+func (p *policy) taken(i int) []int {
+	s := &p.s
+	ns := p.load(i)
+	if ns.scanned == s.epoch {
+		return ns.taken
+	}
+	ns.scanned, ns.taken = s.epoch, ns.taken[:0]
+	if ns.waiting {
+		return nil
+	}
+	for _, ei := range p.t.in[i] {
+		src := p.load(p.t.from[ei])
+		if src.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED || src.ended <= ns.started {
 			continue
 		}
-		for _, ei := range p.t.in[i] {
-			f := p.t.from[ei]
-			if s.status[f] != braidv1.NodeStatus_NODE_STATUS_COMPLETED || s.ended[f] <= s.started[i] {
+		if c := p.t.edges[ei].Condition; c != nil {
+			if s.st == nil {
+				s.st = &State{v: s.v}
+			}
+			if !c(s.st) {
 				continue
 			}
-			if c := p.t.edges[ei].Condition; c != nil {
-				if s.st == nil {
-					s.st = &State{v: v}
-				}
-				if !c(s.st) {
-					continue
-				}
+		}
+		ns.taken = append(ns.taken, ei)
+	}
+	return ns.taken
+}
+
+// below returns the nodes reachable from node f by edges that are not
+// back edges, f left out, in the order they were added.
+func (p *policy) below(f int) []int {
+	s := &p.s
+	s.queue = append(s.queue[:0], f)
+	s.seen[f] = s.epoch
+	for k := 0; k < len(s.queue); k++ {
+		for _, ei := range p.t.out[s.queue[k]] {
+			if to := p.t.to[ei]; !p.t.back[ei] && s.seen[to] != s.epoch {
+				s.seen[to] = s.epoch
+				s.queue = append(s.queue, to)
 			}
-			s.taken[i] = append(s.taken[i], ei)
 		}
 	}
-	return s
+	out := s.queue[1:]
+	slices.Sort(out)
+	return out
 }
 
 // blocked reports whether node i, which takes an edge, must wait (fan-in,
@@ -148,16 +227,17 @@ func (p *policy) blocked(i int) bool {
 // run. Each node's answer is worked out once per step.
 func (p *policy) canRun(n int) bool {
 	s := &p.s
-	if s.known[n] {
-		return s.can[n]
+	ns := p.load(n)
+	if ns.known == s.epoch {
+		return ns.can
 	}
-	r := s.waiting[n] || s.status[n] == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || len(s.taken[n]) > 0
+	r := ns.waiting || ns.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || len(p.taken(n)) > 0
 	for _, ei := range p.t.in[n] {
 		if r {
 			break
 		}
 		r = !p.t.back[ei] && p.canRun(p.t.from[ei]) // the graph without back edges is acyclic: this ends
 	}
-	s.known[n], s.can[n] = true, r
+	ns.known, ns.can = s.epoch, r
 	return r
 }
