@@ -251,9 +251,6 @@ func (s *Store) commit(w *writer, group []*request) (waiting []*request, n uint6
 // requests.
 func (s *Store) reply(durable []*request, n uint64) {
 	err := s.wal.to(n)
-	if err != nil {
-		err = fmt.Errorf("sqlite store %s: %w", s.path, err)
-	}
 	for _, r := range durable {
 		r.reply <- err
 	}
@@ -445,7 +442,7 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	}
 	if opts.Durable {
 		if err := s.wal.failed(); err != nil {
-			return nil, fmt.Errorf("sqlite store %s: %w", s.path, err)
+			return nil, err
 		}
 	}
 	var versions []int64
@@ -471,10 +468,7 @@ func (s *Store) Sync(ctx context.Context) error {
 	if s.cfg.NoFsync {
 		return nil
 	}
-	if err := s.wal.to(s.wal.now()); err != nil {
-		return fmt.Errorf("sqlite store %s: %w", s.path, err)
-	}
-	return nil
+	return s.wal.all()
 }
 
 // Delete implements persistence.Store.
@@ -499,9 +493,7 @@ func (s *Store) Close() (err error) {
 		// fsync that failed before was reported to them already).
 		var serr error
 		if !s.cfg.NoFsync && s.wal.failed() == nil {
-			if serr = s.wal.to(s.wal.now()); serr != nil {
-				serr = fmt.Errorf("sqlite store %s: close: %w", s.path, serr)
-			}
+			serr = s.wal.all()
 		}
 		for {
 			select {

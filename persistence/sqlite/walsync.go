@@ -80,9 +80,13 @@ func (w *walSync) now() uint64 {
 	return w.committed
 }
 
+// all returns once every group committed so far is durable.
+func (w *walSync) all() error { return w.to(w.now()) }
+
 // to returns once the groups up to n are durable: covered by an fsync that
 // started after they committed, this caller's or one running already.
-// A failed fsync fails every later call.
+// A failed fsync fails every later call, with an error that matches
+// ErrDurability and names the WAL file.
 func (w *walSync) to(n uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -101,7 +105,7 @@ func (w *walSync) to(n uint64) error {
 		w.mu.Lock()
 		w.running = false
 		if err != nil {
-			w.err = fmt.Errorf("%w: %w", ErrDurability, err)
+			w.err = fmt.Errorf("sqlite store %s: %w: %w", w.path, ErrDurability, err)
 		} else {
 			w.synced = max(w.synced, upto)
 		}
