@@ -4,16 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strings"
 
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/internal/sqlstore"
 )
 
 // RawDB opens the database in dir on a connection of its own, as another
-// program would: for tests that edit it or hold its lock.
-func RawDB(dir string) (*sql.DB, error) {
+// program would: for tests that edit it or hold its lock. params are
+// further DSN parameters ("_pragma=synchronous(OFF)").
+func RawDB(dir string, params ...string) (*sql.DB, error) {
 	s := &Store{cfg: DefaultConfig(), path: filepath.Join(dir, FileName)}
-	return sql.Open("sqlite", s.dsn("_txlock=immediate"))
+	return sql.Open("sqlite", s.dsn(strings.Join(append([]string{"_txlock=immediate"}, params...), "&")))
 }
 
 // Tamper edits key's record in dir's database by hand, bypassing the store

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -298,5 +299,84 @@ func TestStore_TablesAreTheirPrimaryKeys(t *testing.T) {
 		var n int
 		require.NoError(t, db.QueryRowContext(bg, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`, table).Scan(&n))
 		assert.Zero(t, n, "%s has a separate index for its key", table)
+	}
+}
+
+// BenchmarkSave_AgainstSQLiteFloor compares, in one run, an appending save
+// through the Store (one message added to a 10-message record, no fsync)
+// with the SQLite statements such a save cannot do without, run by hand on
+// a connection of their own with the same pragmas: BEGIN IMMEDIATE, the
+// record's update, the message's insert, COMMIT ("floor"), and a write
+// transaction of one update ("floor-1-statement"). The difference is the
+// Store's own cost: checks, version bookkeeping, group commit
+// (docs/PERFORMANCE.md, where the time of a b4 cycle goes).
+func BenchmarkSave_AgainstSQLiteFloor(b *testing.B) {
+	k := persistence.Key{SessionID: "floor", Kind: persistence.KindAgent, ID: "agent"}
+	data := json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)
+	msg := json.RawMessage(`{"role":"assistant","content":[{"text":"done"}]}`)
+	first := make([]json.RawMessage, 10)
+	for i := range first {
+		first[i] = msg
+	}
+	setup := func(b *testing.B) string {
+		dir := b.TempDir()
+		s, err := sqlite.Open(bg, sqlite.Config{Dir: dir, NoFsync: true})
+		require.NoError(b, err)
+		_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data, Messages: first})
+		require.NoError(b, err)
+		require.NoError(b, s.Close())
+		return dir
+	}
+	b.Run("store", func(b *testing.B) {
+		s := open(b, setup(b), sqlite.Config{NoFsync: true})
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{
+				Key: k, Base: int64(i + 1), Data: data, From: len(first) + i, Messages: []json.RawMessage{msg}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	for _, insert := range []bool{true, false} {
+		name := map[bool]string{true: "floor", false: "floor-1-statement"}[insert]
+		b.Run(name, func(b *testing.B) {
+			db, err := sqlite.RawDB(setup(b), "_pragma=synchronous(OFF)")
+			require.NoError(b, err)
+			defer db.Close()
+			conn, err := db.Conn(bg)
+			require.NoError(b, err)
+			defer conn.Close()
+			prep := func(q string) *sql.Stmt {
+				st, err := conn.PrepareContext(bg, q)
+				require.NoError(b, err)
+				return st
+			}
+			begin, commit := prep("BEGIN IMMEDIATE"), prep("COMMIT")
+			update := prep(`UPDATE braid_records SET version = version + 1, data = ?, messages = ?, updated_at = ?
+  WHERE session_id = ? AND kind = ? AND id = ? AND version = ?`)
+			add := prep(`INSERT INTO braid_messages (session_id, kind, id, seq, data) VALUES (?, ?, ?, ?, ?)`)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				n := int64(len(first) + i)
+				_, err := begin.ExecContext(bg)
+				if err == nil {
+					_, err = update.ExecContext(bg, []byte(data), n+1, "2026-12-04T00:00:00.000000Z", k.SessionID, string(k.Kind), k.ID, int64(i+1))
+				}
+				if err == nil && insert {
+					_, err = add.ExecContext(bg, k.SessionID, string(k.Kind), k.ID, n, []byte(msg))
+				}
+				if err == nil {
+					_, err = commit.ExecContext(bg)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
