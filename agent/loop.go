@@ -551,13 +551,16 @@ func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep in
 	a.mu.Lock()
 	rec.Messages = a.messages[:len(a.messages):len(a.messages)]
 	a.mu.Unlock()
-	if p := a.pendingCopy(); p != nil {
-		p, err := json.Marshal(p)
+	a.mu.Lock()
+	if a.pending != nil {
+		p, err := a.pending.appendJSON(nil) // under mu, as pendingCopy reads it
 		if err != nil {
+			a.mu.Unlock()
 			return fmt.Errorf("save session (%s): %w", point, err)
 		}
 		rec.Pending = p
 	}
+	a.mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	a.mu.Lock()
 	if a.diverged && (keep < 0 || keep > a.divergeAt) {

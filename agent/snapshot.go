@@ -194,11 +194,11 @@ type Session interface {
 func fromRecord(key persistence.Key, rec *persistence.AgentRecord) (*Snapshot, error) {
 	s := &Snapshot{Version: SnapshotVersion, AgentID: key.ID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts}
 	if len(rec.Pending) > 0 {
-		var p Pending
-		if err := persistence.DecodeExact(rec.Pending, &p); err != nil {
+		p, err := parsePending(rec.Pending)
+		if err != nil {
 			return nil, &persistence.DamageError{Key: key, Part: "pending work", Err: fmt.Errorf("%w: %v", ErrSnapshot, err)}
 		}
-		s.Pending = &p
+		s.Pending = p
 	}
 	if err := s.Validate(key.ID); err != nil {
 		return nil, &persistence.DamageError{Key: key, Part: "record", Err: err}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/braidhq/braid/internal/strictjson"
 )
 
 // Source says what raised an interrupt.
@@ -70,13 +72,7 @@ type wireInterrupt struct {
 }
 
 // MarshalJSON writes the wire form of SPEC I1.
-func (i Interrupt) MarshalJSON() ([]byte, error) {
-	w := wireInterrupt{ID: i.ID, Name: i.Name, Reason: i.Reason, Source: i.Source}
-	if i.Answered {
-		w.Response = i.Response.Raw()
-	}
-	return marshalNoEscape(w)
-}
+func (i Interrupt) MarshalJSON() ([]byte, error) { return i.AppendJSON(nil) }
 
 // UnmarshalJSON reads the wire form. A present "response" key, JSON null
 // included, marks the interrupt answered. A missing source reads as "hook",
@@ -128,7 +124,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 		}
 		return compactRaw(t.raw)
 	}
-	return marshalNoEscape(v)
+	return strictjson.Marshal(v)
 }
 
 func compactRaw(b []byte) (json.RawMessage, error) {
@@ -137,14 +133,4 @@ func compactRaw(b []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

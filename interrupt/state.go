@@ -266,17 +266,8 @@ type wireState struct {
 }
 
 // MarshalJSON writes {"activated":..,"interrupts":[..]} with the interrupts
-// in raise order.
-func (s *State) MarshalJSON() ([]byte, error) {
-	s.mu.Lock()
-	w := wireState{Activated: s.activated, Interrupts: s.list}
-	if w.Interrupts == nil {
-		w.Interrupts = []Interrupt{}
-	}
-	b, err := marshalNoEscape(w)
-	s.mu.Unlock()
-	return b, err
-}
+// in raise order (AppendJSON).
+func (s *State) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
 
 // UnmarshalJSON reads the form MarshalJSON writes. Duplicate ids are an error.
 func (s *State) UnmarshalJSON(data []byte) error {

@@ -155,25 +155,16 @@ func (b ContentBlock) Clone() ContentBlock {
 	return c
 }
 
-type wireBlock struct {
-	Text       *string     `json:"text,omitempty"`
-	ToolUse    *ToolUse    `json:"toolUse,omitempty"`
-	ToolResult *ToolResult `json:"toolResult,omitempty"`
-}
-
 // ErrEmptyBlock is returned when marshalling a block with no field set.
 var ErrEmptyBlock = errors.New("content block has no content")
 
-// MarshalJSON writes {"text":..}, {"toolUse":{..}}, {"toolResult":{..}} or
-// the Other object.
+// MarshalJSON writes {"text":..}, {"toolUse":{..}}, {"toolResult":{..}}
+// (AppendJSON), or the Other object as it is held.
 func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	if b.Other != nil && b.Text == nil && b.ToolUse == nil && b.ToolResult == nil {
 		return b.Other, nil
 	}
-	if b.Text == nil && b.ToolUse == nil && b.ToolResult == nil {
-		return nil, ErrEmptyBlock
-	}
-	return marshalNoEscape(wireBlock{Text: b.Text, ToolUse: b.ToolUse, ToolResult: b.ToolResult})
+	return b.AppendJSON(nil)
 }
 
 // UnmarshalJSON reads one block. An object with exactly one of the known keys
@@ -305,16 +296,6 @@ func (r ToolResult) Clone() ToolResult {
 type ToolResultContent struct {
 	Text *string         `json:"text,omitempty"`
 	JSON json.RawMessage `json:"json,omitempty"`
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Validate checks what the JSON form cannot: the role is user or assistant;

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+
+	"github.com/braidhq/braid/internal/strictjson"
 )
 
 // ErrScriptExhausted: a Scripted model was called more often than it has turns.
@@ -160,7 +162,7 @@ func callInput(c ToolCall) ([]byte, error) {
 		}
 		return in, nil
 	}
-	raw, err := marshalNoEscape(c.Input)
+	raw, err := strictjson.Marshal(c.Input)
 	if err != nil {
 		return nil, fmt.Errorf("scripted call %s (%s): %w", c.ID, c.Name, err)
 	}

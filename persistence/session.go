@@ -271,8 +271,8 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 		}
 		return &AgentSession{Owner: o}, nil, nil
 	}
-	var d agentData
-	if err := DecodeExact(rec.Data, &d); err != nil {
+	d, err := parseAgentData(rec.Data)
+	if err != nil {
 		return nil, nil, Damaged(o.key, "data", "%v", err)
 	}
 	if d.State == nil || d.Interrupts == nil {
@@ -280,7 +280,7 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 	}
 	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(rec.Messages))}
 	for i, raw := range rec.Messages {
-		if err := DecodeExact(raw, &out.Messages[i]); err != nil {
+		if out.Messages[i], err = model.ParseMessage(raw); err != nil {
 			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
 		}
 		if err := out.Messages[i].Validate(); err != nil {
@@ -370,27 +370,17 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	if d.Interrupts == nil {
 		d.Interrupts = interrupt.NewState()
 	}
-	data, err := marshalCompact(d)
+	data, err := appendAgentData(nil, d)
 	if err != nil {
 		return nil, fmt.Errorf("session: agent data is not JSON-encodable: %w", err)
 	}
 	appended := make([]json.RawMessage, 0, len(rec.Messages)-keep)
 	for i, msg := range rec.Messages[keep:] {
-		b, err := marshalCompact(msg)
+		b, err := msg.AppendJSON(nil)
 		if err != nil {
 			return nil, fmt.Errorf("session: message %d is not JSON-encodable: %w", keep+i, err)
 		}
 		appended = append(appended, b)
 	}
 	return s.Stage(data, keep, appended)
-}
-
-func marshalCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

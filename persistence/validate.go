@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"unicode/utf8"
+
+	"github.com/braidhq/braid/internal/strictjson"
 )
 
 // CheckSave validates a save's arguments the same way for every store;
@@ -50,7 +52,7 @@ func CheckSave(changes []Change) error {
 // every store can keep as text.
 func validObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 1 && b[0] == '{' && utf8.Valid(b) && json.Valid(b)
+	return len(b) > 1 && b[0] == '{' && utf8.Valid(b) && strictjson.Valid(b)
 }
 
 // DecodeExact decodes raw into v strictly (SPEC S5): raw must be valid JSON
@@ -62,7 +64,7 @@ func DecodeExact(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
-	again, err := marshalCompact(v)
+	again, err := strictjson.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,88 @@
+package persistence
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/braidhq/braid/internal/strictjson"
+	"github.com/braidhq/braid/interrupt"
+)
+
+// The data of an agent's record, {"state":{..},"interrupts":{..},"pending":..}
+// (pending left out when there is none), written and read without
+// reflection: appendAgentData writes exactly what encoding/json writes for
+// agentData (HTML escaping off; state keys sorted), parseAgentData reads
+// that form strictly (SPEC S5).
+
+func appendAgentData(dst []byte, d agentData) ([]byte, error) {
+	out := append(dst, `{"state":{`...)
+	keys := make([]string, 0, len(d.State))
+	for k := range d.State {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(strictjson.AppendString(out, k), ':')
+		if out, err = strictjson.AppendRaw(out, d.State[k]); err != nil {
+			return dst, fmt.Errorf("state key %q: %w", k, err)
+		}
+	}
+	if out, err = d.Interrupts.AppendJSON(append(out, `},"interrupts":`...)); err != nil {
+		return dst, err
+	}
+	if len(d.Pending) > 0 {
+		if out, err = strictjson.AppendRaw(append(out, `,"pending":`...), d.Pending); err != nil {
+			return dst, fmt.Errorf("pending: %w", err)
+		}
+	}
+	return append(out, '}'), nil
+}
+
+// agentDataKeys are the keys of the stored form, in index order.
+var agentDataKeys = []string{"state", "interrupts", "pending"}
+
+// parseAgentData reads an agent's data strictly: "state" (an object) and
+// "interrupts" (interrupt.ParseState's form) are required (null reads as
+// nil, which OpenAgent refuses), "pending" is any JSON value (the agent
+// reads it), no other key, no key twice.
+func parseAgentData(data []byte) (agentData, error) {
+	var d agentData
+	keys := strictjson.NewKeys("agent data", agentDataKeys)
+	err := strictjson.Decode(data, func(r *strictjson.Reader) error {
+		return r.Fields(&keys, func(i int) (err error) {
+			switch {
+			case i == 2:
+				v, err := r.Raw()
+				d.Pending = append(json.RawMessage(nil), v...)
+				return err
+			case r.Null():
+				return nil // refused by OpenAgent as missing
+			case i == 0:
+				d.State = map[string]json.RawMessage{}
+				return r.Object(func(k []byte) error {
+					if _, dup := d.State[string(k)]; dup {
+						return fmt.Errorf("%w: state key %q twice", strictjson.ErrStrict, k)
+					}
+					v, err := r.Raw()
+					d.State[string(k)] = append(json.RawMessage(nil), v...)
+					return err
+				})
+			}
+			raw, err := r.Raw()
+			if err != nil {
+				return err
+			}
+			d.Interrupts, err = interrupt.ParseState(raw)
+			return err
+		})
+	})
+	if err == nil {
+		err = keys.Require(0, 1)
+	}
+	return d, err
+}

@@ -1,0 +1,154 @@
+package persistence
+
+// The stored form of an agent's data (agentdata.go) against encoding/json
+// (SPEC S5): appendAgentData writes byte for byte what encoding/json
+// writes for agentData with HTML escaping off, and parseAgentData accepts
+// exactly what the reflective strict decoding (DecodeExact) accepts, with
+// the same value, except that it also refuses a key repeated in an object.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/internal/strictjson"
+	"github.com/braidhq/braid/internal/strictjson/strictjsontest"
+	"github.com/braidhq/braid/interrupt"
+)
+
+var dataStrings = []string{"k", "<b>&", "q\"\\", "nl\n", "bad\xff", "\u2028", "日本", ""}
+
+func genAgentData(r *rand.Rand) agentData {
+	s := func() string { return dataStrings[r.IntN(len(dataStrings))] }
+	d := agentData{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
+	for range r.IntN(4) {
+		d.State[s()] = []json.RawMessage{nil, json.RawMessage(`["move_files"]`), json.RawMessage(` { "a" : 1 } `),
+			json.RawMessage(`"x<"`), json.RawMessage(`null`)}[r.IntN(5)]
+	}
+	for i := range r.IntN(3) {
+		d.Interrupts.Register(interrupt.Interrupt{ID: fmt.Sprintf("i%d%s", i, s()), Name: s(),
+			Reason: json.RawMessage(`{"paths":["a.txt"]}`), Source: interrupt.SourceHook})
+	}
+	if r.IntN(2) == 0 {
+		d.Interrupts.Activate()
+	}
+	if r.IntN(2) == 0 {
+		d.Pending = json.RawMessage(`{"kind":"tools", "assistantMessage":{"role":"assistant","content":[]},"completedToolResults":[]}`)
+	}
+	return d
+}
+
+func TestAppendAgentData_WritesWhatEncodingJSONWrites(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		d := genAgentData(r)
+		want, err := strictjson.Marshal(d)
+		require.NoError(t, err)
+		got, err := appendAgentData([]byte("p"), d)
+		require.NoError(t, err)
+		require.Equal(t, "p"+string(want), string(got))
+	}
+	bad := agentData{State: map[string]json.RawMessage{"a": json.RawMessage(`{`)}, Interrupts: interrupt.NewState()}
+	out, err := appendAgentData([]byte("p"), bad)
+	assert.Error(t, err)
+	assert.Equal(t, "p", string(out))
+}
+
+func checkAgentDataParse(t *testing.T, raw []byte) {
+	t.Helper()
+	old := func(raw []byte) (agentData, error) {
+		var d agentData
+		return d, DecodeExact(raw, &d)
+	}
+	strictjsontest.Differential(t, raw, old, parseAgentData, func(want, got agentData) bool {
+		return reflect.DeepEqual(want.State, got.State) && bytes.Equal(want.Pending, got.Pending) &&
+			(want.Interrupts == nil) == (got.Interrupts == nil) &&
+			(want.Interrupts == nil || (reflect.DeepEqual(want.Interrupts.All(), got.Interrupts.All()) &&
+				want.Interrupts.Activated() == got.Interrupts.Activated()))
+	})
+}
+
+func TestParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	reps := [][2]string{{`"state"`, `"State"`}, {`"interrupts":`, `"interrupts":null,"i":`}, {`"state":`, `"state":null,"s":`},
+		{`"pending":`, `"pending":null,"p":`}, {`,"pending":`, `,"pending":1,"pending":`}, {`{"state":{`, `{"state":{"k":1,`},
+		{`"activated":`, `"activated":null,"a":`}, {`"state":{}`, `"state":[]`}, {`"interrupts":{`, ` "interrupts" : {`}}
+	for range 1500 {
+		b, err := appendAgentData(nil, genAgentData(r))
+		require.NoError(t, err)
+		for _, x := range strictjsontest.Mutations(r, b, reps) {
+			checkAgentDataParse(t, x)
+		}
+	}
+}
+
+func FuzzParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(f *testing.F) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20 {
+		if b, err := appendAgentData(nil, genAgentData(r)); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkAgentDataParse(t, raw) })
+}
+
+// interruptedData is an agent's data as the b4 cycle stores it at its
+// interrupt: a state key, one interrupt with a reason, the pending tool
+// cycle.
+func interruptedData(b *testing.B) agentData {
+	st := interrupt.NewState()
+	st.Register(interrupt.Interrupt{ID: "v1:before_tool_call:t1:6c1f", Name: "myapp-approval",
+		Reason: json.RawMessage(`{"paths":["a.txt","b.txt"]}`), Source: interrupt.SourceHook})
+	st.Activate()
+	pending := json.RawMessage(`{"kind":"tools","assistantMessage":{"role":"assistant","content":[{"text":"I will delete them."},` +
+		`{"toolUse":{"toolUseId":"t1","name":"delete_files","input":{"paths":["a.txt","b.txt"]}}}]},"completedToolResults":[]}`)
+	return agentData{State: map[string]json.RawMessage{"trust": json.RawMessage(`["move_files"]`)}, Interrupts: st, Pending: pending}
+}
+
+// BenchmarkAgentData compares the hand-written form of an agent's data with
+// encoding/json's reflection on the same value: encoding it, and reading it
+// strictly.
+func BenchmarkAgentData(b *testing.B) {
+	d := interruptedData(b)
+	raw, err := appendAgentData(nil, d)
+	require.NoError(b, err)
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := appendAgentData(nil, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode-reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := strictjson.Marshal(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseAgentData(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-reflect", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x agentData
+			if err := DecodeExact(raw, &x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
