@@ -729,15 +729,18 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 	c.mu.Lock()
 	c.results[i] = &r
 	delete(c.started, r.ToolUseID)
+	saved := true
 	if a.sess != nil {
 		if c.carriedLocked(i) {
-			c.carry = true
+			c.carry = true // no consumer to tell (mayCarry)
 		} else {
-			c.saveLocked(persistence.SaveToolResult)
+			saved = c.saveLocked(persistence.SaveToolResult)
 		}
 	}
 	c.mu.Unlock()
-	if c.inv.emit != nil {
+	// A consumer is told only of what is saved (SPEC I9): a result whose
+	// save failed is not sent; the invocation fails with the store's error.
+	if saved && c.inv.emit != nil {
 		c.inv.emit(&ToolResultEvent{Result: r.Clone()})
 	}
 }

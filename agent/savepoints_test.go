@@ -429,6 +429,31 @@ func TestToolCycle_FailedPairSaveFailsLikeAFailedResultSave(t *testing.T) {
 	assert.Equal(t, want, merged.reloaded)
 }
 
+// SPEC I9, S1: a stream consumer is told only of what is saved: when the
+// save of a tool's result fails, no ToolResultEvent is sent for it, and
+// the stream ends with the store's error; the tool ran once.
+func TestToolCycle_ResultIsNotStreamedWhenItsSaveFails(t *testing.T) {
+	store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+	r := &spRig{atEnd: func(context.Context) { store.down.Store(true) }}
+	a := r.agent(t, store)
+	in := r.interrupted(t, a)
+	var results int
+	var streamErr error
+	for ev, err := range a.Stream(context.Background(), agent.Resume(respond(in, "y"))) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if _, ok := ev.(*agent.ToolResultEvent); ok {
+			results++
+		}
+	}
+	require.ErrorIs(t, streamErr, errGpBoom)
+	assert.Contains(t, streamErr.Error(), "save session (tool_result)", "a consumer makes the result's save its own")
+	assert.Zero(t, results, "the result whose save failed is not streamed")
+	assert.Equal(t, int32(1), r.runs.Load())
+}
+
 // spCarryOn is a new process on a store holding exp (nil: empty): it
 // drives the agent to the model's last answer the way an application does
 // after a restart (start the task, answer interrupts, carry on cut-off
