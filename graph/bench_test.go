@@ -21,12 +21,20 @@ import (
 // BenchmarkGraph_Chain100 runs a 100-node chain of trivial agents (b3's
 // chain100): one op is one invocation of a freshly built chain; the build
 // is not timed.
-func BenchmarkGraph_Chain100(b *testing.B) {
+func BenchmarkGraph_Chain100(b *testing.B) { benchChain(b, 100) }
+
+// BenchmarkGraph_Chain10000 is BenchmarkGraph_Chain100 with 10,000
+// nodes: a step of the schedule costs O(1) in a chain, so a node costs
+// what it costs in chain100.
+func BenchmarkGraph_Chain10000(b *testing.B) { benchChain(b, 10000) }
+
+// benchChain times invocations of freshly built n-node chains.
+func benchChain(b *testing.B, n int) {
 	ctx := context.Background()
 	sys := freshSystem(b)
 	for b.Loop() {
 		b.StopTimer()
-		g := chain100(b, sys, nil)
+		g := chain(b, sys, nil, n)
 		b.StartTimer()
 		res, err := g.Invoke(ctx, agent.Text("go"))
 		if err != nil || res.Status != multiagent.StatusCompleted {
@@ -38,9 +46,10 @@ func BenchmarkGraph_Chain100(b *testing.B) {
 	}
 }
 
-func chain100(b *testing.B, sys *actors.System, session *persistence.SessionManager) *graph.Graph {
+// chain builds n0 → n1 → … → n(n-1), each a trivial agent.
+func chain(b *testing.B, sys *actors.System, session *persistence.SessionManager, n int) *graph.Graph {
 	gb := graph.NewBuilder()
-	for i := range 100 {
+	for i := range n {
 		id := "n" + strconv.Itoa(i)
 		gb.AddNode(id, agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
 			return model.TextTurn("done"), nil
@@ -74,7 +83,7 @@ func BenchmarkGraph_Chain100SQLite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g := chain100(b, sys, m)
+		g := chain(b, sys, m, 100)
 		b.StartTimer()
 		res, err := g.Invoke(ctx, agent.Text("go"))
 		if err != nil || res.Status != multiagent.StatusCompleted {

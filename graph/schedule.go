@@ -25,11 +25,27 @@ type policy struct {
 	// scanned: a Next since the policy was made or the run began looked
 	// at every node (see Next).
 	scanned bool
+	// held: the nodes that take an edge but are blocked, as the last Next
+	// left them, in the order added (see Next); heldNext is its scratch.
+	held, heldNext []int
+	// dead: the nodes found unable to run this run, kept from step to step
+	// when that cannot change (see canRun); nil when it can.
+	dead []bool
+}
+
+// newPolicy returns the scheduling of t.
+func newPolicy(t *topology) *policy {
+	p := &policy{t: t}
+	if !t.conditional && !slices.Contains(t.back, true) {
+		p.dead = make([]bool, len(t.nodes))
+	}
+	return p
 }
 
 // Begin implements actors.Policy.
 func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
-	p.scanned = false
+	p.scanned, p.held = false, p.held[:0]
+	clear(p.dead)
 	starts := make([]actors.NodeStart, 0, len(p.t.entries))
 	for _, id := range p.t.entries {
 		starts = append(starts, actors.NodeStart{Node: id, Input: v.Task()})
@@ -47,26 +63,35 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 // run, not only start node's targets. Which nodes it can make ready:
 // every node that was ready before has started (each Next starts them),
 // so a node becomes ready now only if it takes an edge it did not take
-// before, or was blocked and is no longer. Without conditions, only an
-// edge from node is newly taken; and a node is released only if one of
-// its sources can no longer run when it could before, which only node's
-// end changes, for node and the nodes below it (back edges left out, as
-// in blocked). So Next looks at node's targets and the nodes below node:
-// a leaf's end in a fan-out of n costs O(1), not O(n). It looks at every
-// node when a condition could change its answer with node's end (the
-// graph has conditional edges), and at the first Next of a policy or of
-// a run (a run restored from the store is looked at whole once).
+// before, or took one and was blocked and is no longer. Without
+// conditions, only an edge from node is newly taken (or, for node
+// itself, an edge whose source ended while node ran, now that it no
+// longer runs); and a node that took an edge and was blocked is one that
+// a Next looked at and left waiting: Next keeps those (held). So Next
+// looks at node, its targets and the held nodes: a step costs O(1) in a
+// chain or a fan-out, not O(n), whatever the graph's size. (A held node
+// is released only by the end of a node above it, so looking at every
+// held one, not only those below node, starts the same nodes.) It looks
+// at every node when a condition could change its answer with node's
+// end (the graph has conditional edges), and at the first Next of a
+// policy or of a run (a run restored from the store is looked at whole
+// once, which finds the held nodes again).
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
 	s := p.begin(v)
 	defer func() { s.v, s.st = nil, nil }() // keep no view past the call
 	var starts []actors.NodeStart
+	held := p.heldNext[:0]
 	consider := func(i int) {
 		if s.done[i] == s.epoch {
 			return
 		}
 		s.done[i] = s.epoch
 		taken := p.taken(i)
-		if len(taken) == 0 || p.blocked(i) {
+		if len(taken) == 0 {
+			return
+		}
+		if p.blocked(i) {
+			held = append(held, i)
 			return
 		}
 		id := p.t.nodes[i].ID
@@ -89,11 +114,20 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 		for i := range p.t.nodes {
 			consider(i)
 		}
-		return starts, ""
+	} else {
+		// node and the held nodes, in the order added
+		at := 0
+		for at < len(p.held) && p.held[at] < f {
+			consider(p.held[at])
+			at++
+		}
+		consider(f)
+		for _, i := range p.held[at:] {
+			consider(i)
+		}
 	}
-	for _, i := range p.below(f) {
-		consider(i)
-	}
+	slices.Sort(held)
+	p.held, p.heldNext = held, p.held
 	return starts, ""
 }
 
@@ -106,9 +140,6 @@ type step struct {
 	epoch uint32
 	nodes []nodeStep
 	done  []uint32 // looked at by this step
-	// below: scratch of p.below
-	seen  []uint32
-	queue []int
 }
 
 type nodeStep struct {
@@ -127,12 +158,11 @@ type nodeStep struct {
 func (p *policy) begin(v *actors.RunView) *step {
 	s, n := &p.s, len(p.t.nodes)
 	if len(s.nodes) != n {
-		*s = step{nodes: make([]nodeStep, n), done: make([]uint32, n), seen: make([]uint32, n)}
+		*s = step{nodes: make([]nodeStep, n), done: make([]uint32, n)}
 	}
 	if s.epoch++; s.epoch == 0 { // wrapped: forget every stamp
 		clear(s.nodes)
 		clear(s.done)
-		clear(s.seen)
 		s.epoch = 1
 	}
 	s.v = v
@@ -180,25 +210,6 @@ func (p *policy) taken(i int) []int {
 	return ns.taken
 }
 
-// below returns the nodes reachable from node f by edges that are not
-// back edges, f left out, in the order they were added.
-func (p *policy) below(f int) []int {
-	s := &p.s
-	s.queue = append(s.queue[:0], f)
-	s.seen[f] = s.epoch
-	for k := 0; k < len(s.queue); k++ {
-		for _, ei := range p.t.out[s.queue[k]] {
-			if to := p.t.to[ei]; !p.t.back[ei] && s.seen[to] != s.epoch {
-				s.seen[to] = s.epoch
-				s.queue = append(s.queue, to)
-			}
-		}
-	}
-	out := s.queue[1:]
-	slices.Sort(out)
-	return out
-}
-
 // blocked reports whether node i, which takes an edge, must wait (fan-in,
 // SPEC M8): the source of one of its incoming edges can still run (see
 // canRun). A source that failed or was cancelled, or whose own sources
@@ -225,8 +236,17 @@ func (p *policy) blocked(i int) bool {
 // waits to run, is interrupted, so runs on resume, or takes an edge), or
 // the source of one of its incoming edges, back edges left out, can still
 // run. Each node's answer is worked out once per step.
+//
+// Without back edges and conditions, a node that cannot run never can
+// again in this run: to run it must take an edge, from a source that
+// completes later, so runs later, which none of its sources (nor theirs)
+// can. Such an answer is kept for the run (dead), so a chain's step does
+// not walk up the whole chain again.
 func (p *policy) canRun(n int) bool {
 	s := &p.s
+	if p.dead != nil && p.dead[n] {
+		return false
+	}
 	ns := p.load(n)
 	if ns.known == s.epoch {
 		return ns.can
@@ -239,5 +259,8 @@ func (p *policy) canRun(n int) bool {
 		r = !p.t.back[ei] && p.canRun(p.t.from[ei]) // the graph without back edges is acyclic: this ends
 	}
 	ns.known, ns.can = s.epoch, r
+	if !r && p.dead != nil {
+		p.dead[n] = true
+	}
 	return r
 }
