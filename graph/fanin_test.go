@@ -153,11 +153,12 @@ func TestGraph_JoinWaitsForAPredecessorMadeReadyInTheSameStep(t *testing.T) {
 
 // SPEC M8: whether a join waits is decided from the saved run. p2 is
 // gated, so join waits on mid; the run is interrupted, and resumed by a
-// fresh graph on a fresh actor system (as a new process would). Let run,
+// fresh graph on a fresh actor system (as a new process would), or by the
+// same graph, whose policy keeps the join held back. Let run,
 // p2 and mid run and join runs once after mid; cancelled, p2 ends and
 // join, which is not p2's target, is released and runs once on p1's
 // output alone.
-func TestGraph_JoinHeldBackAcrossARestoreRunsOnce(t *testing.T) {
+func TestGraph_JoinHeldBackAcrossAnInterruptRunsOnce(t *testing.T) {
 	for _, tc := range []struct {
 		answer string
 		inputs []string // what join's prompt holds
@@ -166,43 +167,51 @@ func TestGraph_JoinHeldBackAcrossARestoreRunsOnce(t *testing.T) {
 		{"y", []string{"From p1:", "From mid:"}, nil},
 		{"n", []string{"From p1:"}, []string{"From mid:"}},
 	} {
-		t.Run(tc.answer, func(t *testing.T) {
-			ctx := context.Background()
-			st := persistence.NewMemoryStore()
-			r := newRecorder()
-			b := graph.NewBuilder().AddNode("start", heldFn(r, "start", nil, nil)).
-				AddNode("p1", heldFn(r, "p1", nil, nil)).AddNode("p2", heldFn(r, "p2", nil, nil)).
-				AddNode("mid", heldFn(r, "mid", nil, nil)).AddNode("join", heldFn(r, "join", nil, nil)).
-				AddEdge("start", "p1").AddEdge("start", "p2").AddEdge("p2", "mid").
-				AddEdge("p1", "join").AddEdge("mid", "join")
-			cfg := func() graph.Config {
-				return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "p2")}}
+		for _, restore := range []bool{true, false} {
+			name := tc.answer + "/resumed in the same graph"
+			if restore {
+				name = tc.answer + "/restored in a new graph"
 			}
-			g1 := build(t, b, cfg())
-			res, err := g1.Invoke(ctx, agent.Text("go"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status)
-			require.Equal(t, multiagent.StatusCompleted, res.Node("p1").Status)
-			require.Len(t, res.Interrupts, 1)
-			require.Zero(t, r.count("fn:join"))
-			require.NoError(t, g1.Close(ctx))
-
-			g2 := build(t, b, cfg())
-			res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, tc.answer)))
-			require.NoError(t, err)
-			assert.Equal(t, 1, r.count("fn:join"))
-			require.NotNil(t, res.Node("join"), "join ran")
-			assert.Equal(t, multiagent.StatusCompleted, res.Node("join").Status)
-			assert.Equal(t, 1, res.Node("join").ExecutionCount)
-			assert.Equal(t, 1, r.count("fn:p1"), "p1 had completed")
-			require.Len(t, r.prompts("join"), 1)
-			for _, s := range tc.inputs {
-				assert.Contains(t, r.prompts("join")[0], s)
-			}
-			for _, s := range tc.not {
-				assert.NotContains(t, r.prompts("join")[0], s)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				st := persistence.NewMemoryStore()
+				r := newRecorder()
+				b := graph.NewBuilder().AddNode("start", heldFn(r, "start", nil, nil)).
+					AddNode("p1", heldFn(r, "p1", nil, nil)).AddNode("p2", heldFn(r, "p2", nil, nil)).
+					AddNode("mid", heldFn(r, "mid", nil, nil)).AddNode("join", heldFn(r, "join", nil, nil)).
+					AddEdge("start", "p1").AddEdge("start", "p2").AddEdge("p2", "mid").
+					AddEdge("p1", "join").AddEdge("mid", "join")
+				cfg := func() graph.Config {
+					return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "p2")}}
+				}
+				g1 := build(t, b, cfg())
+				res, err := g1.Invoke(ctx, agent.Text("go"))
+				require.NoError(t, err)
+				require.Equal(t, multiagent.StatusInterrupted, res.Status)
+				require.Equal(t, multiagent.StatusCompleted, res.Node("p1").Status)
+				require.Len(t, res.Interrupts, 1)
+				require.Zero(t, r.count("fn:join"))
+				g2 := g1 // the join stays held back in the live policy
+				if restore {
+					require.NoError(t, g1.Close(ctx))
+					g2 = build(t, b, cfg())
+				}
+				res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, tc.answer)))
+				require.NoError(t, err)
+				assert.Equal(t, 1, r.count("fn:join"))
+				require.NotNil(t, res.Node("join"), "join ran")
+				assert.Equal(t, multiagent.StatusCompleted, res.Node("join").Status)
+				assert.Equal(t, 1, res.Node("join").ExecutionCount)
+				assert.Equal(t, 1, r.count("fn:p1"), "p1 had completed")
+				require.Len(t, r.prompts("join"), 1)
+				for _, s := range tc.inputs {
+					assert.Contains(t, r.prompts("join")[0], s)
+				}
+				for _, s := range tc.not {
+					assert.NotContains(t, r.prompts("join")[0], s)
+				}
+			})
+		}
 	}
 }
 
