@@ -31,7 +31,8 @@ import (
 //	fanout200-hitl  root -> 200 leaves, BeforeNodeCall gates every even
 //	                leaf (100 interrupts), then one resume answers all 100
 //
-// and the same fan-outs with 10,000 leaves (5,000 gated). Build time (the
+// and the same fan-outs with 10,000 leaves (5,000 gated), and a chain of
+// 10,000 nodes (a step of the schedule costs O(1)). Build time (the
 // graph and its agents) is reported apart from invoke time, as the peer
 // does; each figure is the median of reps runs on a fresh graph after two
 // warm-ups.
@@ -65,6 +66,7 @@ func runB3(ctx context.Context, w io.Writer, peer peerResults, reps int) error {
 		{label: "fanout200-hitl", leaves: 200, gated: true, reps: reps},
 		{label: "fanout10000", leaves: 10000, reps: 3},
 		{label: "fanout10000-hitl", leaves: 10000, gated: true, reps: 3},
+		{label: "chain10000", chain: 10000, reps: 3},
 	}
 	fmt.Fprintf(w, "\nb3 graph (median ms of %d runs, fresh graph each; build apart; peer: Strands TS, same scenarios)\n", reps)
 	fmt.Fprintf(w, "%-18s %10s %10s %10s %10s %8s %12s\n", "scenario", "build", "invoke", "peer", "ratio", "nodes", "heap/node")
