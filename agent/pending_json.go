@@ -143,19 +143,22 @@ func readToolStart(r *strictjson.Reader) (ToolStart, error) {
 		if err := r.NotNull(toolStartKeys[i]); err != nil {
 			return err
 		}
-		s, err := r.String()
+		if i == 0 {
+			s, err := r.String()
+			st.ToolUseID = s
+			return err
+		}
+		// The time as time.Time reads and writes it: its JSON text as
+		// stored, escapes not undone (time.Time refuses them).
+		raw, err := r.Raw()
 		if err != nil {
 			return err
 		}
-		if i == 0 {
-			st.ToolUseID = s
-			return nil
+		if err := st.StartedAt.UnmarshalJSON(raw); err != nil || raw[0] != '"' {
+			return fmt.Errorf("%w: startedAt %s is not a time (%v)", strictjson.ErrStrict, raw, err)
 		}
-		if err := st.StartedAt.UnmarshalText([]byte(s)); err != nil {
-			return fmt.Errorf("%w: startedAt: %v", strictjson.ErrStrict, err)
-		}
-		if again, err := st.StartedAt.MarshalText(); err != nil || string(again) != s {
-			return fmt.Errorf("%w: startedAt %q is not written as %q", strictjson.ErrStrict, s, again)
+		if again, err := st.StartedAt.MarshalJSON(); err != nil || string(again) != string(raw) {
+			return fmt.Errorf("%w: startedAt %s is not written as %s", strictjson.ErrStrict, raw, again)
 		}
 		return nil
 	})

@@ -88,6 +88,8 @@ func TestParsePending_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 		}
 	}
 	for _, raw := range []string{`null`, `{}`, `{"kind":"tools","completedToolResults":[],"startedTools":null}`,
+		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":"2026-12-04T10:00:00\u005a"}]}`,
+		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":"2026-12-04T10:00:00Z"}]}`,
 		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":null}]}`} {
 		checkPendingParse(t, []byte(raw))
 	}

@@ -60,8 +60,8 @@ func (s *State) AppendJSON(dst []byte) ([]byte, error) {
 // required; every interrupt has "id" (not empty, unique), "name" and
 // "source" (a known one), and may have "reason" and "response" (a present
 // response, null included, marks it answered); no other key, no key twice,
-// no null where a string or bool belongs. An empty id is an error wrapping
-// ErrEmptyID. Raw values are copied.
+// no null where a string or bool belongs. An empty, null or missing id is
+// an error wrapping ErrEmptyID. Raw values are copied.
 func ParseState(data []byte) (*State, error) {
 	s := &State{}
 	keys := strictjson.NewKeys("interrupt state", stateKeys)
@@ -142,6 +142,8 @@ func readInterrupt(r *strictjson.Reader) (Interrupt, error) {
 	}
 	err := r.Fields(&keys, func(i int) (err error) {
 		switch {
+		case i == 0 && r.Null():
+			// an empty id, refused below
 		case i == 0:
 			in.ID, err = str("id")
 		case i == 1:

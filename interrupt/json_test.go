@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -137,9 +138,15 @@ func TestParseState_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *test
 		`{"activated":true,"interrupts":[{"id":"a","name":"n"}]}`, ` {"interrupts":[],"activated":false} `} {
 		checkParse(t, []byte(raw))
 	}
-	_, err := interrupt.ParseState([]byte(`{"activated":true,"interrupts":[{"id":"","name":"n","source":"hook"}]}`))
-	assert.ErrorIs(t, err, interrupt.ErrEmptyID)
-	_, err = interrupt.ParseState([]byte(`{"activated":true,"interrupts":[],"x":1}`))
+	for _, id := range []string{`""`, `null`} {
+		_, err := interrupt.ParseState([]byte(`{"activated":true,"interrupts":[{"id":` + id + `,"name":"n","source":"hook"}]}`))
+		assert.ErrorIs(t, err, interrupt.ErrEmptyID, id)
+	}
+	for _, n := range []int{9997, 9998} {
+		deep := strings.Repeat("[", n) + strings.Repeat("]", n)
+		checkParse(t, []byte(`{"activated":false,"interrupts":[{"id":"a","name":"b","source":"hook","reason":`+deep+`}]}`))
+	}
+	_, err := interrupt.ParseState([]byte(`{"activated":true,"interrupts":[],"x":1}`))
 	assert.ErrorContains(t, err, `unknown key "x"`)
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -240,6 +241,16 @@ func TestParseMessage_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 		`{"role":"user","content":[{"toolUse":{"toolUseId":"a","name":"b","input":{}},"extra":1}]}`, ` {"content":[],"role":"x"} `,
 		`{"role":"user","content":[{"toolResult":{"toolUseId":"a","status":"success","content":[{}]}}]}`} {
 		checkParse(t, []byte(raw))
+	}
+}
+
+// Nesting is bounded over the whole text, as encoding/json bounds it
+// (10,000 objects and arrays), raw values inside typed ones included.
+func TestParseMessage_BoundsNestingOverTheWholeText(t *testing.T) {
+	for _, n := range []int{9996, 9997, 9998, 9999} {
+		deep := strings.Repeat("[", n) + strings.Repeat("]", n)
+		checkParse(t, []byte(`{"role":"user","content":[{"x":`+deep+`}]}`))
+		checkParse(t, []byte(`{"role":"user","content":[{"toolUse":{"toolUseId":"t","name":"n","input":`+deep+`}}]}`))
 	}
 }
 

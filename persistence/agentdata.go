@@ -65,11 +65,12 @@ func parseAgentData(data []byte) (agentData, error) {
 			case i == 0:
 				d.State = map[string]json.RawMessage{}
 				return r.Object(func(k []byte) error {
-					if _, dup := d.State[string(k)]; dup {
-						return fmt.Errorf("%w: state key %q twice", strictjson.ErrStrict, k)
+					key := string(k) // k is the Reader's until its next read
+					if _, dup := d.State[key]; dup {
+						return fmt.Errorf("%w: state key %q twice", strictjson.ErrStrict, key)
 					}
 					v, err := r.Raw()
-					d.State[string(k)] = append(json.RawMessage(nil), v...)
+					d.State[key] = append(json.RawMessage(nil), v...)
 					return err
 				})
 			}

@@ -29,7 +29,7 @@ func genAgentData(r *rand.Rand) agentData {
 	d := agentData{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
 	for range r.IntN(4) {
 		d.State[s()] = []json.RawMessage{nil, json.RawMessage(`["move_files"]`), json.RawMessage(` { "a" : 1 } `),
-			json.RawMessage(`"x<"`), json.RawMessage(`null`)}[r.IntN(5)]
+			json.RawMessage(`"x<"`), json.RawMessage(`null`), json.RawMessage(`{"x\ny":{"\u0062":1}}`)}[r.IntN(6)]
 	}
 	for i := range r.IntN(3) {
 		d.Interrupts.Register(interrupt.Interrupt{ID: fmt.Sprintf("i%d%s", i, s()), Name: s(),
@@ -86,6 +86,22 @@ func TestParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *
 			checkAgentDataParse(t, x)
 		}
 	}
+}
+
+// A state key with escapes keeps its value when the value has keys with
+// escapes of its own (the reader reuses its buffer for such keys).
+func TestParseAgentData_EscapedStateKeysKeepTheirValues(t *testing.T) {
+	interrupts := `,"interrupts":{"activated":false,"interrupts":[]}}`
+	for _, raw := range []string{
+		`{"state":{"\u0061":{"\u0062":1}}` + interrupts,
+		`{"state":{"\u0061":{"\u0062":1},"b":2}` + interrupts,
+		`{"state":{"tab\tkey":{"x\ny":1}}` + interrupts,
+	} {
+		checkAgentDataParse(t, []byte(raw))
+	}
+	d, err := parseAgentData([]byte(`{"state":{"tab\tkey":{"x\ny":1}}` + interrupts))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]json.RawMessage{"tab\tkey": json.RawMessage(`{"x\ny":1}`)}, d.State)
 }
 
 func FuzzParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(f *testing.F) {

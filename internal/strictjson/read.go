@@ -19,6 +19,7 @@ type Reader struct {
 	i      int
 	spaced bool   // whitespace was skipped (AppendRaw's fast path)
 	key    []byte // scratch for keys with escapes
+	depth  int    // objects and arrays open at r.i
 }
 
 // NewReader returns a Reader of b. It keeps b and returns parts of it
@@ -130,6 +131,10 @@ func (r *Reader) Object(field func(key []byte) error) error {
 	if r.peek() != '{' {
 		return r.errorf("want an object, found %s", r.what())
 	}
+	if err := r.open(); err != nil {
+		return err
+	}
+	defer r.close()
 	r.i++
 	if r.peek() == '}' {
 		r.i++
@@ -182,6 +187,10 @@ func (r *Reader) Array(elem func() error) error {
 	if r.peek() != '[' {
 		return r.errorf("want an array, found %s", r.what())
 	}
+	if err := r.open(); err != nil {
+		return err
+	}
+	defer r.close()
 	r.i++
 	if r.peek() == ']' {
 		r.i++
@@ -348,21 +357,29 @@ func hex4(b []byte) (rune, bool) {
 	return v, true
 }
 
-// maxDepth bounds the nesting of a skipped value, as encoding/json does
-// (10,000), so a hostile record cannot exhaust the stack.
+// maxDepth bounds the nesting of objects and arrays in a text, counted
+// from its top as encoding/json counts it (10,000), so a hostile record
+// cannot exhaust the stack.
 const maxDepth = 10000
 
-// skipValue moves past one value, checking it.
-func (r *Reader) skipValue() error { return r.skip(0) }
-
-func (r *Reader) skip(depth int) error {
-	switch c := r.peek(); {
-	case (c == '{' || c == '[') && depth >= maxDepth:
+// open enters an object or array.
+func (r *Reader) open() error {
+	if r.depth >= maxDepth {
 		return r.errorf("nested too deeply")
+	}
+	r.depth++
+	return nil
+}
+
+func (r *Reader) close() { r.depth-- }
+
+// skipValue moves past one value, checking it.
+func (r *Reader) skipValue() error {
+	switch c := r.peek(); {
 	case c == '{':
-		return r.Object(func([]byte) error { return r.skip(depth + 1) })
+		return r.Object(func([]byte) error { return r.skipValue() })
 	case c == '[':
-		return r.Array(func() error { return r.skip(depth + 1) })
+		return r.Array(r.skipValue)
 	case c == '"':
 		return r.skipString()
 	case c == 't':
