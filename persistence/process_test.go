@@ -1,3 +1,5 @@
+//go:build unix
+
 package persistence_test
 
 // Tests that cross OS processes (SPEC S1, S4, S5): the test binary re-executes
@@ -312,17 +314,6 @@ func newEnv(t *testing.T, store string) env {
 		pgDSN(t)
 	}
 	return e
-}
-
-func pgDSN(t *testing.T) string {
-	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true: .ci/run must start PostgreSQL")
-		}
-		t.Skip("BRAID_TEST_POSTGRES_DSN not set")
-	}
-	return dsn
 }
 
 func startHelper(t *testing.T, e env, mode string, extra ...string) *helper {
