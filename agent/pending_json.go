@@ -75,10 +75,7 @@ func parsePending(data []byte) (*Pending, error) {
 		return r.Fields(&keys, func(i int) (err error) {
 			switch {
 			case i == 0:
-				if err := r.NotNull("kind"); err != nil {
-					return err
-				}
-				k, err := r.String()
+				k, err := r.StringNotNull("kind")
 				p.Kind = PendingKind(k)
 				return err
 			case i == 1:
@@ -144,8 +141,8 @@ func readToolStart(r *strictjson.Reader) (ToolStart, error) {
 			return err
 		}
 		if i == 0 {
-			s, err := r.String()
-			st.ToolUseID = s
+			var err error
+			st.ToolUseID, err = r.String()
 			return err
 		}
 		// The time as time.Time reads and writes it: its JSON text as

@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
@@ -96,7 +97,7 @@ func TestGraphProcess_NestedTreeResumesInAFreshProcess(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
 			if store == "postgres" {
-				pgDSN(t)
+				persistencetest.PostgresDSN(t)
 			}
 			dir := t.TempDir()
 			session := fmt.Sprintf("nested-%d", time.Now().UnixNano())
@@ -114,16 +115,4 @@ func TestGraphProcess_NestedTreeResumesInAFreshProcess(t *testing.T) {
 			assert.Equal(t, "deep done: answer y", second.Deep)
 		})
 	}
-}
-
-func pgDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true: .ci/run must start PostgreSQL")
-		}
-		t.Skip("BRAID_TEST_POSTGRES_DSN not set; run under scripts/with-postgres.sh")
-	}
-	return dsn
 }

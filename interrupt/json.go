@@ -130,32 +130,22 @@ func uniqueIDs(list []Interrupt) error {
 func readInterrupt(r *strictjson.Reader) (Interrupt, error) {
 	var in Interrupt
 	keys := strictjson.NewKeys("interrupt", interruptKeys)
-	str := func(what string) (string, error) {
-		if err := r.NotNull(what); err != nil {
-			return "", err
-		}
-		return r.String()
-	}
-	rawCopy := func() ([]byte, error) {
-		b, err := r.Raw()
-		return append([]byte(nil), b...), err
-	}
 	err := r.Fields(&keys, func(i int) (err error) {
 		switch {
 		case i == 0 && r.Null():
 			// an empty id, refused below
 		case i == 0:
-			in.ID, err = str("id")
+			in.ID, err = r.StringNotNull("id")
 		case i == 1:
-			in.Name, err = str("name")
+			in.Name, err = r.StringNotNull("name")
 		case i == 2:
 			var src string
-			src, err = str("source")
+			src, err = r.StringNotNull("source")
 			in.Source = Source(src)
 		case i == 3:
-			in.Reason, err = rawCopy()
+			in.Reason, err = r.RawCopy()
 		default:
-			in.Response.raw, err = rawCopy()
+			in.Response.raw, err = r.RawCopy()
 			in.Answered = true
 		}
 		return err

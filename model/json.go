@@ -159,26 +159,11 @@ var (
 	resultContentKeys = []string{"text", "json"}
 )
 
-func str(r *strictjson.Reader, what string) (string, error) {
-	if err := r.NotNull(what); err != nil {
-		return "", err
-	}
-	return r.String()
-}
-
-func raw(r *strictjson.Reader) ([]byte, error) {
-	b, err := r.Raw()
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), b...), nil
-}
-
 func readMessage(r *strictjson.Reader, m *Message) error {
 	keys := strictjson.NewKeys("message", messageKeys)
 	err := r.Fields(&keys, func(i int) error {
 		if i == 0 {
-			s, err := str(r, "role")
+			s, err := r.StringNotNull("role")
 			m.Role = Role(s)
 			return err
 		}
@@ -287,11 +272,11 @@ func readToolUse(r *strictjson.Reader, tu *ToolUse) error {
 	err := r.Fields(&keys, func(i int) (err error) {
 		switch {
 		case i == 0:
-			tu.ToolUseID, err = str(r, "toolUse toolUseId")
+			tu.ToolUseID, err = r.StringNotNull("toolUse toolUseId")
 		case i == 1:
-			tu.Name, err = str(r, "toolUse name")
+			tu.Name, err = r.StringNotNull("toolUse name")
 		default:
-			tu.Input, err = raw(r)
+			tu.Input, err = r.RawCopy()
 		}
 		return err
 	})
@@ -306,10 +291,10 @@ func readToolResult(r *strictjson.Reader, tr *ToolResult) error {
 	err := r.Fields(&keys, func(i int) (err error) {
 		switch {
 		case i == 0:
-			tr.ToolUseID, err = str(r, "toolResult toolUseId")
+			tr.ToolUseID, err = r.StringNotNull("toolResult toolUseId")
 			return err
 		case i == 1:
-			s, err := str(r, "toolResult status")
+			s, err := r.StringNotNull("toolResult status")
 			tr.Status = ToolStatus(s)
 			return err
 		}
@@ -338,10 +323,10 @@ func readResultContent(r *strictjson.Reader, c *ToolResultContent) error {
 		switch {
 		case i == 0:
 			var s string
-			s, err = str(r, "text")
+			s, err = r.StringNotNull("text")
 			c.Text = &s
 		default:
-			c.JSON, err = raw(r)
+			c.JSON, err = r.RawCopy()
 		}
 		return err
 	})

@@ -57,8 +57,7 @@ func parseAgentData(data []byte) (agentData, error) {
 		return r.Fields(&keys, func(i int) (err error) {
 			switch {
 			case i == 2:
-				v, err := r.Raw()
-				d.Pending = append(json.RawMessage(nil), v...)
+				d.Pending, err = r.RawCopy()
 				return err
 			case r.Null():
 				return nil // refused by OpenAgent as missing
@@ -69,8 +68,8 @@ func parseAgentData(data []byte) (agentData, error) {
 					if _, dup := d.State[key]; dup {
 						return fmt.Errorf("%w: state key %q twice", strictjson.ErrStrict, key)
 					}
-					v, err := r.Raw()
-					d.State[key] = append(json.RawMessage(nil), v...)
+					v, err := r.RawCopy()
+					d.State[key] = v
 					return err
 				})
 			}

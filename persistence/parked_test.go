@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
@@ -33,7 +34,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, st persistence.Store)) {
 			return st
 		},
 		"postgres": func(t *testing.T) persistence.Store {
-			st, err := postgres.New(context.Background(), postgres.Config{DSN: pgDSN(t)})
+			st, err := postgres.New(context.Background(), postgres.Config{DSN: persistencetest.PostgresDSN(t)})
 			require.NoError(t, err)
 			return st
 		},

@@ -35,6 +35,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
@@ -311,7 +312,7 @@ func newEnv(t *testing.T, store string) env {
 	dir := t.TempDir()
 	e := env{store: store, dir: dir, session: fmt.Sprintf("sess-%d", time.Now().UnixNano()), runs: filepath.Join(dir, "runs.txt")}
 	if store == "postgres" {
-		pgDSN(t)
+		persistencetest.PostgresDSN(t)
 	}
 	return e
 }
@@ -477,7 +478,7 @@ func openStore(t *testing.T, e env) persistence.Store {
 	var st persistence.Store
 	var err error
 	if e.store == "postgres" {
-		st, err = postgres.New(ctx, postgres.Config{DSN: pgDSN(t)})
+		st, err = postgres.New(ctx, postgres.Config{DSN: persistencetest.PostgresDSN(t)})
 	} else {
 		st, err = sqlite.Open(ctx, sqlite.Config{Dir: e.dir})
 	}
@@ -509,7 +510,7 @@ func TestProcess_KilledAfterEverySavePoint(t *testing.T) {
 	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
 			if store == "postgres" {
-				pgDSN(t) // skips (or fails under CI) here, not in every save-N subtest
+				persistencetest.PostgresDSN(t) // skips (or fails under CI) here, not in every save-N subtest
 			}
 			finished := false
 			for n := 1; !finished; n++ {

@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/swarm"
@@ -99,11 +100,8 @@ func runStep(t *testing.T, step, store, dir, session string) stepOut {
 func TestSwarmProcess_ResumesInAFreshProcess(t *testing.T) {
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run(store, func(t *testing.T) {
-			if store == "postgres" && os.Getenv("BRAID_TEST_POSTGRES_DSN") == "" {
-				if os.Getenv("CI") == "true" {
-					t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true: .ci/run must start PostgreSQL")
-				}
-				t.Skip("BRAID_TEST_POSTGRES_DSN not set; run under scripts/with-postgres.sh")
+			if store == "postgres" {
+				persistencetest.PostgresDSN(t) // skips, or fails under CI, without a server
 			}
 			dir := t.TempDir()
 			session := fmt.Sprintf("swarm-%d", time.Now().UnixNano())

@@ -60,6 +60,25 @@ func (r *Reader) NotNull(what string) error {
 	return nil
 }
 
+// StringNotNull reads a string where the stored form never leaves null
+// (what names it in the error).
+func (r *Reader) StringNotNull(what string) (string, error) {
+	if err := r.NotNull(what); err != nil {
+		return "", err
+	}
+	return r.String()
+}
+
+// RawCopy reads any one value like Raw and returns a copy of its text, so
+// the decoded value does not share memory with the Reader's input.
+func (r *Reader) RawCopy() ([]byte, error) {
+	b, err := r.Raw()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b...), nil
+}
+
 // Fields reads an object whose keys keys tracks: for each member it takes
 // the key (an unknown or repeated one is an error) and calls field with its
 // index in the names; field reads the value.

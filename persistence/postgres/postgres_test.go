@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/google/uuid"
@@ -18,24 +17,9 @@ import (
 
 var bg = context.Background()
 
-// DSN returns the test server's DSN from BRAID_TEST_POSTGRES_DSN. Without
-// it the test is skipped, except under CI=true, where it fails: CI must
-// run these (.ci/run starts a server).
-func DSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true: .ci/run must start PostgreSQL (scripts/with-postgres.sh)")
-		}
-		t.Skip("BRAID_TEST_POSTGRES_DSN not set; run under scripts/with-postgres.sh to include PostgreSQL")
-	}
-	return dsn
-}
-
 func newStore(t testing.TB) *postgres.Store {
 	t.Helper()
-	s, err := postgres.New(bg, postgres.Config{DSN: DSN(t)})
+	s, err := postgres.New(bg, postgres.Config{DSN: persistencetest.PostgresDSN(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -43,7 +27,7 @@ func newStore(t testing.TB) *postgres.Store {
 
 // SPEC S3, S4, S5: the postgres store passes the same suite as the others.
 func TestStore_Conformance(t *testing.T) {
-	dsn := DSN(t)
+	dsn := persistencetest.PostgresDSN(t)
 	persistencetest.Run(t, func(t *testing.T) persistencetest.Harness {
 		return persistencetest.Harness{Store: newStore(t), Tamper: func(t *testing.T, k persistence.Key, fn func(*persistence.Record)) {
 			require.NoError(t, postgres.Tamper(bg, dsn, k, fn))
@@ -69,7 +53,7 @@ func TestConfig_Errors(t *testing.T) {
 // SPEC S3: stores starting together (as processes would) create the
 // tables once, without failing.
 func TestNew_ConcurrentStarts(t *testing.T) {
-	dsn := DSN(t)
+	dsn := persistencetest.PostgresDSN(t)
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
@@ -119,7 +103,7 @@ func TestTwoStores_LoseNoUpdate(t *testing.T) {
 // would not wait for the flush).
 func TestSync_FlushesTheWALPastEarlierCommits(t *testing.T) {
 	s := newStore(t)
-	conn, err := pgx.Connect(bg, DSN(t))
+	conn, err := pgx.Connect(bg, persistencetest.PostgresDSN(t))
 	require.NoError(t, err)
 	defer conn.Close(bg)
 	var before int64
@@ -139,7 +123,7 @@ func TestSync_FlushesTheWALPastEarlierCommits(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	persistencetest.Bench(b, func(b *testing.B) persistence.Store {
-		s, err := postgres.New(bg, postgres.Config{DSN: DSN(b), MaxConns: 40})
+		s, err := postgres.New(bg, postgres.Config{DSN: persistencetest.PostgresDSN(b), MaxConns: 40})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -10,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence/internal/sqlstore"
+	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // SPEC I9, S1: a durable save's transaction commits with
 // synchronous_commit on and any other with it off, whatever the server's
 // default, and the setting is that transaction's only.
 func TestWrite_SetsSynchronousCommitForItsTransactionOnly(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := persistencetest.PostgresDSN(t)
 	ctx := context.Background()
 	s, err := New(ctx, Config{DSN: dsn, MaxConns: 1}) // one connection: the SHOW after sees the same one
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func TestWrite_SetsSynchronousCommitForItsTransactionOnly(t *testing.T) {
 // one pipeline: the synchronous_commit it sets holds for the statements
 // after it in that implicit transaction, and not after it.
 func TestAppend_PipelineSetsSynchronousCommitForItsTransactionOnly(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := persistencetest.PostgresDSN(t)
 	ctx := context.Background()
 	s, err := New(ctx, Config{DSN: dsn, MaxConns: 1})
 	require.NoError(t, err)
@@ -72,18 +72,4 @@ func TestAppend_PipelineSetsSynchronousCommitForItsTransactionOnly(t *testing.T)
 		require.NoError(t, s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&after))
 		assert.Equal(t, "local", after, "the setting outlived its transaction")
 	}
-}
-
-// testDSN returns the test server's DSN; without one the test is skipped,
-// except under CI=true, where it fails.
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BRAID_TEST_POSTGRES_DSN is not set under CI=true")
-		}
-		t.Skip("BRAID_TEST_POSTGRES_DSN not set")
-	}
-	return dsn
 }
