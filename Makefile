@@ -20,9 +20,12 @@ demo:
 	$(GO) run ./cmd/braid demo $(DEMO_FLAGS)
 
 ## bench: go test benchmarks, then the figures table against the Strands
-## TypeScript peer run in the same session (needs node and npm for the peer).
+## TypeScript peer run in the same session (needs node and npm for the peer),
+## and b4 in rounds paired with the peer's b4 (installed in PEER_WORK).
+PEER_WORK ?= /tmp/braid-peer/strands-ts
 bench: bench-go
-	@peer=$$(scripts/peer-bench.sh 2>/dev/null) && $(GO) run ./bench -peer "$$peer" || \
+	@peer=$$(PEER_WORK_DIR=$(PEER_WORK) scripts/peer-bench.sh 2>/dev/null) && \
+	  $(GO) run ./bench -peer "$$peer" -peer-dir $(PEER_WORK) || \
 	  { echo "(peer benchmark unavailable: Braid figures only)"; $(GO) run ./bench; }
 
 bench-go:

@@ -6,6 +6,7 @@
 //	go run ./bench -peer results.jsonl          # with the peer's run-bench.sh output
 //	go run ./bench -only b5                     # only b5: memory per agent, activation
 //	go run ./bench -only b3                     # only b3: graphs (chain, fan-out, gated fan-out)
+//	go run ./bench -only b4 -peer-dir DIR       # only b4, in rounds paired with the peer's b4
 //
 // Run the peer in the same session (scripts/peer-bench.sh does) and compare
 // ratios, not absolute times: these machines are shared and noisy. The
@@ -16,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,11 +65,13 @@ func run(args []string, w io.Writer) error {
 	peerFile := fs.String("peer", "", "JSON lines written by the peer's run-bench.sh (optional)")
 	pgDSN := fs.String("postgres", os.Getenv("BRAID_TEST_POSTGRES_DSN"), "PostgreSQL DSN for the b4 postgres row (default $BRAID_TEST_POSTGRES_DSN; none: no row)")
 	rounds := fs.Int("rounds", 3, "run each benchmark this many times and keep the best")
-	only := fs.String("only", "", "run only this part: b3 (graphs) or b5 (memory per agent, activation of a passivated agent); empty: everything")
+	only := fs.String("only", "", "run only this part: b3 (graphs), b4 (the paired rounds; needs -peer-dir) or b5 (memory per agent, activation of a passivated agent); empty: everything")
+	peerDir := fs.String("peer-dir", "", "an installed copy of the peer benchmark (scripts/peer-bench.sh leaves one in /tmp/braid-peer/strands-ts): b4 is then also measured in rounds paired with the peer's b4 (optional)")
+	paired := fs.Int("paired", 5, "paired b4 rounds (with -peer-dir)")
 	b3Reps := fs.Int("b3-reps", 10, "b3: runs per scenario (after two warm-ups; the 10,000-node ones run 3)")
 	b5Agents := fs.Int("b5-agents", 1000, "agents per b5 measurement")
 	passivateAfter := fs.Duration("passivate-after", 250*time.Millisecond, "b5: IdleTimeout of the passivated agents; must outlast one timed loop of activations")
-	child := fs.String("fsync-child", "", "internal: run the b4 cycles that strace counts (durable|nofsync)")
+	child := fs.String("fsync-child", "", "internal: run the b4 cycles that strace counts (durable|nofsync|clients32)")
 	childDir := fs.String("fsync-dir", "", "internal: the store folder of -fsync-child")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,8 +79,14 @@ func run(args []string, w io.Writer) error {
 	if *child != "" {
 		return fsyncChild(*child, *childDir)
 	}
-	if *only != "" && *only != "b5" && *only != "b3" {
-		return fmt.Errorf("-only %q: want b3, b5 or nothing", *only)
+	if *only != "" && *only != "b5" && *only != "b3" && *only != "b4" {
+		return fmt.Errorf("-only %q: want b3, b4, b5 or nothing", *only)
+	}
+	if *only == "b4" && *peerDir == "" {
+		return errors.New("-only b4 needs -peer-dir")
+	}
+	if *paired < 1 {
+		return errors.New("-paired must be positive")
 	}
 	if *b3Reps < 1 {
 		return errors.New("-b3-reps must be positive")
@@ -89,9 +99,26 @@ func run(args []string, w io.Writer) error {
 		return err
 	}
 	ctx := context.Background()
-	if *only == "" {
-		if err := throughput(ctx, w, peer.perSecond, *rounds, *pgDSN); err != nil {
+	if *only == "" || *only == "b4" {
+		env, err := benchcase.NewEnv()
+		if err != nil {
 			return err
+		}
+		defer env.Close()
+		if *only == "" {
+			if err := throughput(ctx, w, env, peer.perSecond, *rounds, *pgDSN); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+		}
+		if *peerDir != "" {
+			if err := pairedB4(ctx, w, env, *peerDir, *paired); err != nil {
+				return err
+			}
+		}
+		if *only == "b4" {
+			return nil
 		}
 	} else {
 		fmt.Fprintf(w, "Braid, %s %s/%s, %d CPUs, best of %d\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), *rounds)
@@ -114,12 +141,7 @@ func run(args []string, w io.Writer) error {
 
 // throughput runs and prints b1, b2 and b4, the fsync counts and the actor
 // share.
-func throughput(ctx context.Context, w io.Writer, peer map[string]float64, rounds int, pgDSN string) error {
-	env, err := benchcase.NewEnv()
-	if err != nil {
-		return err
-	}
-	defer env.Close()
+func throughput(ctx context.Context, w io.Writer, env *benchcase.Env, peer map[string]float64, rounds int, pgDSN string) error {
 	rows := []row{
 		{scenario: "b1 invoke, one tool", mode: "fresh", peerBench: "b1_invoke_one_tool", peerMode: "fresh",
 			res: best(rounds, scenario(ctx, env, true, benchcase.InvokeOneTool))},
@@ -193,8 +215,8 @@ func throughput(ctx context.Context, w io.Writer, peer map[string]float64, round
 	if fsyncs.err != nil {
 		fmt.Fprintf(w, "\nb4 fsyncs per cycle: not counted: %v\n", fsyncs.err)
 	} else {
-		fmt.Fprintf(w, "\nb4 fsyncs per cycle (strace, %d cycles, store open and close included): sqlite durable %.2f, sqlite no fsync %.2f\n",
-			fsyncs.cycles, fsyncs.byMode["durable"], fsyncs.byMode["nofsync"])
+		fmt.Fprintf(w, "\nb4 fsyncs per cycle (strace, %d cycles, store open and close included): sqlite durable %.2f, sqlite no fsync %.2f; 32 clients on one durable store (%d cycles): %.2f (group commit)\n",
+			fsyncs.cycles, fsyncs.byMode["durable"], fsyncs.byMode["nofsync"], childCycles("clients32"), fsyncs.byMode["clients32"])
 	}
 	hopNs, lifeNs := float64(hop.NsPerOp()), float64(life.NsPerOp())
 	fmt.Fprintf(w, "\nactor hop (one invocation's messaging: send, job, done, reply), context that cannot end (the caller's goroutine runs the job): %.2f µs, %d allocs\n", hopNs/1e3, hop.AllocsPerOp())
@@ -355,7 +377,7 @@ func countFsyncs() fsyncCount {
 		out.err = err
 		return out
 	}
-	for _, mode := range []string{"durable", "nofsync"} {
+	for _, mode := range []string{"durable", "nofsync", "clients32"} {
 		tmp, err := os.MkdirTemp("", "braid-fsync-")
 		if err != nil {
 			out.err = err
@@ -384,14 +406,24 @@ func countFsyncs() fsyncCount {
 				}
 			}
 		}
-		out.byMode[mode] = float64(calls) / fsyncCycles
+		out.byMode[mode] = float64(calls) / float64(childCycles(mode))
 	}
 	return out
 }
 
-// fsyncChild is the child countFsyncs traces: it opens the store, runs one
-// warm-up cycle, then fsyncCycles cycles, and closes it. The warm-up and
-// the open are counted too, so the figure is a little high, never low.
+// childCycles is how many b4 cycles fsyncChild runs in mode: fsyncCycles
+// one after the other, or fsyncCycles for each of 32 concurrent clients.
+func childCycles(mode string) int {
+	if mode == "clients32" {
+		return 32 * fsyncCycles
+	}
+	return fsyncCycles
+}
+
+// fsyncChild is the child countFsyncs traces: it opens the store, runs
+// childCycles(mode) cycles (mode durable, nofsync, or clients32: 32
+// clients on one durable store), and closes it. The store's open and
+// close are counted too, so the figure is a little high, never low.
 func fsyncChild(mode, dir string) error {
 	env, err := benchcase.NewEnv()
 	if err != nil {
@@ -404,12 +436,30 @@ func fsyncChild(mode, dir string) error {
 		return err
 	}
 	defer st.Close()
-	for i := range fsyncCycles {
-		if err := env.SessionCycle(ctx, st, fmt.Sprintf("fsync-%d", i)); err != nil {
-			return err
+	if mode != "clients32" {
+		for i := range fsyncCycles {
+			if err := env.SessionCycle(ctx, st, fmt.Sprintf("fsync-%d", i)); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
-	return nil
+	errs := make(chan error, 32)
+	for c := range 32 {
+		go func() {
+			for i := range fsyncCycles {
+				if err := env.SessionCycle(ctx, st, fmt.Sprintf("fsync-%d-%d", c, i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 32 {
+		err = cmp.Or(err, <-errs)
+	}
+	return err
 }
 
 func scenario(ctx context.Context, env *benchcase.Env, fresh bool, op func(context.Context, *agent.Agent) error, hooks ...hook.Provider) func(*testing.B) {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs the Strands TypeScript peer benchmark (b1, b2, b3, b4 and b5, the scenarios Braid's
 # bench command compares against) and writes its JSON lines to the file given
-# as $1 (default /tmp/braid-peer/results.jsonl). Needs node and npm.
+# as $1 (default /tmp/braid-peer/results.jsonl). Needs node and npm. The
+# peer is installed in $PEER_WORK_DIR (default /tmp/braid-peer/strands-ts),
+# where `go run ./bench -peer-dir` runs its b4 again in paired rounds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=${PEER_BENCH_DIR:-$root/../shared/peer-bench/strands-ts}
 out=${1:-/tmp/braid-peer/results.jsonl}
-work=/tmp/braid-peer/strands-ts
+work=${PEER_WORK_DIR:-/tmp/braid-peer/strands-ts}
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "peer-bench: node and npm are needed" >&2
   exit 1
