@@ -474,10 +474,15 @@ func TestAgentActor_PassivatedMidInterruptResumesFromTheStore(t *testing.T) {
 			return nil
 		})},
 		Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}}))})
+	// New activates the agent (it checks the session); waiting for that
+	// activation to passivate first keeps the events of the interrupt apart
+	// from it, however late the Invoke comes.
 	require.Equal(t, actors.Activated, waitLifecycle(t, events))
+	require.Equal(t, actors.Passivated, waitLifecycle(t, events))
 	res, err := a.Invoke(context.Background(), agent.Text("delete a"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Equal(t, actors.Activated, waitLifecycle(t, events))
 	require.Equal(t, actors.Passivated, waitLifecycle(t, events))
 	live, err := a.Binding().Live(context.Background())
 	require.NoError(t, err)
@@ -488,8 +493,45 @@ func TestAgentActor_PassivatedMidInterruptResumesFromTheStore(t *testing.T) {
 	assert.Equal(t, actors.Activated, waitLifecycle(t, events))
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, 1, runs.total())
-	assert.Equal(t, 2, initialized, "AgentInitialized fires on every activation")
+	assert.Equal(t, 3, initialized, "AgentInitialized fires on every activation (New's, the interrupt's, the resume's)")
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(agenttest.Messages(t, a)))
+}
+
+// liveCount follows how many actors of a System are live, from its
+// Observer's events.
+type liveCount struct {
+	n    atomic.Int64
+	zero chan struct{} // a signal each time n falls to zero
+}
+
+func newLiveCount() *liveCount { return &liveCount{zero: make(chan struct{}, 1)} }
+
+func (l *liveCount) observe(_ actors.Identity, lc actors.Lifecycle) {
+	switch lc {
+	case actors.Activated:
+		l.n.Add(1)
+	case actors.Passivated, actors.Stopped:
+		if l.n.Add(-1) == 0 {
+			select {
+			case l.zero <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// awaitNone returns once no actor is live. Call it when nothing sends to
+// the actors any more, so that none can be activated again. The time limit
+// only turns a hang into a failure.
+func (l *liveCount) awaitNone(t *testing.T) {
+	t.Helper()
+	for l.n.Load() != 0 {
+		select {
+		case <-l.zero:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%d actors still live", l.n.Load())
+		}
+	}
 }
 
 // waitLifecycle returns the next lifecycle event. The time limit only turns
@@ -510,12 +552,8 @@ func waitLifecycle(t *testing.T, events <-chan actors.Lifecycle) actors.Lifecycl
 // resumes correctly on its next message, re-activated from the store.
 func TestAgentActor_TenThousandAgentsPassivateAndResume(t *testing.T) {
 	const n = 10000
-	passivated := make(chan struct{}, n)
-	sys, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) {
-		if l == actors.Passivated {
-			passivated <- struct{}{}
-		}
-	}})
+	live := newLiveCount()
+	sys, err := actors.NewSystem(actors.Config{Observer: live.observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
 	store := persistence.NewMemoryStore()
@@ -554,13 +592,10 @@ func TestAgentActor_TenThousandAgentsPassivateAndResume(t *testing.T) {
 		agents[i], ids[i] = a, res.Interrupts[0].ID
 		return nil
 	})
-	for range n {
-		select {
-		case <-passivated:
-		case <-time.After(30 * time.Second):
-			t.Fatal("not every agent was passivated")
-		}
-	}
+	// Nothing sends to the agents any more: once none is live, every one
+	// was passivated (some twice: New activates an agent, and under load
+	// its idle timeout can end before the Invoke comes).
+	live.awaitNone(t)
 	for i := 0; i < n; i += 997 {
 		live, err := agents[i].Binding().Live(ctx)
 		require.NoError(t, err)
@@ -622,10 +657,14 @@ func TestAgentActor_PassivatedAgentResumesInAFreshRegistry(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	a1, runs := approvalAgentIdle(t, sys1, store)
+	<-passivated // New's activation (it checks the session)
 	res, err := a1.Invoke(context.Background(), agent.Text("delete a"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
-	<-passivated
+	<-passivated // the interrupted agent's
+	live, err := a1.Binding().Live(context.Background())
+	require.NoError(t, err)
+	require.False(t, live)
 	require.NoError(t, sys1.Close(context.Background()))
 
 	a2, _ := approvalAgent(t, freshSystem(t), store, nil, nil)

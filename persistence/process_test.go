@@ -192,12 +192,13 @@ func helperMain(mode string) int {
 	case "passivate":
 		// Raise the interrupt, wait for the agent's passivation, report,
 		// then wait to be killed.
+		<-passivated // New's activation (it checks the session)
 		res, err := a.Invoke(ctx, agent.Text("delete old files"))
 		if err != nil || res.StopReason != agent.StopInterrupt {
 			fmt.Fprintln(os.Stderr, "helper: want an interrupt:", res, err)
 			return exitFailed
 		}
-		<-passivated
+		<-passivated // the interrupted agent's
 		_ = out.Encode(map[string]any{"interrupts": res.Interrupts})
 		select {}
 	case "interrupt":
