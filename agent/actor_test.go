@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -497,43 +498,6 @@ func TestAgentActor_PassivatedMidInterruptResumesFromTheStore(t *testing.T) {
 	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(agenttest.Messages(t, a)))
 }
 
-// liveCount follows how many actors of a System are live, from its
-// Observer's events.
-type liveCount struct {
-	n    atomic.Int64
-	zero chan struct{} // a signal each time n falls to zero
-}
-
-func newLiveCount() *liveCount { return &liveCount{zero: make(chan struct{}, 1)} }
-
-func (l *liveCount) observe(_ actors.Identity, lc actors.Lifecycle) {
-	switch lc {
-	case actors.Activated:
-		l.n.Add(1)
-	case actors.Passivated, actors.Stopped:
-		if l.n.Add(-1) == 0 {
-			select {
-			case l.zero <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// awaitNone returns once no actor is live. Call it when nothing sends to
-// the actors any more, so that none can be activated again. The time limit
-// only turns a hang into a failure.
-func (l *liveCount) awaitNone(t *testing.T) {
-	t.Helper()
-	for l.n.Load() != 0 {
-		select {
-		case <-l.zero:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%d actors still live", l.n.Load())
-		}
-	}
-}
-
 // waitLifecycle returns the next lifecycle event. The time limit only turns
 // a hang into a failure.
 func waitLifecycle(t *testing.T, events <-chan actors.Lifecycle) actors.Lifecycle {
@@ -552,8 +516,8 @@ func waitLifecycle(t *testing.T, events <-chan actors.Lifecycle) actors.Lifecycl
 // resumes correctly on its next message, re-activated from the store.
 func TestAgentActor_TenThousandAgentsPassivateAndResume(t *testing.T) {
 	const n = 10000
-	live := newLiveCount()
-	sys, err := actors.NewSystem(actors.Config{Observer: live.observe})
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
 	store := persistence.NewMemoryStore()
@@ -595,7 +559,7 @@ func TestAgentActor_TenThousandAgentsPassivateAndResume(t *testing.T) {
 	// Nothing sends to the agents any more: once none is live, every one
 	// was passivated (some twice: New activates an agent, and under load
 	// its idle timeout can end before the Invoke comes).
-	live.awaitNone(t)
+	lc.AwaitNoneLive(t)
 	for i := 0; i < n; i += 997 {
 		live, err := agents[i].Binding().Live(ctx)
 		require.NoError(t, err)

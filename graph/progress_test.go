@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -49,38 +50,6 @@ func recordLen(exp *persistence.SessionExport, id string) int {
 		}
 	}
 	return 0
-}
-
-// passivations reports every passivated actor of a fresh system.
-func passivations(t *testing.T) (*actors.System, <-chan string) {
-	t.Helper()
-	ch := make(chan string, 256)
-	sys, err := actors.NewSystem(actors.Config{Observer: func(id actors.Identity, l actors.Lifecycle) {
-		if l == actors.Passivated {
-			ch <- id.Kind + ":" + id.Path
-		}
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	return sys, ch
-}
-
-// awaitAll reads ch until every one of ids has been seen.
-func awaitAll(t *testing.T, ch <-chan string, ids ...string) {
-	t.Helper()
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	timeout := time.After(20 * time.Second)
-	for len(want) > 0 {
-		select {
-		case id := <-ch:
-			delete(want, id)
-		case <-timeout:
-			t.Fatalf("never passivated: %v", want)
-		}
-	}
 }
 
 // crashAtLaunch checks every copy taken after node's launch in the second
@@ -139,15 +108,26 @@ func TestGraph_NodeProgressSurvivesPassivation(t *testing.T) {
 	mk := func(r *recorder) *graph.Builder {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
 	}
-	sys, passivated := passivations(t)
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(ctx) })
 	g := build(t, mk(r), graph.Config{ID: "g", System: sys, Session: manager(t, cs, "s"),
 		Hooks: []hook.Provider{gate(r, "a")}, IdleTimeout: 20 * time.Millisecond})
 	gatedRun(t, g, "go")
-	awaitAll(t, passivated, graph.Kind+":g", "agent:g/b/b")
+	lc.AwaitNoneLive(t)
+	require.Positive(t, lc.Passivated(actors.Identity{SessionID: "s", Kind: graph.Kind, Path: "g"}))
+	require.Positive(t, lc.Passivated(actors.Identity{SessionID: "s", Kind: "agent", Path: "g/b/b"}))
 	cs.mu.Lock()
 	from := len(cs.copies)
 	cs.mu.Unlock()
-	gatedRun(t, g, "again", func() { awaitAll(t, passivated, graph.Kind+":g") })
+	before := lc.Passivated(actors.Identity{SessionID: "s", Kind: graph.Kind, Path: "g"})
+	gatedRun(t, g, "again", func() {
+		// The run waits on the gate and nothing else sends: every owner
+		// passivates, the orchestrator again.
+		lc.AwaitNoneLive(t)
+		require.Greater(t, lc.Passivated(actors.Identity{SessionID: "s", Kind: graph.Kind, Path: "g"}), before)
+	})
 	require.Equal(t, 2, r.count("model:b"))
 	require.NoError(t, g.Close(ctx))
 	cs.mu.Lock()

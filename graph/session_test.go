@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -104,12 +105,8 @@ func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 	ctx := context.Background()
 	st := sqliteStore(t)
 	r := newRecorder()
-	passivated := make(chan actors.Identity, 64)
-	sys, err := actors.NewSystem(actors.Config{Observer: func(id actors.Identity, l actors.Lifecycle) {
-		if l == actors.Passivated {
-			passivated <- id
-		}
-	}})
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(ctx) })
 	g := build(t, sessionGraph(r), graph.Config{ID: "g", Session: manager(t, st, "s1"), System: sys,
@@ -117,11 +114,9 @@ func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 2)
-	whole := map[string]bool{} // the graph and its four nodes' agents
-	for len(whole) < 5 {
-		id := <-passivated
-		whole[id.Kind+":"+id.Path] = true
-	}
+	lc.AwaitNoneLive(t)           // nothing sends to the graph until the resume
+	whole := lc.PassivatedKinds() // the graph and its four nodes' agents
+	assert.Len(t, whole, 5, "%v", whole)
 	assert.True(t, whole[graph.Kind+":g"], "%v", whole)
 	assert.True(t, whole["agent:g/ask/ask"], "%v", whole)
 	var rs []interrupt.Response

@@ -2,6 +2,7 @@ package swarm_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -123,19 +125,23 @@ func TestSwarmSession_PassivatedSwarmResumes(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
-	passivated := make(chan actors.Identity, 16)
-	sys, err := actors.NewSystem(actors.Config{Observer: func(id actors.Identity, l actors.Lifecycle) {
-		if l == actors.Passivated && id.Kind == swarm.Kind {
-			passivated <- id
-		}
-	}})
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(ctx) })
 	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: sys, IdleTimeout: 20 * time.Millisecond})
 	res, err := s.Invoke(ctx, agent.Text("find it"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 1)
-	<-passivated
+	lc.AwaitNoneLive(t) // nothing sends to the swarm until the resume
+	kinds := lc.PassivatedKinds()
+	var swarms int
+	for k := range kinds {
+		if strings.HasPrefix(k, swarm.Kind+":") {
+			swarms++
+		}
+	}
+	require.Equal(t, 1, swarms, "the swarm's actor passivated: %v", kinds)
 	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "7")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status)
