@@ -411,14 +411,14 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		}
 		if len(j.Result) > 0 {
 			n.result = &braidv1.NodeResult{}
-			if err := protojson.Unmarshal(j.Result, n.result); err != nil {
+			if err := cmp.Or(protojson.Unmarshal(j.Result, n.result), checkWireJSON(n.result.ProtoReflect())); err != nil {
 				return persistence.Damaged(key, "node "+id, "result: %v", err)
 			}
 			firsts = append(firsts, ended{j.First, id})
 		}
 		if len(j.Input) > 0 {
 			n.input = &braidv1.AgentInput{}
-			if err := protojson.Unmarshal(j.Input, n.input); err != nil {
+			if err := cmp.Or(protojson.Unmarshal(j.Input, n.input), checkWireJSON(n.input.ProtoReflect())); err != nil {
 				return persistence.Damaged(key, "node "+id, "input: %v", err)
 			}
 		}
@@ -448,7 +448,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 	}
 	for _, h := range d.Held {
 		in := &braidv1.AgentInput{}
-		if err := protojson.Unmarshal(h.Input, in); err != nil {
+		if err := cmp.Or(protojson.Unmarshal(h.Input, in), checkWireJSON(in.ProtoReflect())); err != nil {
 			return persistence.Damaged(key, "held node "+h.Node, "input: %v", err)
 		}
 		x.held = append(x.held, NodeStart{Node: h.Node, Input: in, Reset: h.Reset})

@@ -1,0 +1,62 @@
+package swarm_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/swarm"
+)
+
+// SPEC S5, M10: damage to a stored swarm's own record (its data, with the
+// swarm's node history and shared context, or an entry of its log) is a
+// *DamageError, or ErrTopology when what changed names another swarm or
+// node, when a new swarm loads it; never a panic.
+func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	cfg := func() swarm.Config { return swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)} }
+	s := build(t, researchSwarm(r), cfg())
+	res, err := s.Invoke(ctx, agent.Text("find it"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.NoError(t, s.Close(ctx))
+
+	recs, err := st.Session(ctx, "sess")
+	require.NoError(t, err)
+	var key persistence.Key
+	for _, rec := range recs {
+		if rec.Key.Kind == persistence.KindMultiAgent {
+			key = rec.Key
+		}
+	}
+	require.NotEmpty(t, key.ID, "no record of the swarm in the session")
+	load := func() error {
+		s, err := researchSwarm(r).Build(ctx, cfg())
+		if err != nil {
+			return err
+		}
+		defer s.Close(ctx)
+		_, err = s.Status(ctx)
+		return err
+	}
+	persistencetest.RecordDamage(t, st, key, load, persistencetest.Edits{
+		Data: [][2]string{
+			{`"history":`, `"History":`},
+			{`"handoffs":`, `"handoffs":0,"handoffs":`},
+			{`"values":{"k":"v"}`, `"values":{"k":"v","k":"w"}`},
+		},
+		Messages: [][2]string{
+			{`"executed":`, `"executed":[],"executed":`},
+			// A node's result carries JSON in bytes: {"k":"v"} becomes "{".
+			{`"context":"eyJrIjoidiJ9"`, `"context":"ew=="`},
+		},
+	}, func(err error) bool { return errors.Is(err, actors.ErrTopology) })
+}
