@@ -35,15 +35,7 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
 	require.NoError(t, g.Close(ctx))
 
-	recs, err := st.Session(ctx, "s1")
-	require.NoError(t, err)
-	var key persistence.Key
-	for _, rec := range recs {
-		if rec.Key.Kind == persistence.KindMultiAgent {
-			key = rec.Key
-		}
-	}
-	require.NotEmpty(t, key.ID, "no record of the graph in the session")
+	key := persistencetest.OnlyRecord(t, st, "s1", persistence.KindMultiAgent)
 	// load builds a new graph on the store as it is (building opens the
 	// stored run) and reports what loading it gave.
 	load := func() error {

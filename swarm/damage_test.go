@@ -29,15 +29,7 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	require.Len(t, res.Interrupts, 1)
 	require.NoError(t, s.Close(ctx))
 
-	recs, err := st.Session(ctx, "sess")
-	require.NoError(t, err)
-	var key persistence.Key
-	for _, rec := range recs {
-		if rec.Key.Kind == persistence.KindMultiAgent {
-			key = rec.Key
-		}
-	}
-	require.NotEmpty(t, key.ID, "no record of the swarm in the session")
+	key := persistencetest.OnlyRecord(t, st, "sess", persistence.KindMultiAgent)
 	load := func() error {
 		s, err := researchSwarm(r).Build(ctx, cfg())
 		if err != nil {

@@ -1,6 +1,7 @@
 package persistencetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -17,6 +18,26 @@ import (
 type Edits struct {
 	Data     [][2]string // of the record's data
 	Messages [][2]string // of each of its messages
+}
+
+// OnlyRecord returns the key of the one record of kind in the session,
+// and fails t if there is none or more than one.
+func OnlyRecord(t *testing.T, st persistence.Store, sessionID string, kind persistence.Kind) persistence.Key {
+	t.Helper()
+	recs, err := st.Session(context.Background(), sessionID)
+	if err != nil {
+		t.Fatalf("session %q: %v", sessionID, err)
+	}
+	var keys []persistence.Key
+	for _, r := range recs {
+		if r.Key.Kind == kind {
+			keys = append(keys, r.Key)
+		}
+	}
+	if len(keys) != 1 {
+		t.Fatalf("session %q: want one %s record, have %v", sessionID, kind, keys)
+	}
+	return keys[0]
 }
 
 // RecordDamage checks SPEC S5 on one stored record of a MemoryStore: for
