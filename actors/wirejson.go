@@ -6,32 +6,15 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/braidhq/braid/internal/strictjson"
-	"github.com/braidhq/braid/model"
 )
 
 // checkWireJSON returns an error naming the first bytes field of m, at any
-// depth, that is neither empty nor valid JSON, or that holds a message
-// (holdsMessage) that is not one as stored. Every bytes field of Braid's
+// depth, that is neither empty nor valid JSON. Every bytes field of Braid's
 // protobuf forms carries JSON, empty meaning absent (proto/braidv1), and
 // the forms are stored whole in an orchestrator's record: checking them
 // when the record loads reports damage to them there, as a DamageError,
 // rather than when a node's result or input is used later.
 func checkWireJSON(m protoreflect.Message) error {
-	return checkWireMessage(m)
-}
-
-// holdsMessage reports whether fd is a bytes field that holds a
-// model.Message, which is read strictly (model.ParseMessage) like an
-// agent's stored messages.
-func holdsMessage(fd protoreflect.FieldDescriptor) bool {
-	switch fd.FullName() {
-	case "braid.v1.AgentResult.message", "braid.v1.AgentInput.messages":
-		return true
-	}
-	return false
-}
-
-func checkWireMessage(m protoreflect.Message) error {
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		err = checkWireValue(fd, v)
@@ -69,18 +52,11 @@ func checkWireValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) error
 func checkWireItem(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
 	switch fd.Kind() {
 	case protoreflect.BytesKind:
-		b := v.Bytes()
-		switch {
-		case len(b) == 0:
-		case holdsMessage(fd):
-			if _, err := model.ParseMessage(b); err != nil {
-				return err
-			}
-		case !strictjson.Valid(b):
+		if b := v.Bytes(); len(b) > 0 && !strictjson.Valid(b) {
 			return fmt.Errorf("not valid JSON")
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkWireMessage(v.Message())
+		return checkWireJSON(v.Message())
 	}
 	return nil
 }
