@@ -71,9 +71,6 @@ func DecodeExact(raw []byte, v any) error {
 	if bytes.Equal(again, raw) {
 		return nil // as this build writes it: the common case, and cheap
 	}
-	if key, ok := strictjson.RepeatedKey(raw); ok {
-		return fmt.Errorf("key %q appears twice in one object (encoding/json would keep the last)", key)
-	}
 	a, err := genericJSON(raw)
 	if err != nil {
 		return err

@@ -1,8 +1,6 @@
 package strictjson
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -92,48 +90,4 @@ func (r *Reader) Fields(keys *Keys, field func(i int) error) error {
 		}
 		return field(i)
 	})
-}
-
-// RepeatedKey returns a key that some object of the JSON text b has twice
-// (compared as decoded, so "a" and "\u0061" are one key), if there is one.
-// b should be valid JSON; a text that is not ends the search there. It is
-// for the reflective strict decoding, where encoding/json lets the last
-// of two equal keys win.
-func RepeatedKey(b []byte) (string, bool) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	var walk func() (string, bool)
-	walk = func() (string, bool) {
-		tok, err := d.Token()
-		if err != nil {
-			return "", false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for d.More() {
-				k, err := d.Token()
-				if err != nil {
-					return "", false
-				}
-				key, _ := k.(string)
-				if seen[key] {
-					return key, true
-				}
-				seen[key] = true
-				if key, ok := walk(); ok {
-					return key, true
-				}
-			}
-			_, _ = d.Token()
-		case json.Delim('['):
-			for d.More() {
-				if key, ok := walk(); ok {
-					return key, true
-				}
-			}
-			_, _ = d.Token()
-		}
-		return "", false
-	}
-	return walk()
 }

@@ -198,23 +198,3 @@ func TestReader_RefusesTheWrongKindOfValue(t *testing.T) {
 	assert.False(t, NewReader([]byte("nul")).Null())
 	assert.True(t, NewReader([]byte(" null")).Null())
 }
-
-func TestRepeatedKey_FindsAKeyTwiceInOneObjectAtAnyDepth(t *testing.T) {
-	for _, c := range []struct {
-		text string
-		key  string
-	}{
-		{`{"a":1,"a":2}`, "a"},
-		{`{"a":1,"\u0061":2}`, "a"},
-		{`{"x":[{"b":1},{"c":{"d":1,"d":null}}]}`, "d"},
-		{`[1,{"e":true,"f":false,"e":true}]`, "e"},
-	} {
-		key, ok := RepeatedKey([]byte(c.text))
-		assert.True(t, ok, c.text)
-		assert.Equal(t, c.key, key, c.text)
-	}
-	for _, text := range []string{`{}`, `{"a":1,"b":{"a":2}}`, `[{"a":1},{"a":2}]`, `"a"`, `{"a":1,"A":2}`} {
-		_, ok := RepeatedKey([]byte(text))
-		assert.False(t, ok, text)
-	}
-}
