@@ -85,6 +85,9 @@ func run(args []string, w io.Writer) error {
 	if *only == "b4" && *peerDir == "" {
 		return errors.New("-only b4 needs -peer-dir")
 	}
+	if *peerDir != "" && (*only == "b3" || *only == "b5") {
+		return fmt.Errorf("-peer-dir is for b4: with -only %s it would do nothing", *only)
+	}
 	if *paired < 1 {
 		return errors.New("-paired must be positive")
 	}
@@ -310,8 +313,10 @@ func sessionRows(ctx context.Context, env *benchcase.Env, rounds int, dsn string
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := env.SessionCycle(ctx, durable, fmt.Sprintf("b4p-%d", seq.Add(1))); err != nil {
-					b.Error(err)
-					return
+					// b.Error would not stop the benchmark, whose figure
+					// would then be printed: fail the command, as best does.
+					fmt.Fprintln(os.Stderr, "bench: b4, 32 clients:", err)
+					os.Exit(1)
 				}
 			}
 		})

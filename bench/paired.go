@@ -68,12 +68,15 @@ func pairedB4(ctx context.Context, w io.Writer, env *benchcase.Env, peerDir stri
 			}
 		}
 	}
+	// A failed cycle in RunParallel's goroutines cannot stop the
+	// benchmark; failed makes the round an error instead of a figure.
+	var failed atomic.Pointer[error]
 	many := func(b *testing.B) {
 		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := env.SessionCycle(ctx, durable, fmt.Sprintf("pair32-%d", seq.Add(1))); err != nil {
-					b.Error(err)
+					failed.CompareAndSwap(nil, &err)
 					return
 				}
 			}
@@ -94,6 +97,9 @@ func pairedB4(ctx context.Context, w io.Writer, env *benchcase.Env, peerDir stri
 			fn func(*testing.B)
 		}{{&r.durable, one(durable)}, {&r.noFsync, one(noFsync)}, {&r.clients32, many}} {
 			res := testing.Benchmark(m.fn)
+			if err := failed.Load(); err != nil {
+				return fmt.Errorf("a paired b4 benchmark failed: %w", *err)
+			}
 			if res.N == 0 {
 				return errors.New("a paired b4 benchmark failed")
 			}

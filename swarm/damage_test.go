@@ -42,11 +42,10 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	persistencetest.RecordDamage(t, st, key, load, persistencetest.Edits{
 		Data: [][2]string{
 			{`"history":`, `"History":`},
-			{`"handoffs":`, `"handoffs":0,"handoffs":`},
-			{`"values":{"k":"v"}`, `"values":{"k":"v","k":"w"}`},
+			{`"handoffs":`, `"handoff":`},
 		},
 		Messages: [][2]string{
-			{`"executed":`, `"executed":[],"executed":`},
+			{`"executed":`, `"Executed":`},
 			// A node's result carries JSON in bytes: {"k":"v"} becomes "{".
 			{`"context":"eyJrIjoidiJ9"`, `"context":"ew=="`},
 		},
