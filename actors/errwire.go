@@ -77,6 +77,7 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrNodeFailed", ErrNodeFailed},
 		{"actors.ErrIncompleteRun", ErrIncompleteRun},
 		{"actors.ErrEmptyTask", ErrEmptyTask},
+		{"actors.ErrBadTask", ErrBadTask},
 	}
 }
 

@@ -35,6 +35,9 @@ var (
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new task")
 	// ErrEmptyTask: a fresh run was given no task.
 	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
+	// ErrBadTask: an input (from another process: in process, inputs are
+	// encoded by Braid) has a message or a response that is not JSON.
+	ErrBadTask = errors.New("the input holds bytes that are not JSON")
 )
 
 // defaultCodec is the codec of errors built into every ErrorCodec. Built
@@ -633,6 +636,12 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 		}
 	}
 	in := inv.in
+	// The input is stored with the run (its task, a node's input), and a
+	// stored input whose JSON is not JSON is a damaged record: refuse it
+	// here, before anything is stored.
+	if err := checkWireJSON(in.ProtoReflect()); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadTask, err)
+	}
 	responses := make([]interrupt.Response, 0, len(in.GetResponses()))
 	for _, w := range in.GetResponses() {
 		r, err := ResponseFromWire(w)

@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -113,6 +114,44 @@ func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 	assert.Equal(t, []string{"a", "b"}, res.GetExecutionOrder())
+}
+
+// SPEC S5, R2: an input from another process whose message is not JSON is
+// refused (ErrBadTask, across the trip) before anything is stored, so the
+// run's record never holds it; the graph then takes a good task.
+func TestGraphActor_RefusesAnInputThatIsNotJSON(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	sys := freshSystem(t)
+	st := persistence.NewMemoryStore()
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{System: sys, Session: manager(t, st, "s")})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	ask := func(msg proto.Message) any {
+		t.Helper()
+		g.Binding().Request(msg, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err)
+		return rep
+	}
+	for _, in := range []*braidv1.AgentInput{
+		{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]`)}},
+		{Resume: true, Responses: []*braidv1.InterruptResponse{{InterruptId: "x", Response: []byte(`{`)}}},
+	} {
+		rej, ok := ask(&braidv1.MultiAgentInvoke{Input: in}).(*braidv1.Error)
+		require.True(t, ok)
+		assert.ErrorIs(t, agent.ErrorFromWire(rej), actors.ErrBadTask)
+	}
+	recs, err := st.Session(ctx, "s")
+	require.NoError(t, err)
+	for _, rec := range recs {
+		assert.NotEqual(t, persistence.KindMultiAgent, rec.Key.Kind, "nothing of the run was stored")
+	}
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	res, ok := ask(&braidv1.MultiAgentInvoke{Input: task}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 }
 
 // SPEC M8: a node that runs longer than NodeTimeout fails with a message
