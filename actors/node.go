@@ -289,6 +289,12 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) 
 	if res == nil {
 		res = failedResult(n.id, fmt.Errorf("node %q: its executor returned no result", n.id))
 	}
+	// The result is stored with the run, and a stored result whose JSON is
+	// not JSON makes the run's record damaged (SPEC S5): an executor of
+	// another package (a NodeRunner is public) that returns one fails.
+	if err := checkWireJSON(res.ProtoReflect()); err != nil {
+		res = failedResult(n.id, fmt.Errorf("node %q: its executor's result holds bytes that are not JSON: %v", n.id, err))
+	}
 	res.NodeId = n.id
 	if err := ctx.Err(); err != nil && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		if ctx.Err() == context.DeadlineExceeded && n.timeout > 0 {

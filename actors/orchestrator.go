@@ -35,8 +35,9 @@ var (
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new task")
 	// ErrEmptyTask: a fresh run was given no task.
 	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
-	// ErrBadTask: an input (from another process: in process, inputs are
-	// encoded by Braid) has a message or a response that is not JSON.
+	// ErrBadTask: an input has a message or a response that is not JSON
+	// (Braid's own encoding never makes one; an input from another process,
+	// or built by hand as a protobuf, may).
 	ErrBadTask = errors.New("the input holds bytes that are not JSON")
 )
 
@@ -866,6 +867,13 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		if n == nil {
 			x.stop(fmt.Sprintf("%s %q: no node %q", x.cfg.Kind, x.cfg.ID, s.Node))
 			break
+		}
+		if s.Input != nil {
+			// Stored with the run, like a node's result (see nodeActor).
+			if err := checkWireJSON(s.Input.ProtoReflect()); err != nil {
+				x.stop(fmt.Sprintf("%s %q: the input for node %q holds bytes that are not JSON: %v", x.cfg.Kind, x.cfg.ID, s.Node, err))
+				break
+			}
 		}
 		if x.stopping {
 			x.held = append(x.held, s)

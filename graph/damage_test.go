@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
@@ -16,6 +17,7 @@ import (
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/proto/braidv1"
 )
 
 // SPEC S5, M10: damage to a stored graph's own record (its data, or an
@@ -64,9 +66,9 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 
 // SPEC S5: what a graph stores it loads, whatever its users put in it: an
 // interrupt whose name needs escaping in HTML and whose reason repeats a
-// key (opaque JSON, kept as given), and a task message that the entry
-// node's agent will refuse (a content block that is not an object; the
-// node fails then, the record is not damaged).
+// key (opaque JSON, kept as given), and a task message that no agent has
+// checked yet (a content block that is not an object), stored while the
+// entry node waits at its gate.
 func TestGraphSession_WhatItStoresLoads(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
@@ -91,5 +93,43 @@ func TestGraphSession_WhatItStoresLoads(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st2.Interrupts, 1)
 	require.Equal(t, "approve <a> & <b>", st2.Interrupts[0].Name)
-	require.JSONEq(t, `{"k":2}`, string(st2.Interrupts[0].Reason))
+	require.Equal(t, `{"k":1,"k":2}`, string(st2.Interrupts[0].Reason))
+}
+
+// badNode's executor returns a result whose content is not JSON.
+type badNode struct{}
+
+func (badNode) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) {
+	return badRunner{}, nil
+}
+
+type badRunner struct{}
+
+func (badRunner) RunNode(context.Context, *braidv1.NodeRun) *braidv1.NodeResult {
+	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED,
+		Result: &braidv1.NodeResult_Content{Content: []byte("hello")}}
+}
+func (badRunner) Progress(context.Context) (int64, error) { return 0, nil }
+func (badRunner) Close(context.Context) error             { return nil }
+
+// SPEC S5: a node whose executor (a NodeRunner of another package) returns
+// a result that is not JSON fails, and the run's record, which holds the
+// node's result, still loads.
+func TestGraphSession_ANodeResultThatIsNotJSONFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	cfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t)}
+	}
+	mk := func() *graph.Builder { return graph.NewBuilder().AddNode("bad", badNode{}) }
+	res, err := build(t, mk(), cfg()).Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+	require.Len(t, res.Results, 1)
+	require.Error(t, res.Results[0].Err)
+	assert.Contains(t, res.Results[0].Err.Error(), "not JSON")
+
+	st2, err := build(t, mk(), cfg()).Status(ctx)
+	require.NoError(t, err, "the record loads")
+	assert.Equal(t, multiagent.StatusFailed, st2.Status)
 }

@@ -1,0 +1,71 @@
+package actors
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
+)
+
+// badInputPolicy starts node "a" with an input whose message is not JSON.
+type badInputPolicy struct{}
+
+func (badInputPolicy) Begin(*RunView) ([]NodeStart, error) {
+	return []NodeStart{{Node: "a", Input: &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":`)}}}}, nil
+}
+func (badInputPolicy) Next(*RunView, string) ([]NodeStart, string) { return nil, "" }
+
+type noHooks struct{}
+
+func (noHooks) BeforeNode(context.Context, string, *interrupt.State) (string, bool, error) {
+	return "", false, nil
+}
+func (noHooks) AfterNode(context.Context, string, *braidv1.NodeResult) error     { return nil }
+func (noHooks) BeforeInvocation(context.Context, bool) error                     { return nil }
+func (noHooks) AfterInvocation(context.Context, *braidv1.MultiAgentResult) error { return nil }
+
+type countingNode struct{ runs *int }
+
+func (n countingNode) OpenNode(context.Context, NodeEnv) (NodeRunner, error) { return n, nil }
+func (n countingNode) RunNode(context.Context, *braidv1.NodeRun) *braidv1.NodeResult {
+	*n.runs++
+	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED}
+}
+func (countingNode) Progress(context.Context) (int64, error) { return 0, nil }
+func (countingNode) Close(context.Context) error             { return nil }
+
+// SPEC S5: a policy (of another package: Policy is public) that gives a
+// node an input whose JSON is not JSON ends the run FAILED, saying so,
+// without running the node; the run's record, which holds the inputs it
+// stores, still loads.
+func TestOrchestrator_APolicyInputThatIsNotJSONEndsTheRun(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	runs := 0
+	open := func() *Orchestrator {
+		sys, err := NewSystem(DefaultConfig())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sys.Close(ctx) })
+		sm, err := persistence.NewSessionManager(st, "s")
+		require.NoError(t, err)
+		o, err := NewOrchestrator(ctx, sys, OrchestratorConfig{Kind: "graph", ID: "o", Nodes: []NodeSpec{{ID: "a", Node: countingNode{&runs}}},
+			Policy: badInputPolicy{}, Hooks: noHooks{}, Session: sm})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = o.Close(ctx) })
+		return o
+	}
+	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})
+	require.NoError(t, err)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, res.GetStatus())
+	assert.Contains(t, res.GetMessage(), "not JSON")
+	assert.Equal(t, 0, runs, "the node did not run")
+
+	st2, err := open().Status(ctx)
+	require.NoError(t, err, "the record loads")
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, st2.GetStatus())
+}
