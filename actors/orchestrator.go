@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/persistence"
@@ -565,7 +566,7 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
-		x.report(c, m, nil, nil)
+		x.report(c, foreignReport(m), nil, nil)
 	case *localReport:
 		x.report(c, m.rep, m.staged, m.local)
 	}
@@ -975,6 +976,23 @@ func (x *orchActor) abort(err error) {
 }
 
 // report handles a node's report of a run.
+// foreignReport makes a report that came as a protobuf message (from
+// another actor or process, unlike the node actors' local reports, which
+// nodeActor checked) safe to keep: a missing result, or one whose bytes
+// are not JSON, becomes a failed result.
+func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
+	err := errors.New("the report has no result")
+	if m.GetResult() != nil {
+		err = checkWireJSON(m.GetResult().ProtoReflect())
+	}
+	if err == nil {
+		return m
+	}
+	c := proto.Clone(m).(*braidv1.NodeReport)
+	c.Result = failedResult(m.GetNodeId(), fmt.Errorf("node %q: %v", m.GetNodeId(), err))
+	return c
+}
+
 func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persistence.Staged, local any) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {

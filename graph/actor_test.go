@@ -154,6 +154,32 @@ func TestGraphActor_RefusesAnInputThatIsNotJSON(t *testing.T) {
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 }
 
+// SPEC R6, S5: a node report that comes as a protobuf message without a
+// result (from another actor: anything holding the graph's binding can
+// send one) fails the node instead of the orchestrator's actor.
+func TestGraphActor_AReportWithoutAResultFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	g := build(t, graph.NewBuilder().AddNode("slow", blockingAgent(started)), graph.Config{})
+	type outcome struct {
+		res *multiagent.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		done <- outcome{res, err}
+	}()
+	<-started
+	g.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1})
+	o := <-done
+	require.NoError(t, o.err)
+	require.Equal(t, multiagent.StatusFailed, o.res.Status)
+	require.Len(t, o.res.Results, 1)
+	require.Error(t, o.res.Results[0].Err)
+	assert.Contains(t, o.res.Results[0].Err.Error(), "no result")
+}
+
 // SPEC M8: a node that runs longer than NodeTimeout fails with a message
 // naming it and the timeout; the rest of the graph is not held up by it.
 func TestGraph_NodeTimeoutFailsTheNode(t *testing.T) {
