@@ -604,7 +604,7 @@ func (x *orchActor) activate(c actor.Context) {
 			x.nodes[on.id] = n
 		}
 		n.runner, n.path = on.runner, on.path
-		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout}
+		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout, stored: cfg.Session != nil}
 		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes()), actor.WithMailbox(newMailbox)))
 		x.order = append(x.order, on.id)
 		x.recs = append(x.recs, n)
@@ -869,7 +869,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 			x.stop(fmt.Sprintf("%s %q: no node %q", x.cfg.Kind, x.cfg.ID, s.Node))
 			break
 		}
-		if s.Input != nil {
+		if s.Input != nil && x.cfg.Session != nil {
 			// Stored with the run, like a node's result (see nodeActor).
 			if err := checkWireJSON(s.Input.ProtoReflect()); err != nil {
 				x.stop(fmt.Sprintf("%s %q: the input for node %q holds bytes that are not JSON: %v", x.cfg.Kind, x.cfg.ID, s.Node, err))
