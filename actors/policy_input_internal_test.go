@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,3 +70,57 @@ func TestOrchestrator_APolicyInputThatIsNotJSONEndsTheRun(t *testing.T) {
 	require.NoError(t, err, "the record loads")
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, st2.GetStatus())
 }
+
+// badReasonHooks is a GateHooks (public: another package may write one)
+// whose BeforeNode registers an interrupt on node "a" straight into the
+// gate, with a reason that is not JSON (an interrupt.Value, the response,
+// is JSON by construction).
+type badReasonHooks struct{ noHooks }
+
+func (badReasonHooks) BeforeNode(_ context.Context, node string, gate *interrupt.State) (string, bool, error) {
+	if node == "a" {
+		gate.Register(interrupt.Interrupt{ID: "gate-1", Name: "approve", Reason: json.RawMessage(`{"why":`), Source: interrupt.SourceHook})
+	}
+	return "", false, nil
+}
+
+// SPEC S5: node hooks that record an interrupt whose reason is not JSON
+// fail the node, saying which field is not JSON, without running it; the
+// run's record, which stores the gate's interrupts, still loads.
+func TestOrchestrator_AGateInterruptThatIsNotJSONFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	runs := 0
+	open := func() *Orchestrator {
+		sys, err := NewSystem(DefaultConfig())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sys.Close(ctx) })
+		sm, err := persistence.NewSessionManager(st, "s")
+		require.NoError(t, err)
+		o, err := NewOrchestrator(ctx, sys, OrchestratorConfig{Kind: "graph", ID: "o", Nodes: []NodeSpec{{ID: "a", Node: countingNode{&runs}}},
+			Policy: onePolicy{}, Hooks: badReasonHooks{}, Session: sm})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = o.Close(ctx) })
+		return o
+	}
+	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})
+	require.NoError(t, err)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, res.GetStatus())
+	require.Len(t, res.GetResults(), 1)
+	msg := res.GetResults()[0].GetError().GetMessage()
+	assert.Contains(t, msg, `node "a"`)
+	assert.Contains(t, msg, "reason: not valid JSON")
+	assert.Equal(t, 0, runs, "the node did not run")
+
+	st2, err := open().Status(ctx)
+	require.NoError(t, err, "the record loads")
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, st2.GetStatus())
+}
+
+// onePolicy runs node "a" on the task once.
+type onePolicy struct{}
+
+func (onePolicy) Begin(v *RunView) ([]NodeStart, error) {
+	return []NodeStart{{Node: "a", Input: v.Task()}}, nil
+}
+func (onePolicy) Next(*RunView, string) ([]NodeStart, string) { return nil, "" }
