@@ -6,7 +6,9 @@
 // one row per owner with its version and data, and braid_messages, one row
 // per message, all text, so JSON comes back byte for byte. Ids are text
 // COLLATE "C", so they order byte by byte. Keep several stores in one
-// database apart with the DSN's search_path.
+// database apart with the DSN's search_path. As with SQLite, New refuses
+// tables of a layout this build does not know (persistence.ErrSchemaVersion)
+// and writes nothing to them.
 //
 // A save is one transaction that first takes an advisory lock on its
 // session, so that its version checks and writes are one step for every
@@ -102,12 +104,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{pool: pool}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
-		for _, ddl := range sqlstore.Schema(`text COLLATE "C"`, "") {
-			if err := q.Exec(ctx, ddl); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sqlstore.Init(ctx, q, `text COLLATE "C"`, "")
 	})
 	if err != nil {
 		pool.Close()

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -129,4 +131,55 @@ func BenchmarkStore(b *testing.B) {
 		}
 		return s
 	})
+}
+
+// SPEC S5: a database whose tables are of a layout this build does not
+// know (a newer Braid's) is refused when a store starts, saying so, and
+// nothing is written to it; one of an earlier build (no layout row) gets
+// this build's. Each case runs in a schema of its own (the DSN's
+// search_path), so the tests beside it keep theirs.
+func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	conn, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	defer conn.Close(bg)
+	schema := "layout_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = conn.Exec(bg, `CREATE SCHEMA `+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = conn.Exec(bg, `DROP SCHEMA `+schema+` CASCADE`) })
+	for _, stmt := range []string{
+		`CREATE TABLE ` + schema + `.braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
+		`INSERT INTO ` + schema + `.braid_meta (name, value) VALUES ('layout', 2)`,
+	} {
+		_, err := conn.Exec(bg, stmt)
+		require.NoError(t, err)
+	}
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	_, err = postgres.New(bg, postgres.Config{DSN: u.String()})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	assert.Contains(t, err.Error(), "layout 2")
+	var tables int
+	require.NoError(t, conn.QueryRow(bg, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, schema).Scan(&tables))
+	assert.Equal(t, 1, tables, "no table created")
+
+	// An earlier build's database: the tables, no layout row.
+	_, err = conn.Exec(bg, `DELETE FROM `+schema+`.braid_meta`)
+	require.NoError(t, err)
+	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	require.NoError(t, err)
+	defer s.Close()
+	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	var layout int
+	require.NoError(t, conn.QueryRow(bg, `SELECT value FROM `+schema+`.braid_meta WHERE name = 'layout'`).Scan(&layout))
+	assert.Equal(t, 1, layout)
+	var records int
+	require.NoError(t, conn.QueryRow(bg, `SELECT count(*) FROM `+schema+`.braid_records`).Scan(&records))
+	assert.Equal(t, 1, records, "the save went to the schema of the DSN")
 }

@@ -5,7 +5,10 @@
 // Records and messages are JSON text in two tables, braid_records (one row
 // per owner: versions and data) and braid_messages (one row per message),
 // so any SQLite client can read them. Appending a message inserts one row;
-// a rewrite deletes the rows from the first changed message on.
+// a rewrite deletes the rows from the first changed message on. The
+// tables' layout has a version (the braid_meta row "layout"): Open refuses
+// a database of a layout it does not know, such as a newer Braid's, with
+// an error matching persistence.ErrSchemaVersion, and writes nothing to it.
 //
 // The database is in WAL mode. Every save is queued for the Store's one
 // write connection; the caller that finds the connection free takes it

@@ -138,9 +138,9 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	w := &writer{stmts: map[string]*sql.Stmt{}}
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
-		err = q.Exec(ctx, "BEGIN IMMEDIATE")
-		for _, ddl := range append(sqlstore.Schema("text", " WITHOUT ROWID"), "COMMIT") {
-			err = cmp.Or(err, q.Exec(ctx, ddl))
+		if err = q.Exec(ctx, "BEGIN IMMEDIATE"); err == nil {
+			err = sqlstore.Init(ctx, q, "text", " WITHOUT ROWID")
+			err = cmp.Or(err, q.Exec(ctx, "COMMIT"))
 		}
 		if err != nil {
 			_ = q.Exec(ctx, "ROLLBACK")

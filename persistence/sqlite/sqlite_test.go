@@ -285,6 +285,50 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), rec.Version)
 	assert.Len(t, rec.Messages, 2)
+
+	db, err = sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	var layout int
+	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
+	assert.Equal(t, 1, layout, "the database now says which layout its tables are")
+}
+
+// SPEC S5: a braid.db whose tables are of a layout this build does not
+// know (a newer Braid's) is refused when the store opens, saying so, and
+// nothing is written to it: an older build would otherwise create its own
+// tables beside the newer ones and keep sessions where the newer build
+// never looks.
+func TestOpen_RefusesTheTablesOfANewerLayout(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
+		`INSERT INTO braid_meta (name, value) VALUES ('layout', 2)`,
+		`CREATE TABLE braid_sessions (id text PRIMARY KEY, body text NOT NULL)`,
+	} {
+		_, err := db.ExecContext(bg, stmt)
+		require.NoError(t, err)
+	}
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	assert.Contains(t, err.Error(), "layout 2")
+
+	var tables []string
+	rows, err := db.QueryContext(bg, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"braid_meta", "braid_sessions"}, tables, "no table created")
+	var layout int
+	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
+	assert.Equal(t, 2, layout)
 }
 
 // The tables are WITHOUT ROWID: each is its primary key's b-tree, so a

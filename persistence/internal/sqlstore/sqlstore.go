@@ -32,13 +32,63 @@ type Rows interface {
 	Close()
 }
 
-// Schema returns the statements that create the tables; text is the type
-// of the id columns (PostgreSQL needs `text COLLATE "C"` to order ids
-// byte by byte, as Go and SQLite do). Records and messages are text, kept
-// exactly as written. options ends each keyed table's definition: SQLite
-// takes " WITHOUT ROWID", so that a table is its primary key's b-tree and
-// a save writes half the pages (there is no separate index to keep).
-func Schema(text, options string) []string {
+// Layout is the version of the tables this build creates and reads, kept
+// in braid_meta under the name 'layout' (every layout has that table and
+// that row). Init refuses a database of another layout before it writes
+// anything: an older build would otherwise create the tables it knows
+// beside a newer build's and write sessions where that build never looks.
+const Layout = 1
+
+const (
+	metaDDL   = `CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`
+	layoutSQL = `SELECT value FROM braid_meta WHERE name = 'layout'`
+	// A database of an earlier build has the tables of layout 1 and no
+	// layout row: it gets one.
+	setLayoutSQL = `INSERT INTO braid_meta (name, value) VALUES ('layout', $1) ON CONFLICT (name) DO NOTHING`
+)
+
+// Init checks the database's layout and creates what it lacks of this
+// build's tables, in the caller's transaction, which should serialise the
+// stores that open at once. A database of another layout is an error that
+// matches persistence.ErrSchemaVersion, and nothing is written to it
+// (the caller rolls back). text and options are schema's.
+func Init(ctx context.Context, q Querier, text, options string) error {
+	if err := q.Exec(ctx, metaDDL); err != nil {
+		return err
+	}
+	rows, err := q.Query(ctx, layoutSQL)
+	if err != nil {
+		return err
+	}
+	var layout int64
+	found := rows.Next()
+	if found {
+		err = rows.Scan(&layout)
+	}
+	err = cmp.Or(err, rows.Err())
+	rows.Close()
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the database's layout: %w", err)
+	case found && layout != Layout:
+		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layout %d only", persistence.ErrSchemaVersion, layout, Layout)
+	}
+	for _, ddl := range schema(text, options) {
+		if err := q.Exec(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return q.Exec(ctx, setLayoutSQL, Layout)
+}
+
+// schema returns the statements that create the tables of Layout; text
+// is the type of the id columns (PostgreSQL needs `text COLLATE "C"` to
+// order ids byte by byte, as Go and SQLite do). Records and messages are
+// text, kept exactly as written. options ends each keyed table's
+// definition: SQLite takes " WITHOUT ROWID", so that a table is its
+// primary key's b-tree and a save writes half the pages (there is no
+// separate index to keep). Init runs them.
+func schema(text, options string) []string {
 	return []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_records (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL,
@@ -48,7 +98,6 @@ func Schema(text, options string) []string {
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_messages (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL, seq bigint NOT NULL, data text NOT NULL,
   PRIMARY KEY (session_id, kind, id, seq))%[2]s`, text, options),
-		`CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
 	}
 }
 
