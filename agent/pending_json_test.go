@@ -4,7 +4,8 @@ package agent
 // (SPEC S5): appendJSON writes byte for byte what encoding/json writes for
 // a Pending with HTML escaping off, and parsePending accepts exactly what
 // the reflective strict decoding (persistence.DecodeExact) accepts, with
-// the same value, except that it also refuses a key repeated in an object.
+// the same value, except that it may also refuse a key repeated inside a
+// value that DecodeExact keeps opaque.
 
 import (
 	"encoding/json"

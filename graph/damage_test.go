@@ -21,7 +21,8 @@ import (
 )
 
 // SPEC S5, M10: damage to a stored graph's own record (its data, or an
-// entry of its log: bit flips, truncations, renamed and case-changed keys) is, when a new graph loads it, a *DamageError naming
+// entry of its log: bit flips, truncations, renamed, case-changed and
+// repeated keys) is, when a new graph loads it, a *DamageError naming
 // the record, or ErrTopology when what changed names another graph or
 // node; a text that still reads as a record loads. Never a panic, never
 // another kind of error.
@@ -55,11 +56,16 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 			{`"status":`, `"statuz":`},
 			{`"status":`, `"Status":`},
 			{`"seq":`, `"Seq":`},
+			// A key twice, which encoding/json reads as its last value.
+			{`"status":`, `"status":"COMPLETED","status":`},
+			{`"seq":`, `"seq":1,"seq":`},
 		},
 		Messages: [][2]string{
 			{`"status":`, `"Status":`},
 			{`"run":`, `"runs":`},
 			{`"started":`, `"start":`},
+			{`"status":`, `"status":"NODE_STATUS_COMPLETED","status":`},
+			{`"run":`, `"run":0,"run":`},
 		},
 	}, func(err error) bool { return errors.Is(err, actors.ErrTopology) })
 }

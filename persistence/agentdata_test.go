@@ -4,7 +4,8 @@ package persistence
 // (SPEC S5): appendAgentData writes byte for byte what encoding/json
 // writes for agentData with HTML escaping off, and parseAgentData accepts
 // exactly what the reflective strict decoding (DecodeExact) accepts, with
-// the same value, except that it also refuses a key repeated in an object.
+// the same value, except that it may also refuse a key repeated inside a
+// value that DecodeExact keeps opaque.
 
 import (
 	"bytes"

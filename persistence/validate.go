@@ -56,10 +56,13 @@ func validObject(b []byte) bool {
 }
 
 // DecodeExact decodes raw into v strictly (SPEC S5): raw must be valid JSON
-// that v's type reads whole, with no unknown, missing or mistyped field.
-// It checks this by encoding v again and comparing the two JSON values, so
-// any field the type would drop, rename or invent makes it fail. The error
-// does not match ErrDamaged; callers wrap it in a *DamageError.
+// that v's type reads whole, with no unknown, missing, mistyped or
+// repeated field. It checks this by encoding v again and comparing the
+// two JSON values, so any field the type would drop, rename or invent
+// makes it fail, and by refusing a key twice in any object v's type reads
+// (values it keeps as json.RawMessage are opaque: see
+// strictjson.RepeatedKey). The error does not match ErrDamaged; callers
+// wrap it in a *DamageError.
 func DecodeExact(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
@@ -69,7 +72,10 @@ func DecodeExact(raw []byte, v any) error {
 		return err
 	}
 	if bytes.Equal(again, raw) {
-		return nil // as this build writes it: the common case, and cheap
+		return nil // as this build writes it (no key twice): the common case, and cheap
+	}
+	if err := strictjson.RepeatedKey(raw, reflect.TypeOf(v)); err != nil {
+		return err
 	}
 	a, err := genericJSON(raw)
 	if err != nil {

@@ -43,9 +43,12 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 		Data: [][2]string{
 			{`"history":`, `"History":`},
 			{`"handoffs":`, `"handoff":`},
+			// A key twice, which encoding/json reads as its last value.
+			{`"history":`, `"history":[],"history":`},
 		},
 		Messages: [][2]string{
 			{`"executed":`, `"Executed":`},
+			{`"executed":`, `"executed":[],"executed":`},
 			// A node's result carries JSON in bytes: {"k":"v"} becomes "{".
 			{`"context":"eyJrIjoidiJ9"`, `"context":"ew=="`},
 		},

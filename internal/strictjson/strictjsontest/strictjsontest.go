@@ -102,7 +102,8 @@ func Mutations(r *rand.Rand, b []byte, replacements [][2]string) [][]byte {
 // Differential checks a strict decoder (parse) against the reflective
 // strict decoding (reference) on raw: both accept it and read equal
 // values, or both refuse it; parse may also refuse a text that repeats a
-// key in an object, which the reflective decoding lets the last one win.
+// key in an object, which the reflective decoding accepts inside the
+// values its type keeps opaque (json.RawMessage).
 func Differential[T any](t testing.TB, raw []byte, reference, parse func([]byte) (T, error), equal func(want, got T) bool) {
 	t.Helper()
 	want, werr := reference(raw)
