@@ -78,6 +78,7 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrIncompleteRun", ErrIncompleteRun},
 		{"actors.ErrEmptyTask", ErrEmptyTask},
 		{"actors.ErrBadTask", ErrBadTask},
+		{"actors.ErrReentrant", ErrReentrant},
 	}
 }
 

@@ -284,7 +284,9 @@ func (o *Orchestrator) closeNodes(ctx context.Context) error {
 }
 
 // Invoke runs (a prompt) or resumes (interrupt responses) the orchestrator
-// and waits for the run's result, or for ctx to end (SPEC R5).
+// and waits for the run's result, or for ctx to end (SPEC R5). Called from
+// the orchestrator's own run (a node or hook of it, at any depth), it
+// returns ErrReentrant (SPEC R7).
 func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, error) {
 	res, _, err := o.InvokeLocal(ctx, in)
 	return res, err
@@ -296,8 +298,11 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 	if o.isClosed() {
 		return nil, nil, ErrOrchestratorClosed
 	}
+	if runsIn(ctx, o) {
+		return nil, nil, ErrReentrant
+	}
 	reply := make(chan orchReply, 1)
-	o.binding.Send(&orchInvoke{in: in, reply: reply, caller: ctx})
+	o.binding.Send(&orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)})
 	r, err := o.wait(ctx, reply)
 	return r.res, r.locals, err
 }
@@ -338,12 +343,16 @@ func (o *Orchestrator) isClosed() bool {
 // (tagged with the node path), node results, and, after the run is saved,
 // its interrupts. It returns the result, or ErrStreamStopped once yield
 // returns false: the run then goes on to its end unread and a later
-// resume can finish it.
+// resume can finish it. Called from the orchestrator's own run, it returns
+// ErrReentrant (SPEC R7).
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
 	if o.isClosed() {
 		return nil, ErrOrchestratorClosed
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	if runsIn(ctx, o) {
+		return nil, ErrReentrant
+	}
+	ctx, cancel := context.WithCancelCause(withRun(ctx, o))
 	defer cancel(nil)
 	go func() { // a Close ends the wait
 		select {
