@@ -154,6 +154,14 @@ type OrchestratorConfig struct {
 	IdleTimeout time.Duration
 	// LoadTimeout bounds the load of the session on activation (default 30s).
 	LoadTimeout time.Duration
+	// Shape describes what else than its node ids makes the orchestrator
+	// what it is (a graph's edges and entry points), as a stable text; it
+	// is stored with the run. A stored run that waits for a resume, or was
+	// cut off, and that an orchestrator of another Shape saved is refused
+	// with ErrTopology when the orchestrator activates, and so is a resume
+	// of it (SPEC M10); a fresh run may start whatever the stored Shape.
+	// Empty checks nothing beyond the node ids.
+	Shape string
 }
 
 // Orchestrator is a client handle to an orchestrator's actor (SPEC R1).
@@ -485,6 +493,7 @@ type orchActor struct {
 
 	loadErr error
 	owner   *persistence.Owner
+	shape   string // the Shape of the orchestrator that saved the run ("": unknown)
 	nodes   map[string]*nodeRec
 	order   []string   // node ids in config order
 	recs    []*nodeRec // nodes, in order (RunView.NodeAt)
@@ -590,6 +599,7 @@ func (x *orchActor) activate(c actor.Context) {
 	x.nodes = make(map[string]*nodeRec, len(cfg.Nodes))
 	x.table = map[string]*routed{}
 	x.byNode = map[string][]*routed{}
+	x.shape = cfg.Shape
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
 	defer cancel()
 	if cfg.Session != nil {
@@ -601,6 +611,10 @@ func (x *orchActor) activate(c actor.Context) {
 		x.owner = owner
 		if rec != nil {
 			if err := x.restore(owner.Key(), rec.Data, rec.Messages); err != nil {
+				x.loadErr = err
+				return
+			}
+			if err := x.shapeErr(); err != nil {
 				x.loadErr = err
 				return
 			}
@@ -681,6 +695,9 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	case len(in.GetMessages()) == 0:
 		return ErrEmptyTask
 	}
+	if err := x.shapeErr(); err != nil { // a reload may have brought another's run
+		return err
+	}
 	x.cur = inv
 	x.began = time.Now()
 	x.inflight = 0
@@ -729,8 +746,29 @@ func (x *orchActor) apply() {
 
 func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
 
+// shapeErr returns ErrTopology if the stored run waits for a resume (or
+// was cut off) and an orchestrator of another Shape saved it.
+func (x *orchActor) shapeErr() error {
+	pending := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
+	if !pending || x.shape == "" || x.shape == x.cfg.Shape {
+		return nil
+	}
+	return fmt.Errorf("%w: %s %q: the stored run was saved by a %s of another shape (%s), and this one is %s; finish it with the %s that saved it, or use another session",
+		ErrTopology, x.cfg.Kind, x.cfg.ID, x.cfg.Kind, clipShape(x.shape), clipShape(x.cfg.Shape), x.cfg.Kind)
+}
+
+// clipShape shortens a Shape for an error message.
+func clipShape(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
 // reset starts a fresh run of task.
 func (x *orchActor) reset(task *braidv1.AgentInput) {
+	x.shape = x.cfg.Shape
 	x.task = task
 	x.rewrite = true
 	x.table = map[string]*routed{}

@@ -129,6 +129,9 @@ type orchData struct {
 	Seq        uint64                     `json:"seq"`
 	Held       []heldJSON                 `json:"held"`
 	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
+	// Shape is OrchestratorConfig.Shape of the orchestrator that started
+	// the run (absent in the records of earlier builds).
+	Shape string `json:"shape,omitempty"`
 }
 
 // logEntry is one entry of the record's log: a task or a node.
@@ -202,7 +205,7 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 		x.clean()
 		return nil
 	}
-	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
+	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
 		Seq: x.seq, Held: []heldJSON{}, Usage: map[string]int64{"inputTokens": x.usage.GetInputTokens(),
 			"outputTokens": x.usage.GetOutputTokens(), "totalTokens": x.usage.GetTotalTokens()}}
 	for _, h := range x.held {
@@ -328,6 +331,7 @@ func (x *orchActor) reload() error {
 	clear(x.joint)
 	x.joint = x.joint[:0]
 	x.owner = owner
+	x.shape = x.cfg.Shape
 	if rec != nil {
 		err = x.restore(owner.Key(), rec.Data, rec.Messages)
 	} else if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
@@ -361,6 +365,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 	if d.Type != x.cfg.Kind || d.ID != x.cfg.ID {
 		return fmt.Errorf("%w: %s holds a %s %q, not the %s %q", ErrTopology, key, d.Type, d.ID, x.cfg.Kind, x.cfg.ID)
 	}
+	x.shape = d.Shape
 	known := make(map[string]bool, len(x.cfg.Nodes))
 	for _, n := range x.cfg.Nodes {
 		known[n.ID] = true

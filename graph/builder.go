@@ -145,6 +145,32 @@ type topology struct {
 	conditional bool
 }
 
+// shape describes the topology for actors.OrchestratorConfig.Shape: the
+// nodes and the edges in the order they were added (the order decides
+// which edges close cycles), a conditional edge marked with "?" (its
+// condition is code, which no text can compare), the entry points, and
+// whether revisited nodes reset.
+func (t *topology) shape() string {
+	var b strings.Builder
+	b.WriteString("nodes")
+	for _, n := range t.nodes {
+		fmt.Fprintf(&b, " %q", n.ID)
+	}
+	b.WriteString("; edges")
+	for _, e := range t.edges {
+		fmt.Fprintf(&b, " %q->%q", e.From, e.To)
+		if e.Condition != nil {
+			b.WriteString("?")
+		}
+	}
+	b.WriteString("; entry points")
+	for _, id := range t.entries {
+		fmt.Fprintf(&b, " %q", id)
+	}
+	fmt.Fprintf(&b, "; reset on revisit %v", t.reset)
+	return b.String()
+}
+
 // backEdges marks the back edges: those that close a cycle, found by a
 // depth-first search from the entry points in order, then from the other
 // nodes in order, following each node's edges in the order they were

@@ -56,7 +56,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	}
 	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
 	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
-		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: t.nodes, Policy: newPolicy(t), Hooks: hooks,
+		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: t.nodes, Shape: t.shape(), Policy: newPolicy(t), Hooks: hooks,
 		Session: cfg.Session, MaxNodeExecutions: cfg.MaxNodeExecutions, ExecutionTimeout: cfg.ExecutionTimeout,
 		NodeTimeout: cfg.NodeTimeout, IdleTimeout: cfg.IdleTimeout,
 	})

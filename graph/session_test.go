@@ -98,6 +98,54 @@ func TestGraphSession_ChangedTopologyIsAnError(t *testing.T) {
 	assert.Contains(t, err.Error(), "ask")
 }
 
+// SPEC M10: a graph whose edges changed between save and resume is a
+// clear error too, with the same nodes: the stored run waits at b's gate
+// behind a → b; resumed as a → c → b, b would run before its new
+// predecessor. Building it on the session fails, naming both shapes, and
+// the graph as it was still resumes the run.
+func TestGraphSession_ChangedEdgesAreAnError(t *testing.T) {
+	ctx := context.Background()
+	st := sqliteStore(t)
+	r := newRecorder()
+	cfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "b")}}
+	}
+	nodes := func() *graph.Builder {
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddNode("c", textAgent(r, "c"))
+	}
+	saved := func() *graph.Builder { return nodes().AddEdge("a", "b").AddEdge("a", "c") }
+	g1 := build(t, saved(), cfg())
+	res, err := g1.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g1.Close(ctx))
+
+	for name, changed := range map[string]*graph.Builder{
+		"an edge moved":       nodes().AddEdge("a", "c").AddEdge("c", "b"),
+		"an edge conditional": nodes().AddEdge("a", "b", func(*graph.State) bool { return true }).AddEdge("a", "c"),
+		"an entry point set":  nodes().AddEdge("a", "b").AddEdge("a", "c").SetEntryPoint("a").SetEntryPoint("c"),
+	} {
+		_, err = changed.Build(ctx, cfg())
+		require.ErrorIs(t, err, actors.ErrTopology, name)
+		assert.Contains(t, err.Error(), `"a"->"b"`, name)
+	}
+	assert.Equal(t, 0, r.count("model:b"))
+
+	g2 := build(t, saved(), cfg())
+	res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	require.NoError(t, g2.Close(ctx))
+
+	// The run is over: a graph of another shape may start a new one on
+	// the session.
+	g3 := build(t, nodes().AddEdge("a", "c").AddEdge("c", "b"), cfg())
+	res, err = g3.Invoke(ctx, agent.Text("again"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusInterrupted, res.Status, "b is gated again, now after c")
+	assert.Equal(t, multiagent.StatusCompleted, res.Node("c").Status)
+}
+
 // SPEC M10, R4: with an idle timeout an interrupted graph is passivated
 // whole (its actor and every node's agent) and the resume re-activates
 // it from the store.

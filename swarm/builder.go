@@ -112,6 +112,19 @@ type team struct {
 	reset   bool
 }
 
+// shape describes the team for actors.OrchestratorConfig.Shape: its
+// members in order, its entry point, and whether revisited agents start
+// afresh.
+func (t *team) shape() string {
+	var b strings.Builder
+	b.WriteString("nodes")
+	for _, m := range t.members {
+		fmt.Fprintf(&b, " %q", m.id)
+	}
+	fmt.Fprintf(&b, "; entry point %q; reset on revisit %v", t.entry, t.reset)
+	return b.String()
+}
+
 func (b *Builder) validate() (*team, error) {
 	if b.err != nil {
 		return nil, b.err

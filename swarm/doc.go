@@ -36,8 +36,11 @@
 //   - With a Session the run is saved after every node and every
 //     invocation, the swarm's own state (node history, shared context,
 //     counters) included (SPEC M10); a new process that builds the same
-//     swarm with the same session id resumes it. A fresh run (a prompt on
-//     a finished run) starts with an empty history and shared context.
+//     swarm with the same session id resumes it (the same agents in the
+//     same order, entry point and ResetOnRevisit: another team fails to
+//     build on a run that waits for a resume, with actors.ErrTopology). A
+//     fresh run (a prompt on a finished run) starts with an empty history
+//     and shared context.
 //
 // A swarm is also a node of a Graph (AsNode), and the interrupts raised
 // inside it surface at the top with ids that carry its path (SPEC M11).

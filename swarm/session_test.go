@@ -100,8 +100,9 @@ func TestSwarmSession_GateAnsweredInFreshRuntimeRunsTargetWithHandoffMessage(t *
 	assert.Contains(t, r.prompts("b")[0], "User request: refund order 7")
 }
 
-// SPEC M10: a swarm whose agents changed between save and resume is a
-// clear error, not a silent restart.
+// SPEC M10: a swarm whose team changed between save and resume (agents
+// removed or added, another entry point, another reset rule) is a clear
+// error, not a silent restart.
 func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
@@ -116,6 +117,21 @@ func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, actors.ErrTopology)
 	assert.Contains(t, err.Error(), `"b"`)
+
+	// The same agents and one more, or another entry point: another team.
+	for name, changed := range map[string]*swarm.Builder{
+		"an agent added":       researchSwarm(r).AddAgent(teamAgent(r, "d", handoff{})),
+		"another entry point":  researchSwarm(r).SetEntryPoint("b"),
+		"agents reset revisit": researchSwarm(r).ResetOnRevisit(true),
+	} {
+		_, err = changed.Build(ctx, swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+		require.ErrorIs(t, err, actors.ErrTopology, name)
+		assert.Contains(t, err.Error(), `nodes "a" "b" "c"; entry point "a"`, name)
+	}
+	s2 := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	now, err := s2.Status(ctx)
+	require.NoError(t, err, "the team that saved the run still opens it")
+	assert.Equal(t, multiagent.StatusInterrupted, now.Status)
 }
 
 // SPEC M10, R4: with an idle timeout an interrupted swarm is passivated

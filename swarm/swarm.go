@@ -56,7 +56,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 		window: cfg.RepetitiveHandoffDetectionWindow, minUnique: cfg.RepetitiveHandoffMinUniqueAgents})
 	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
 	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
-		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: nodes, Policy: pol, Hooks: hooks,
+		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: nodes, Shape: t.shape(), Policy: pol, Hooks: hooks,
 		Session: cfg.Session, ExecutionTimeout: cfg.ExecutionTimeout, NodeTimeout: cfg.NodeTimeout, IdleTimeout: cfg.IdleTimeout,
 	})
 	if err != nil {
