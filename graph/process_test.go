@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,13 +20,24 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 // The test below re-runs this test binary as the process that gets
-// killed: BRAID_GRAPH_KILL_AFTER=k makes it run crashGraph on the SQLite
-// store in BRAID_GRAPH_DIR and SIGKILL itself right after its k-th save.
+// killed: BRAID_GRAPH_KILL_AFTER=k makes it run crashGraph on the store
+// that openKillStore opens and SIGKILL itself right after its k-th save.
 const killEnv = "BRAID_GRAPH_KILL_AFTER"
+
+// openKillStore opens the store of a kill test: PostgreSQL (the test
+// server; each round its own session) or the SQLite store in dir.
+func openKillStore(ctx context.Context, store, dir string) (persistence.Store, error) {
+	if store == "postgres" {
+		return postgres.New(ctx, postgres.Config{DSN: os.Getenv("BRAID_TEST_POSTGRES_DSN")})
+	}
+	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
+}
 
 // killingStore kills its process right after its k-th save.
 type killingStore struct {
@@ -50,28 +62,41 @@ func TestGraphKillHelper(t *testing.T) {
 		t.Skip("only a helper process")
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Dir: os.Getenv("BRAID_GRAPH_DIR")})
+	st, err := openKillStore(ctx, os.Getenv("BRAID_GRAPH_STORE"), os.Getenv("BRAID_GRAPH_DIR"))
 	require.NoError(t, err)
 	ks := &killingStore{Store: st, after: after}
 	r := newRecorder()
-	g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, ks, "kill"), Hooks: []hook.Provider{gate(r, "gated")}})
+	g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, ks, os.Getenv("BRAID_GRAPH_SESSION")), Hooks: []hook.Provider{gate(r, "gated")}})
 	finish(t, g)
 	os.Exit(3) // finished before its k-th save: the parent stops counting
 }
 
-// SPEC M10, S5, S6: a graph process killed (SIGKILL) right after each of
-// its saves is resumed by a new process (here: the test, on a fresh
-// runtime) from the SQLite store: every node ends COMPLETED, run once, and
-// nothing that had completed runs again.
+// SPEC M10, S3, S5, S6: a graph process killed (SIGKILL) right after each
+// of its saves is resumed by a new process (here: the test, on a fresh
+// runtime) from SQLite and from PostgreSQL: every node ends COMPLETED,
+// run once, and nothing that had completed runs again.
 func TestGraphProcess_KillAfterEverySaveResumesInANewProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			if store == "postgres" {
+				persistencetest.PostgresDSN(t) // skips, or fails under CI, without a server
+			}
+			killRounds(t, store)
+		})
+	}
+}
+
+func killRounds(t *testing.T, store string) {
 	ctx := context.Background()
 	for k := 1; ; k++ {
 		dir := t.TempDir()
+		session := "kill-" + uuid.NewString()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestGraphKillHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killEnv+"="+strconv.Itoa(k), "BRAID_GRAPH_DIR="+dir)
+		cmd.Env = append(os.Environ(), killEnv+"="+strconv.Itoa(k), "BRAID_GRAPH_DIR="+dir,
+			"BRAID_GRAPH_STORE="+store, "BRAID_GRAPH_SESSION="+session)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		require.True(t, errors.As(err, &exit), "save %d: %v\n%s", k, err, out)
@@ -82,10 +107,10 @@ func TestGraphProcess_KillAfterEverySaveResumesInANewProcess(t *testing.T) {
 		ws, ok := exit.Sys().(syscall.WaitStatus)
 		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "save %d: %v\n%s", k, err, out)
 
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+		st, err := openKillStore(ctx, store, dir)
 		require.NoError(t, err)
 		r := newRecorder()
-		g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, st, "kill"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}})
+		g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, st, session), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}})
 		before, err := g.Status(ctx)
 		require.NoError(t, err, "save %d", k)
 		done := map[string]bool{}
