@@ -117,7 +117,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox, caller: ctx})
+	o.binding.Send(&orchInvoke{in: in, events: inbox.PID(), caller: ctx})
 	rctx, cancelled := first, false
 	for {
 		m, err := inbox.Receive(rctx)

@@ -132,7 +132,7 @@ func (c callerValues) Value(key any) any {
 // to the stream's inbox.
 type localRun struct {
 	run    *braidv1.NodeRun
-	events *Inbox
+	events *actor.PID // the stream's receiver
 	local  any
 	caller context.Context // the invocation's caller: its values reach the runner
 }
@@ -200,7 +200,7 @@ func (n *nodeActor) Receive(c actor.Context) {
 }
 
 // start starts a run on a goroutine of the node's.
-func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, local any, caller context.Context) {
+func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID, local any, caller context.Context) {
 	if n.cancel != nil {
 		// The orchestrator runs a node once at a time; a second run is
 		// its bug, reported rather than run twice.
@@ -238,7 +238,7 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *Inbox, lo
 
 // run runs one NodeRun: the gate, the executor, AfterNodeCall. A panic
 // anywhere fails the run (SPEC R6).
-func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) (rep *braidv1.NodeReport) {
+func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.PID) (rep *braidv1.NodeReport) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -280,9 +280,9 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *Inbox) 
 		res = n.runner.RunNode(ctx, m)
 	} else {
 		root := n.sys.Root()
-		root.Send(events.PID(), &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStart{NodeStart: true}})
+		root.Send(events, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStart{NodeStart: true}})
 		if sr, ok := n.runner.(StreamingRunner); ok {
-			res = sr.StreamNode(ctx, m, func(ev *braidv1.MultiAgentEvent) { root.Send(events.PID(), ev) })
+			res = sr.StreamNode(ctx, m, func(ev *braidv1.MultiAgentEvent) { root.Send(events, ev) })
 		} else {
 			res = n.runner.RunNode(ctx, m)
 		}

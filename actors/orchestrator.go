@@ -182,9 +182,11 @@ type orchInvoke struct {
 	// caller is the in-process caller's context: its values reach the
 	// invocation's hooks and the nodes it runs (nil: none).
 	caller context.Context
-	// events, if set, gets the run's MultiAgentEvents and then a
-	// *streamEnd instead of reply.
-	events *Inbox
+	// events, if set, gets the run's MultiAgentEvents and then, instead
+	// of reply, a *streamEnd (an in-process Stream's inbox), or, if wire,
+	// the protobuf result or error (a MultiAgentInvoke with stream set).
+	events *actor.PID
+	wire   bool
 }
 
 // streamEnd ends a streamed invocation.
@@ -192,17 +194,22 @@ type streamEnd struct{ orchReply }
 
 // answer sends the invocation's outcome.
 func (inv *orchInvoke) answer(sys *System, r orchReply) {
-	if inv.events != nil {
-		sys.Root().Send(inv.events.PID(), &streamEnd{r})
-		return
+	switch {
+	case inv.events != nil && inv.wire && r.err != nil:
+		sys.Root().Send(inv.events, DefaultCodec().Encode(r.err))
+	case inv.events != nil && inv.wire:
+		sys.Root().Send(inv.events, r.res)
+	case inv.events != nil:
+		sys.Root().Send(inv.events, &streamEnd{r})
+	default:
+		inv.reply <- r
 	}
-	inv.reply <- r
 }
 
 // emit sends an event of a streamed invocation (none otherwise).
 func (inv *orchInvoke) emit(sys *System, ev *braidv1.MultiAgentEvent) {
 	if inv != nil && inv.events != nil {
-		sys.Root().Send(inv.events.PID(), ev)
+		sys.Root().Send(inv.events, ev)
 	}
 }
 
@@ -371,7 +378,7 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox, caller: ctx})
+	o.binding.Send(&orchInvoke{in: in, events: inbox.PID(), caller: ctx})
 	for {
 		m, err := inbox.Receive(ctx)
 		if err != nil {
@@ -566,8 +573,13 @@ func (x *orchActor) Receive(c actor.Context) {
 		x.queue = append(x.queue, m)
 		x.next(c)
 	case *braidv1.MultiAgentInvoke:
-		// From another actor (or process): answered to the sender.
+		// From another actor (or process): answered to the sender; a
+		// streamed one sends it the run's events first (SPEC M12).
 		sender := c.Sender()
+		if m.GetStream() && sender != nil {
+			c.Send(c.Self(), &orchInvoke{in: m.GetInput(), events: sender, wire: true})
+			return
+		}
 		reply := make(chan orchReply, 1)
 		root := x.sys.Root()
 		x.sys.Go(func() {
@@ -972,7 +984,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 	}
 	for _, r := range runs {
 		n := x.nodes[r.GetNodeId()]
-		var events *Inbox
+		var events *actor.PID
 		var caller context.Context
 		if x.cur != nil {
 			events, caller = x.cur.events, x.cur.caller

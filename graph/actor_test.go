@@ -116,6 +116,64 @@ func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, res.GetExecutionOrder())
 }
 
+// SPEC R2, M12: a plain actor streams a run by protobuf messages only
+// (MultiAgentInvoke with stream set): it gets the run's MultiAgentEvents,
+// each a protobuf message that serializes (node starts, the nodes' agent
+// events, node stops, the interrupt once saved), and then the result.
+func TestGraphActor_StreamedByProtobufMessages(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	sys := freshSystem(t)
+	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
+	g := build(t, b, graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	g.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Stream: true}, inbox)
+	var kinds []string
+	var res *braidv1.MultiAgentResult
+	for res == nil {
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err)
+		pm, ok := rep.(proto.Message)
+		require.True(t, ok, "%T", rep)
+		_, err = proto.Marshal(pm)
+		require.NoError(t, err)
+		switch m := pm.(type) {
+		case *braidv1.MultiAgentEvent:
+			switch e := m.GetEvent().(type) {
+			case *braidv1.MultiAgentEvent_NodeStart:
+				kinds = append(kinds, "start "+m.GetNodePath())
+			case *braidv1.MultiAgentEvent_NodeStop:
+				kinds = append(kinds, "stop "+m.GetNodePath()+" "+e.NodeStop.GetStatus().String())
+			case *braidv1.MultiAgentEvent_NodeEvent:
+				if len(kinds) == 0 || kinds[len(kinds)-1] != "events "+m.GetNodePath() {
+					kinds = append(kinds, "events "+m.GetNodePath())
+				}
+			case *braidv1.MultiAgentEvent_Interrupt:
+				kinds = append(kinds, "interrupt "+e.Interrupt.GetName())
+			}
+		case *braidv1.MultiAgentResult:
+			res = m
+		default:
+			t.Fatalf("unexpected %T: %v", pm, pm)
+		}
+	}
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
+	p := graph.DefaultID + "/"
+	assert.Equal(t, []string{"start " + p + "a", "events " + p + "a", "stop " + p + "a NODE_STATUS_COMPLETED",
+		"stop " + p + "b NODE_STATUS_INTERRUPTED", "interrupt approval"}, kinds)
+
+	// A streamed invocation that is refused is answered with the error.
+	g.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Stream: true}, inbox)
+	rep, err := inbox.Receive(ctx)
+	require.NoError(t, err)
+	rej, ok := rep.(*braidv1.Error)
+	require.True(t, ok, "%T", rep)
+	assert.ErrorIs(t, agent.ErrorFromWire(rej), interrupt.ErrResumeRequired)
+}
+
 // SPEC S5, R2: an input from another process whose message is not JSON is
 // refused (ErrBadTask, across the trip) before anything is stored, so the
 // run's record never holds it; the graph then takes a good task.

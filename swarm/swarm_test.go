@@ -249,8 +249,9 @@ func TestSwarm_HookOrderAroundTwoNodeHandoff(t *testing.T) {
 }
 
 // SPEC M12: Stream yields each node's start and stop, tagged with the
-// node path, and ends with the result.
-func TestSwarmStream_YieldsNodeStartsAndStopsThenResult(t *testing.T) {
+// node path, the handoff between them (from the node path to the next
+// node's id) once the handing node has stopped, and ends with the result.
+func TestSwarmStream_YieldsNodeStartsStopsAndHandoffsThenResult(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
 	b := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "yours"})).AddAgent(teamAgent(r, "b", handoff{}))
@@ -263,11 +264,13 @@ func TestSwarmStream_YieldsNodeStartsAndStopsThenResult(t *testing.T) {
 			got = append(got, "start "+e.Node)
 		case *multiagent.NodeStopEvent:
 			got = append(got, "stop "+e.Node+" "+string(e.Result.Status))
+		case *multiagent.HandoffEvent:
+			got = append(got, "handoff "+e.From+" -> "+e.To)
 		case *multiagent.ResultEvent:
 			got = append(got, "result "+string(e.Result.Status))
 		}
 	}
-	assert.Equal(t, []string{"start team/a", "stop team/a COMPLETED", "start team/b", "stop team/b COMPLETED", "result COMPLETED"}, got)
+	assert.Equal(t, []string{"start team/a", "stop team/a COMPLETED", "handoff team/a -> b", "start team/b", "stop team/b COMPLETED", "result COMPLETED"}, got)
 }
 
 // SPEC M9: with ResetOnRevisit an agent handed the work again starts from

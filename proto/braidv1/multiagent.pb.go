@@ -657,7 +657,8 @@ func (x *MultiAgentResult) GetProgress() uint64 {
 }
 
 // MultiAgentInvoke runs or resumes an orchestrator. Reply:
-// MultiAgentResult, or Error.
+// MultiAgentResult, or Error; with stream set, the run's MultiAgentEvents
+// come first, to the sender.
 type MultiAgentInvoke struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
