@@ -474,10 +474,11 @@ type nodeRec struct {
 	run      uint64              // the last run sent
 	started  uint64              // run sequence numbers (RunView)
 	ended    uint64
-	count    int64 // executed runs
-	dur      int64 // summed execution time
-	msgs     int64 // executor progress (NodeRunner.Progress)
-	base     int64 // progress when the current run started
+	count    int64          // executed runs
+	dur      int64          // summed execution time
+	usage    *braidv1.Usage // summed model usage (nil: none yet); a restore takes its result's
+	msgs     int64          // executor progress (NodeRunner.Progress)
+	base     int64          // progress when the current run started
 	gate     []*braidv1.Interrupt
 	local    any  // NodeStart.Local of the current run (in process only)
 	localRes any  // SetLocalResult of the last run (in process only)
@@ -801,7 +802,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 		// its last start" and "ran before" (reset on revisit) speak of this
 		// run only, as after a restore. The sequence itself goes on, and so
 		// does n.run (a late report of a run sent before is not this run's).
-		n.count, n.dur, n.first, n.executed, n.dirty = 0, 0, 0, nil, false
+		n.count, n.dur, n.usage, n.first, n.executed, n.dirty = 0, 0, nil, 0, nil, false
 		n.started, n.ended = 0, 0
 	}
 	x.dirty = x.dirty[:0]
@@ -1081,6 +1082,10 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	if !m.GetGated() {
 		n.dur += res.GetDurationNs()
 		addUsage(x.usage, res.GetUsage())
+		if n.usage == nil {
+			n.usage = &braidv1.Usage{}
+		}
+		addUsage(n.usage, res.GetUsage())
 		if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 			// An execution is a run to its end: one interrupted and then
 			// resumed is one (Strands' node history).
@@ -1095,6 +1100,9 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persi
 	}
 	res.ExecutionCount = n.count
 	res.DurationNs = n.dur
+	if n.usage != nil {
+		res.Usage = cloneUsage(n.usage) // like its time, summed over its runs
+	}
 	n.result, n.localRes = res, local
 	n.status = res.GetStatus()
 	if x.cur.events != nil {

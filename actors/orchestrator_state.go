@@ -419,6 +419,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 			if err := cmp.Or(protojson.Unmarshal(j.Result, n.result), checkWireJSON(n.result.ProtoReflect())); err != nil {
 				return persistence.Damaged(key, "node "+id, "result: %v", err)
 			}
+			n.usage = cloneUsage(n.result.GetUsage()) // summed over the node's runs when saved
 			firsts = append(firsts, ended{j.First, id})
 		}
 		if len(j.Input) > 0 {

@@ -27,7 +27,8 @@ type NodeResult struct {
 	Content []model.ContentBlock
 	Err     error
 	Message string
-	// Duration is the node's execution time, summed over its runs.
+	// Duration is the node's execution time and Usage its model usage,
+	// each summed over its runs (an interrupted run and its resume are two).
 	Duration       time.Duration
 	Usage          model.Usage
 	Interrupts     []interrupt.Interrupt
