@@ -594,12 +594,27 @@ func (x *orchActor) Receive(c actor.Context) {
 		c.Send(c.Self(), &orchInvoke{in: m.GetInput(), reply: reply})
 	case *orchCancel:
 		m.reply <- x.cancel(c)
+	case *braidv1.MultiAgentStatusRequest: // from another actor (or process)
+		if x.loadErr != nil {
+			respond(c, DefaultCodec().Encode(x.loadErr))
+			return
+		}
+		respond(c, x.result())
+	case *braidv1.MultiAgentCancel:
+		respond(c, &braidv1.MultiAgentCancelled{WasRunning: x.cancel(c)})
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
 		x.report(c, foreignReport(m), nil, nil)
 	case *localReport:
 		x.report(c, m.rep, m.staged, m.local)
+	}
+}
+
+// respond answers the sender of the message being received, if it has one.
+func respond(c actor.Context, msg proto.Message) {
+	if s := c.Sender(); s != nil {
+		c.Send(s, msg)
 	}
 }
 

@@ -75,6 +75,58 @@ func TestGraphActor_StatusAndCancelAnsweredWhileANodeRuns(t *testing.T) {
 	assert.False(t, ok, "nothing runs")
 }
 
+// SPEC R2, R3: a plain actor asks a running graph for its status and
+// cancels it by protobuf messages only, each answered at once while a
+// node's tool runs; the invocation it sent then ends CANCELLED.
+func TestGraphActor_StatusAndCancelByProtobufMessages(t *testing.T) {
+	ctx := context.Background()
+	sys := freshSystem(t)
+	started := make(chan struct{}, 1)
+	r := newRecorder()
+	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("next", textAgent(r, "next")).AddEdge("slow", "next")
+	g := build(t, b, graph.Config{System: sys})
+	ask := func(msg proto.Message) proto.Message {
+		t.Helper()
+		inbox := actors.NewInbox(sys)
+		defer inbox.Close()
+		g.Binding().Request(msg, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err)
+		pm, ok := rep.(proto.Message)
+		require.True(t, ok, "%T", rep)
+		_, err = proto.Marshal(pm)
+		require.NoError(t, err)
+		return pm
+	}
+	st, ok := ask(&braidv1.MultiAgentStatusRequest{}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_PENDING, st.GetStatus(), "nothing ran yet")
+
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	invoked := actors.NewInbox(sys)
+	t.Cleanup(invoked.Close)
+	g.Binding().Request(&braidv1.MultiAgentInvoke{Input: task}, invoked)
+	<-started
+	st, ok = ask(&braidv1.MultiAgentStatusRequest{}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_EXECUTING, st.GetStatus())
+
+	c, ok := ask(&braidv1.MultiAgentCancel{}).(*braidv1.MultiAgentCancelled)
+	require.True(t, ok)
+	assert.True(t, c.GetWasRunning())
+	rep, err := invoked.Receive(ctx)
+	require.NoError(t, err)
+	res, ok := rep.(*braidv1.MultiAgentResult)
+	require.True(t, ok, "%T", rep)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_CANCELLED, res.GetStatus())
+	assert.Equal(t, 0, r.count("model:next"))
+
+	c, ok = ask(&braidv1.MultiAgentCancel{}).(*braidv1.MultiAgentCancelled)
+	require.True(t, ok)
+	assert.False(t, c.GetWasRunning(), "nothing runs")
+}
+
 // SPEC R2: a plain actor drives the graph's orchestrator by protobuf
 // messages only: a task, a rejected prompt while interrupted (a typed
 // error that survives the trip), and the resume; every reply is a
