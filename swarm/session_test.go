@@ -167,3 +167,51 @@ func TestSwarmSession_PassivatedSwarmResumes(t *testing.T) {
 	require.Len(t, r.prompts("c"), 1)
 	assert.Contains(t, r.prompts("c")[0], `- a: {"k":"v"}`)
 }
+
+// SPEC S4, M10: two resumes of one interrupted swarm, from two runtimes
+// (as two processes) that both loaded the run, race: one proceeds to the
+// end, the other gets ErrConflict, and the interrupted agent's tool runs
+// once.
+func TestSwarmSession_RacingResumesOneProceedsOneConflicts(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	cfg := func() swarm.Config { return swarm.Config{Session: manager(t, st, "race"), System: freshSystem(t)} }
+	s1 := build(t, researchSwarm(r), cfg())
+	res, err := s1.Invoke(ctx, agent.Text("find the answer"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	id := res.Interrupts[0].ID
+	require.NoError(t, s1.Close(ctx))
+
+	a, b := build(t, researchSwarm(r), cfg()), build(t, researchSwarm(r), cfg())
+	type outcome struct {
+		res *multiagent.Result
+		err error
+	}
+	out := make(chan outcome, 2)
+	for _, s := range []*swarm.Swarm{a, b} {
+		go func() {
+			tctx, cancel := context.WithTimeout(ctx, 20*time.Second) // bounds a hang only
+			defer cancel()
+			res, err := s.Invoke(tctx, agent.Resume(interrupt.Respond(id, "42")))
+			out <- outcome{res, err}
+		}()
+	}
+	var won, lost int
+	for range 2 {
+		o := <-out
+		switch {
+		case o.err == nil:
+			won++
+			assert.Equal(t, multiagent.StatusCompleted, o.res.Status, o.res.Message)
+		default:
+			lost++
+			assert.ErrorIs(t, o.err, persistence.ErrConflict)
+		}
+	}
+	assert.Equal(t, 1, won)
+	assert.Equal(t, 1, lost)
+	assert.Equal(t, 1, r.count("tool:b"), "the answered tool ran once")
+	assert.Equal(t, 1, r.count("model:c"), "the node after the handoff ran once")
+}
