@@ -50,12 +50,17 @@ func TestSwarm_GatedHandoffTargetRunsWithHandoffMessageOnResume(t *testing.T) {
 }
 
 // SPEC M3: a denied gate cancels the handoff target: CANCELLED with the
-// hook's message, and the run ends there.
+// hook's message, AfterNodeCall fires for it (not for the gated run
+// before), and the run ends there.
 func TestSwarm_DeniedGateCancelsHandoffTarget(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
+	after := hook.Func(func(ctx context.Context, ev *multiagent.AfterNodeCallEvent) error {
+		r.add("after:" + ev.NodeID + ":" + string(ev.Result.Status))
+		return nil
+	})
 	b := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "delete it"})).AddAgent(teamAgent(r, "b", handoff{}))
-	s := build(t, b, swarm.Config{Hooks: []hook.Provider{gate(r, "b")}})
+	s := build(t, b, swarm.Config{Hooks: []hook.Provider{gate(r, "b"), after}})
 	res, err := s.Invoke(ctx, agent.Text("clean up"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 1)
@@ -68,6 +73,9 @@ func TestSwarm_DeniedGateCancelsHandoffTarget(t *testing.T) {
 	assert.Equal(t, multiagent.StatusCancelled, n.Status)
 	assert.Equal(t, "b denied", n.Message)
 	assert.Equal(t, 0, r.count("model:b"))
+	assert.Equal(t, 1, r.count("after:a:COMPLETED"))
+	assert.Equal(t, 1, r.count("after:b:CANCELLED"))
+	assert.Zero(t, r.count("after:b:INTERRUPTED"), "not for the gated run")
 }
 
 // SPEC M4, M5, M9, I2: a node's agent interrupts from a tool it ran beside
