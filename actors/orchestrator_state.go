@@ -355,15 +355,20 @@ func (x *orchActor) reload() error {
 }
 
 // restore loads a stored run (SPEC M10, S5): a record that does not
-// decode strictly is a *persistence.DamageError; one of another kind of
-// orchestrator, or naming nodes this one lacks, is ErrTopology.
+// decode strictly is a *persistence.DamageError, and so is one of another
+// kind of orchestrator or id (matching ErrTopology too); one naming nodes
+// this one lacks is ErrTopology.
 func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMessage) error {
 	var d orchData
 	if err := persistence.DecodeExact(data, &d); err != nil {
 		return persistence.Damaged(key, "data", "%v", err)
 	}
 	if d.Type != x.cfg.Kind || d.ID != x.cfg.ID {
-		return fmt.Errorf("%w: %s holds a %s %q, not the %s %q", ErrTopology, key, d.Type, d.ID, x.cfg.Kind, x.cfg.ID)
+		// A record of another owner (SPEC S5), which is also another
+		// topology: a graph and a swarm of one id in one session share a
+		// record key.
+		return &persistence.DamageError{Key: key, Part: "data", Err: fmt.Errorf("%w: %w: it holds a %s %q, not the %s %q",
+			persistence.ErrDamaged, ErrTopology, d.Type, d.ID, x.cfg.Kind, x.cfg.ID)}
 	}
 	x.shape = d.Shape
 	known := make(map[string]bool, len(x.cfg.Nodes))

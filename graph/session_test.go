@@ -14,9 +14,11 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/sqlite"
+	"github.com/braidhq/braid/swarm"
 )
 
 func sqliteStore(t *testing.T) persistence.Store {
@@ -176,4 +178,31 @@ func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 	require.Equal(t, multiagent.StatusCompleted, res.Status)
 	assert.Equal(t, 1, r.count("model:a"))
 	assert.Equal(t, 1, r.count("model:end"))
+}
+
+// SPEC S5, M10: a graph's record loaded by a swarm of the same id (they
+// share a record key in a session) is a record of another owner: a
+// *DamageError naming the record, that matches ErrTopology too; the graph
+// still opens it.
+func TestGraphSession_ASwarmOfTheSameIDGetsADamageErrorOnTheGraphsRecord(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "x", Session: manager(t, st, "s")})
+	_, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.NoError(t, g.Close(ctx))
+
+	_, err = swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: model.Scripted(model.TextTurn("hi"))}).
+		Build(ctx, swarm.Config{ID: "x", Session: manager(t, st, "s"), System: freshSystem(t)})
+	var de *persistence.DamageError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, persistence.Key{SessionID: "s", Kind: persistence.KindMultiAgent, ID: "x"}, de.Key)
+	assert.ErrorIs(t, err, actors.ErrTopology)
+	assert.Contains(t, err.Error(), `it holds a graph "x", not the swarm "x"`)
+
+	g = build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "x", Session: manager(t, st, "s"), System: freshSystem(t)})
+	st2, err := g.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, st2.Status)
 }
