@@ -32,7 +32,9 @@ type NodeStopEvent struct {
 	Result *NodeResult
 }
 
-// HandoffEvent: a Swarm hands off to the node To.
+// HandoffEvent: a Swarm hands off from the node at path From (as the
+// other events name nodes) to its node To (an id within the same swarm),
+// once From's run has ended.
 type HandoffEvent struct{ From, To string }
 
 // InterruptEvent is an interrupt of the run, sent once the orchestrator
