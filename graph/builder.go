@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,29 +148,33 @@ type topology struct {
 }
 
 // shape describes the topology for actors.OrchestratorConfig.Shape: the
-// nodes and the edges in the order they were added (the order decides
-// which edges close cycles), a conditional edge marked with "?" (its
-// condition is code, which no text can compare), the entry points, and
-// whether revisited nodes reset.
+// sets of nodes, edges (a conditional one marked with "?": its condition
+// is code, which no text can compare) and entry points, each sorted, so
+// that a graph built in another order (from a map, say) is the same
+// graph; and whether revisited nodes reset.
 func (t *topology) shape() string {
-	var b strings.Builder
-	b.WriteString("nodes")
-	for _, n := range t.nodes {
-		fmt.Fprintf(&b, " %q", n.ID)
+	quoted := func(ids []string) string {
+		out := make([]string, len(ids))
+		for i, id := range ids {
+			out[i] = strconv.Quote(id)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
 	}
-	b.WriteString("; edges")
-	for _, e := range t.edges {
-		fmt.Fprintf(&b, " %q->%q", e.From, e.To)
+	nodes := make([]string, len(t.nodes))
+	for i, n := range t.nodes {
+		nodes[i] = n.ID
+	}
+	edges := make([]string, len(t.edges))
+	for i, e := range t.edges {
+		edges[i] = strconv.Quote(e.From) + "->" + strconv.Quote(e.To)
 		if e.Condition != nil {
-			b.WriteString("?")
+			edges[i] += "?"
 		}
 	}
-	b.WriteString("; entry points")
-	for _, id := range t.entries {
-		fmt.Fprintf(&b, " %q", id)
-	}
-	fmt.Fprintf(&b, "; reset on revisit %v", t.reset)
-	return b.String()
+	slices.Sort(edges)
+	return fmt.Sprintf("nodes %s; edges %s; entry points %s; reset on revisit %v",
+		quoted(nodes), strings.Join(edges, " "), quoted(t.entries), t.reset)
 }
 
 // backEdges marks the back edges: those that close a cycle, found by a

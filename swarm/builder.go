@@ -2,6 +2,8 @@ package swarm
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/braidhq/braid/agent"
@@ -113,16 +115,15 @@ type team struct {
 }
 
 // shape describes the team for actors.OrchestratorConfig.Shape: its
-// members in order, its entry point, and whether revisited agents start
-// afresh.
+// members (sorted: a team built in another order is the same team), its
+// entry point, and whether revisited agents start afresh.
 func (t *team) shape() string {
-	var b strings.Builder
-	b.WriteString("nodes")
-	for _, m := range t.members {
-		fmt.Fprintf(&b, " %q", m.id)
+	ids := make([]string, len(t.members))
+	for i, m := range t.members {
+		ids[i] = strconv.Quote(m.id)
 	}
-	fmt.Fprintf(&b, "; entry point %q; reset on revisit %v", t.entry, t.reset)
-	return b.String()
+	slices.Sort(ids)
+	return fmt.Sprintf("nodes %s; entry point %q; reset on revisit %v", strings.Join(ids, " "), t.entry, t.reset)
 }
 
 func (b *Builder) validate() (*team, error) {

@@ -36,8 +36,8 @@
 //   - With a Session the run is saved after every node and every
 //     invocation, the swarm's own state (node history, shared context,
 //     counters) included (SPEC M10); a new process that builds the same
-//     swarm with the same session id resumes it (the same agents in the
-//     same order, entry point and ResetOnRevisit: another team fails to
+//     swarm with the same session id resumes it (the same agents, in any
+//     order, entry point and ResetOnRevisit: another team fails to
 //     build on a run that waits for a resume, with actors.ErrTopology). A
 //     fresh run (a prompt on a finished run) starts with an empty history
 //     and shared context.
