@@ -148,10 +148,12 @@ type topology struct {
 }
 
 // shape describes the topology for actors.OrchestratorConfig.Shape: the
-// sets of nodes, edges (a conditional one marked with "?": its condition
-// is code, which no text can compare) and entry points, each sorted, so
-// that a graph built in another order (from a map, say) is the same
-// graph; and whether revisited nodes reset.
+// sets of nodes, edges and entry points, each sorted, so that a graph
+// built in another order (from a map, say) is the same graph; a
+// conditional edge is marked "?" (its condition is code, which no text
+// can compare), and a back edge "<" (which edges close the cycles
+// depends on the order of the entry points and edges, and decides which
+// node waits for which); and whether revisited nodes reset.
 func (t *topology) shape() string {
 	quoted := func(ids []string) string {
 		out := make([]string, len(ids))
@@ -170,6 +172,9 @@ func (t *topology) shape() string {
 		edges[i] = strconv.Quote(e.From) + "->" + strconv.Quote(e.To)
 		if e.Condition != nil {
 			edges[i] += "?"
+		}
+		if t.back[i] {
+			edges[i] += "<"
 		}
 	}
 	slices.Sort(edges)

@@ -134,6 +134,31 @@ func TestGraphSession_ChangedEdgesAreAnError(t *testing.T) {
 	}
 	assert.Equal(t, 0, r.count("model:b"))
 
+	// In a cycle, the order of the edges decides which edge closes it, and
+	// so which node waits for which: g → b → c with c → b closing the
+	// cycle is another graph than g → c → b with b → c closing it, though
+	// the two have the same edges.
+	never := func(*graph.State) bool { return false }
+	cyclic := func(first, second string) *graph.Builder {
+		return nodes().AddNode("g", textAgent(r, "g")).AddEdge("a", "g").AddEdge("g", first).AddEdge("g", second).
+			AddEdge("b", "c").AddEdge("c", "b", never)
+	}
+	cst := persistence.NewMemoryStore()
+	ccfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, cst, "s2"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "g")}}
+	}
+	g0 := build(t, cyclic("b", "c"), ccfg())
+	res0, err := g0.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res0.Status)
+	require.NoError(t, g0.Close(ctx))
+	_, err = cyclic("c", "b").Build(ctx, ccfg())
+	require.ErrorIs(t, err, actors.ErrTopology, "the cycle closes elsewhere")
+	g0 = build(t, cyclic("b", "c"), ccfg())
+	res0, err = g0.Invoke(ctx, agent.Resume(interrupt.Respond(res0.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "g", "b", "c"}, res0.ExecutionOrder)
+
 	// The same graph built in another order (as from a map) is the same
 	// graph: it resumes the run.
 	reordered := graph.NewBuilder().AddNode("c", textAgent(r, "c")).AddNode("b", textAgent(r, "b")).AddNode("a", textAgent(r, "a")).
