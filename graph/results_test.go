@@ -75,3 +75,40 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	assert.GreaterOrEqual(t, final.Duration, first.Duration+final.Node("ask").Duration-firstAsk, "summed across invocations")
 	assert.LessOrEqual(t, final.Duration, wall1+wall2, "the wait is not counted")
 }
+
+// SPEC M7, M11: a nested graph's node reports the usage of each of its
+// runs, not the nested run's total so far: across a resume, the nested
+// node's usage and the outer run's are the nested agent's, counted once.
+func TestGraph_NestedUsageIsCountedOnceAcrossAResume(t *testing.T) {
+	ctx := context.Background()
+	ask := tool.New("lookup", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		ans, err := tc.Interrupt("which", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		return s, nil
+	})
+	asker := agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.Turn{Text: "asked", Usage: model.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}}, nil
+		}
+		return model.Turn{Calls: []model.ToolCall{model.Call("t1", "lookup", map[string]any{})},
+			Usage: model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}}, nil
+	})})
+	inner := graph.NewBuilder().AddNode("ask", asker)
+	g := build(t, graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{})), graph.Config{})
+	first, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, first.Status)
+	assert.Equal(t, model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}, first.Usage)
+
+	final, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(first.Interrupts[0].ID, "x")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, final.Status)
+	want := model.Usage{InputTokens: 110, OutputTokens: 220, TotalTokens: 330}
+	assert.Equal(t, want, final.Node("inner").Usage)
+	assert.Equal(t, want, final.Usage)
+	assert.Equal(t, want, final.Node("inner").Multi.Usage, "the nested run's own total")
+}
