@@ -139,10 +139,11 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
 		if err = q.Exec(ctx, "BEGIN IMMEDIATE"); err == nil {
-			err = sqlstore.Init(ctx, q, "text", " WITHOUT ROWID")
-			err = cmp.Or(err, q.Exec(ctx, "COMMIT"))
+			if err = sqlstore.Init(ctx, q, "text", " WITHOUT ROWID"); err == nil {
+				err = q.Exec(ctx, "COMMIT")
+			}
 		}
-		if err != nil {
+		if err != nil { // nothing of a failed Init is kept
 			_ = q.Exec(ctx, "ROLLBACK")
 		}
 	}

@@ -294,6 +294,28 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	assert.Equal(t, 1, layout, "the database now says which layout its tables are")
 }
 
+// A braid.db where creating the tables fails part of the way (here an
+// index holds the name of the second table) is left as it was: Open
+// fails, and the first table it created is rolled back with the rest.
+func TestOpen_ThatFailsCreatingTheTablesLeavesTheDatabaseAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE other (x text)`,
+		`CREATE INDEX braid_messages ON other (x)`,
+	} {
+		_, err := db.ExecContext(bg, stmt)
+		require.NoError(t, err)
+	}
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.Error(t, err)
+	var n int
+	require.NoError(t, db.QueryRowContext(bg, `SELECT count(*) FROM sqlite_master WHERE name IN ('braid_records', 'braid_meta')`).Scan(&n))
+	assert.Zero(t, n, "nothing of the failed open was kept")
+}
+
 // SPEC S5: a braid.db whose tables are of a layout this build does not
 // know (a newer Braid's) is refused when the store opens, saying so, and
 // nothing is written to it: an older build would otherwise create its own
