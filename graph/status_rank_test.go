@@ -19,9 +19,10 @@ import (
 
 // SPEC M2, M3: a run's status is the worst of its nodes' by FAILED >
 // INTERRUPTED > CANCELLED > COMPLETED. info starts two nodes side by side,
-// which both end whatever the order of their reports: "fails" fails,
-// "asks" is gated (an interrupt that waits), "skipped" is cancelled by
-// its BeforeNodeCall hook (with the default message), "done" completes.
+// which both end (a failure or an interrupt stops nothing that runs):
+// "fails" fails, "asks" is gated (an interrupt that waits), "skipped" is
+// cancelled by its BeforeNodeCall hook (with the default message), "done"
+// completes. Which of the two reports first is left to the scheduler.
 func TestGraph_RunStatusIsTheWorstOfItsNodes(t *testing.T) {
 	r := newRecorder()
 	nodes := map[string]func() actors.Node{
