@@ -27,10 +27,6 @@ func (r *NestedRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emi
 
 func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	in := run.GetInput()
-	// The nested run's usage grows over its invocations (a fresh run
-	// resets it); the node reports what this call added (SPEC M7), so
-	// that its parent, which sums a node's runs, counts each token once.
-	var before *braidv1.Usage
 	if run.GetRecover() {
 		st, err := r.O.Status(ctx)
 		if err != nil {
@@ -42,30 +38,22 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 			// yet: the answers to its open interrupts go on; none left, its
 			// interrupts are the node's.
 			if in = pendingAnswers(in, st); in == nil {
-				return nestedResult(st, nil)
+				return nestedResult(st)
 			}
-			before = st.GetUsage()
 		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
 			in = &braidv1.AgentInput{} // carry the cut-off run on
-			before = st.GetUsage()
 		case braidv1.NodeStatus_NODE_STATUS_PENDING:
 		default:
 			if int64(st.GetProgress()) > run.GetBase() {
-				return nestedResult(st, nil) // the nested run ended after the crash cut its parent off
+				return nestedResult(st) // the nested run ended after the crash cut its parent off
 			}
 		}
-	} else if len(in.GetMessages()) == 0 { // a resume: the run goes on from its usage so far
-		st, err := r.O.Status(ctx)
-		if err != nil {
-			return FailedResult(run.GetNodeId(), err)
-		}
-		before = st.GetUsage()
 	}
 	res, err := r.call(ctx, in, emit)
 	if err != nil {
 		return FailedResult(run.GetNodeId(), err)
 	}
-	return nestedResult(res, before)
+	return nestedResult(res)
 }
 
 // pendingAnswers is the part of a resume's input that answers interrupts
@@ -155,14 +143,17 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	}
 }
 
-// nestedResult is the node result of the nested run res; its usage is what
-// res's grew by since before (nil: all of it). A node result taken from a
-// recovered run's status (no call) reports the run's usage whole: what the
-// parent counted of it before the crash is not known.
-func nestedResult(res *braidv1.MultiAgentResult, before *braidv1.Usage) *braidv1.NodeResult {
-	u := res.GetUsage()
-	usage := &braidv1.Usage{InputTokens: u.GetInputTokens() - before.GetInputTokens(),
-		OutputTokens: u.GetOutputTokens() - before.GetOutputTokens(), TotalTokens: u.GetTotalTokens() - before.GetTotalTokens()}
+// nestedResult is the node result of the nested run res. Its usage is
+// res's last invocation's (SPEC M7): the parent sums a node's runs, and
+// the nested run's own usage grows over its invocations, so each token is
+// counted once. After a crash, the last invocation is the one the
+// parent's cut-off call began (carried on, or ended before the parent
+// heard of it), which the parent never counted.
+func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
+	usage := res.GetInvocationUsage()
+	if usage == nil { // an orchestrator of an earlier build
+		usage = res.GetUsage()
+	}
 	out := &braidv1.NodeResult{Status: res.GetStatus(), Result: &braidv1.NodeResult_MultiAgent{MultiAgent: res}, Usage: usage}
 	if out.Status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		out.Interrupts = res.GetInterrupts()

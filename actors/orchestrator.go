@@ -520,11 +520,15 @@ type orchActor struct {
 	duration time.Duration
 	message  string
 	usage    *braidv1.Usage
-	saveErr  error // a save failed: the invocation ends with it
-	stale    bool  // a save failed: reload the stored run before the next invocation
-	dirty    []*nodeRec
-	rewrite  bool                  // a fresh run: the next save rewrites the record's log
-	joint    []*persistence.Staged // nodes' deferred saves, committed with the next save
+	// usageBase is usage where the last invocation began (saved: one that
+	// carries on a cut-off invocation keeps its base); the result's
+	// invocation usage is the difference.
+	usageBase *braidv1.Usage
+	saveErr   error // a save failed: the invocation ends with it
+	stale     bool  // a save failed: reload the stored run before the next invocation
+	dirty     []*nodeRec
+	rewrite   bool                  // a fresh run: the next save rewrites the record's log
+	joint     []*persistence.Staged // nodes' deferred saves, committed with the next save
 
 	// the invocation
 	cur      *orchInvoke
@@ -535,6 +539,7 @@ type orchActor struct {
 	canceled bool // Cancel: schedule nothing new, the running nodes end CANCELLED
 	phase    int  // 0 idle, 1 before hooks, 2 running nodes, 3 after hooks
 	resuming bool
+	carrying bool                 // the invocation carries on a run a crash cut off
 	answers  []interrupt.Response // a resume's answers, validated, applied once its hooks pass
 	routedTo map[string]bool      // nodes a resume runs
 }
@@ -731,6 +736,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	x.inflight = 0
 	x.stopping, x.canceled = false, false
 	x.resuming = resume || cutOff
+	x.carrying = cutOff
 	x.answers = responses
 	x.phase = 1
 	x.runHooks(c, 1)
@@ -743,6 +749,9 @@ func (x *orchActor) apply() {
 	x.routedTo = map[string]bool{}
 	if !x.resuming {
 		x.reset(x.cur.in)
+	}
+	if !x.carrying || x.usageBase == nil {
+		x.usageBase = cloneUsage(x.usage)
 	}
 	for _, r := range x.answers {
 		e := x.table[r.ID]
@@ -1299,7 +1308,7 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 // result is the run as it stands, as a value that aliases nothing the
 // actor changes later (the TS defect of results that alias live state).
 func (x *orchActor) result() *braidv1.MultiAgentResult {
-	r := &braidv1.MultiAgentResult{Status: x.status, Message: x.message, Usage: cloneUsage(x.usage),
+	r := &braidv1.MultiAgentResult{Status: x.status, Message: x.message, Usage: cloneUsage(x.usage), InvocationUsage: subUsage(x.usage, x.usageBase),
 		DurationNs: int64(x.duration), ExecutionOrder: append([]string(nil), x.executed...), ExecutionCount: int64(len(x.executed)),
 		Progress: x.seq}
 	if r.Status == braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED {
@@ -1339,6 +1348,12 @@ func contentKinds(in *braidv1.AgentInput) []string {
 		add("interruptResponse")
 	}
 	return kinds
+}
+
+// subUsage returns u less base (nil: none).
+func subUsage(u, base *braidv1.Usage) *braidv1.Usage {
+	return &braidv1.Usage{InputTokens: u.GetInputTokens() - base.GetInputTokens(),
+		OutputTokens: u.GetOutputTokens() - base.GetOutputTokens(), TotalTokens: u.GetTotalTokens() - base.GetTotalTokens()}
 }
 
 func addUsage(dst, u *braidv1.Usage) {

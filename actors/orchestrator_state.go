@@ -132,6 +132,9 @@ type orchData struct {
 	// Shape is OrchestratorConfig.Shape of the orchestrator that started
 	// the run (absent in the records of earlier builds).
 	Shape string `json:"shape,omitempty"`
+	// UsageBase is the run's usage where its last invocation began
+	// (absent in the records of earlier builds).
+	UsageBase map[string]int64 `json:"usageBase,omitempty"`
 }
 
 // logEntry is one entry of the record's log: a task or a node.
@@ -206,8 +209,10 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 		return nil
 	}
 	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
-		Seq: x.seq, Held: []heldJSON{}, Usage: map[string]int64{"inputTokens": x.usage.GetInputTokens(),
-			"outputTokens": x.usage.GetOutputTokens(), "totalTokens": x.usage.GetTotalTokens()}}
+		Seq: x.seq, Held: []heldJSON{}, Usage: usageJSON(x.usage)}
+	if x.usageBase != nil {
+		d.UsageBase = usageJSON(x.usageBase)
+	}
 	for _, h := range x.held {
 		in, err := marshalProto(h.Input)
 		if err != nil {
@@ -325,7 +330,7 @@ func (x *orchActor) reload() error {
 	}
 	old := x.nodes
 	x.nodes = make(map[string]*nodeRec, len(old))
-	x.status, x.task, x.seq, x.duration, x.message, x.usage = 0, nil, 0, 0, "", &braidv1.Usage{}
+	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase = 0, nil, 0, 0, "", &braidv1.Usage{}, nil
 	x.table, x.byNode, x.raised, x.dropped = map[string]*routed{}, map[string][]*routed{}, nil, 0
 	x.held, x.results, x.executed, x.dirty, x.rewrite = nil, nil, nil, x.dirty[:0], false
 	clear(x.joint)
@@ -470,7 +475,11 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		}
 	}
 	x.duration, x.message, x.seq = time.Duration(d.DurationNs), d.Message, d.Seq
-	x.usage = &braidv1.Usage{InputTokens: d.Usage["inputTokens"], OutputTokens: d.Usage["outputTokens"], TotalTokens: d.Usage["totalTokens"]}
+	x.usage = usageFromJSON(d.Usage)
+	x.usageBase = nil
+	if d.UsageBase != nil {
+		x.usageBase = usageFromJSON(d.UsageBase)
+	}
 	return nil
 }
 
@@ -479,6 +488,15 @@ func cloneResult(r *braidv1.NodeResult) *braidv1.NodeResult {
 		return nil
 	}
 	return proto.Clone(r).(*braidv1.NodeResult)
+}
+
+// usageJSON is u as a record keeps it.
+func usageJSON(u *braidv1.Usage) map[string]int64 {
+	return map[string]int64{"inputTokens": u.GetInputTokens(), "outputTokens": u.GetOutputTokens(), "totalTokens": u.GetTotalTokens()}
+}
+
+func usageFromJSON(m map[string]int64) *braidv1.Usage {
+	return &braidv1.Usage{InputTokens: m["inputTokens"], OutputTokens: m["outputTokens"], TotalTokens: m["totalTokens"]}
 }
 
 func cloneUsage(u *braidv1.Usage) *braidv1.Usage {

@@ -8,9 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
@@ -109,4 +111,48 @@ func TestGraph_NestedUsageIsCountedOnceAcrossAResume(t *testing.T) {
 	assert.Equal(t, want, final.Node("inner").Usage)
 	assert.Equal(t, want, final.Usage)
 	assert.Equal(t, want, final.Node("inner").Multi.Usage, "the nested run's own total")
+}
+
+// usageAgent is a node whose agent answers at once, using n tokens in and
+// n out.
+func usageAgent(id string, n int) actors.Node {
+	return agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		return model.Turn{Text: id + " done", Usage: model.Usage{InputTokens: n, OutputTokens: n, TotalTokens: 2 * n}}, nil
+	})})
+}
+
+// SPEC M7, M10, M11: a graph with a nested graph (a → b → c using 10, 100
+// and 1000 tokens, b gated), cut off by a crash after each of its saves
+// and carried on by a fresh runtime, ends with the outer run's usage equal
+// to the nested run's, every token counted once: a nested node reports
+// each call's usage, and a call that carries on a cut-off one counts from
+// where that one began (saved with the nested run).
+func TestGraph_NestedUsageIsCountedOnceAcrossCrashes(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+	mk := func() *graph.Builder {
+		inner := graph.NewBuilder().AddNode("a", usageAgent("a", 10)).AddNode("b", usageAgent("b", 100)).
+			AddNode("c", usageAgent("c", 1000)).AddEdge("a", "b").AddEdge("b", "c")
+		return graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{Hooks: []hook.Provider{gate(r, "b")}}))
+	}
+	want := model.Usage{InputTokens: 1110, OutputTokens: 1110, TotalTokens: 2220}
+	g := build(t, mk(), graph.Config{ID: "top", Session: manager(t, cs, "crash")})
+	res := finish(t, g)
+	require.Equal(t, want, res.Usage)
+	require.NoError(t, g.Close(ctx))
+	cs.mu.Lock()
+	copies := cs.copies
+	cs.mu.Unlock()
+	require.Greater(t, len(copies), 5)
+	for i, exp := range copies {
+		st := persistence.NewMemoryStore()
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		g := build(t, mk(), graph.Config{ID: "top", Session: manager(t, st, "crash"), System: freshSystem(t)})
+		f := finish(t, g)
+		assert.Equal(t, want, f.Node("mid").Multi.Usage, "save %d: the nested run's own", i)
+		assert.Equal(t, want, f.Usage, "save %d", i)
+		assert.Equal(t, want, f.Node("mid").Usage, "save %d", i)
+		require.NoError(t, g.Close(ctx))
+	}
 }
