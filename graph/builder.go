@@ -151,9 +151,10 @@ type topology struct {
 // sets of nodes, edges and entry points, each sorted, so that a graph
 // built in another order (from a map, say) is the same graph; a
 // conditional edge is marked "?" (its condition is code, which no text
-// can compare), and a back edge "<" (which edges close the cycles
-// depends on the order of the entry points and edges, and decides which
-// node waits for which); and whether revisited nodes reset.
+// can compare), and a back edge that an entry point reaches "<" (which
+// edges close the cycles depends on the order of the nodes, entry points
+// and edges, and decides which node waits for which); and whether
+// revisited nodes reset.
 func (t *topology) shape() string {
 	quoted := func(ids []string) string {
 		out := make([]string, len(ids))
@@ -167,13 +168,31 @@ func (t *topology) shape() string {
 	for i, n := range t.nodes {
 		nodes[i] = n.ID
 	}
+	// A cycle no entry point reaches never runs, and which of its edges
+	// closes it depends on the order of the nodes: not part of the shape.
+	reached := make([]bool, len(t.nodes))
+	var queue []int
+	for _, id := range t.entries {
+		reached[t.index[id]] = true
+		queue = append(queue, t.index[id])
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, e := range t.out[n] {
+			if to := t.to[e]; !reached[to] {
+				reached[to] = true
+				queue = append(queue, to)
+			}
+		}
+	}
 	edges := make([]string, len(t.edges))
 	for i, e := range t.edges {
 		edges[i] = strconv.Quote(e.From) + "->" + strconv.Quote(e.To)
 		if e.Condition != nil {
 			edges[i] += "?"
 		}
-		if t.back[i] {
+		if t.back[i] && reached[t.from[i]] {
 			edges[i] += "<"
 		}
 	}

@@ -25,8 +25,8 @@
 // session id resumes it. The same graph means the same nodes, edges (a
 // conditional edge counts as conditional, its condition's code unknown)
 // and entry points, whatever the order they were added in, as long as the
-// same edges close the cycles (the order of the edges and entry points
-// decides that), and the same ResetOnRevisit: building a
+// same edges close the cycles that run (the order of the nodes, edges and
+// entry points decides that), and the same ResetOnRevisit: building a
 // graph of another shape on a session whose run waits for a resume (or
 // was cut off) fails with actors.ErrTopology, naming both shapes. Once the
 // run has ended, a graph of any shape may start a new one.
