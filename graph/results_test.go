@@ -55,6 +55,7 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, first.Status)
 	assert.Equal(t, model.Usage{InputTokens: 11, OutputTokens: 22, TotalTokens: 33}, first.Usage)
+	assert.Equal(t, first.Usage, first.InvocationUsage, "a fresh run's first invocation")
 	assert.Equal(t, model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}, first.Node("ask").Usage)
 	firstAsk := first.Node("ask").Duration
 
@@ -68,6 +69,7 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, final.Status)
 	assert.Equal(t, model.Usage{InputTokens: 111, OutputTokens: 222, TotalTokens: 333}, final.Usage)
+	assert.Equal(t, model.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}, final.InvocationUsage, "the resume's own")
 	assert.Equal(t, model.Usage{InputTokens: 110, OutputTokens: 220, TotalTokens: 330}, final.Node("ask").Usage)
 	assert.Equal(t, model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}, final.Node("a").Usage)
 

@@ -80,7 +80,10 @@ type Result struct {
 	// Duration is the run's execution time summed across resumes; the
 	// time spent waiting for answers is not counted.
 	Duration time.Duration
-	Usage    model.Usage
+	// Usage is the run's model usage, summed across resumes;
+	// InvocationUsage is the last invocation's alone (one that carried on
+	// a run cut off by a crash counts from where the cut-off one began).
+	Usage, InvocationUsage model.Usage
 	// Interrupts lists every unanswered interrupt of the run in the order
 	// raised (SPEC I8); answer them with agent.Resume.
 	Interrupts []interrupt.Interrupt
@@ -123,7 +126,8 @@ func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) { return Resul
 func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals map[*braidv1.NodeResult]any) (*Result, error) {
 	r := &Result{Status: StatusFromWire(w.GetStatus()), ExecutionOrder: append([]string(nil), w.GetExecutionOrder()...),
 		ExecutionCount: int(w.GetExecutionCount()), Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()),
-		Message: w.GetMessage()}
+		InvocationUsage: usageFromWire(w.GetInvocationUsage()),
+		Message:         w.GetMessage()}
 	for _, nw := range w.GetResults() {
 		n, err := nodeResultFromWire(nw, locals[nw])
 		if err != nil {
