@@ -40,6 +40,23 @@ func (n countingNode) RunNode(context.Context, *braidv1.NodeRun) *braidv1.NodeRe
 func (countingNode) Progress(context.Context) (int64, error) { return 0, nil }
 func (countingNode) Close(context.Context) error             { return nil }
 
+// openOneNode builds, on a fresh system, the orchestrator "o" of session
+// "s" in st, with one node "a" that counts its runs in runs.
+func openOneNode(t *testing.T, st persistence.Store, runs *int, p Policy, h OrchestratorHooks) *Orchestrator {
+	t.Helper()
+	ctx := context.Background()
+	sys, err := NewSystem(DefaultConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(ctx) })
+	sm, err := persistence.NewSessionManager(st, "s")
+	require.NoError(t, err)
+	o, err := NewOrchestrator(ctx, sys, OrchestratorConfig{Kind: "graph", ID: "o", Nodes: []NodeSpec{{ID: "a", Node: countingNode{runs}}},
+		Policy: p, Hooks: h, Session: sm})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = o.Close(ctx) })
+	return o
+}
+
 // SPEC S5: a policy (of another package: Policy is public) that gives a
 // node an input whose JSON is not JSON ends the run FAILED, saying so,
 // without running the node; the run's record, which holds the inputs it
@@ -48,18 +65,7 @@ func TestOrchestrator_APolicyInputThatIsNotJSONEndsTheRun(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	runs := 0
-	open := func() *Orchestrator {
-		sys, err := NewSystem(DefaultConfig())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = sys.Close(ctx) })
-		sm, err := persistence.NewSessionManager(st, "s")
-		require.NoError(t, err)
-		o, err := NewOrchestrator(ctx, sys, OrchestratorConfig{Kind: "graph", ID: "o", Nodes: []NodeSpec{{ID: "a", Node: countingNode{&runs}}},
-			Policy: badInputPolicy{}, Hooks: noHooks{}, Session: sm})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = o.Close(ctx) })
-		return o
-	}
+	open := func() *Orchestrator { return openOneNode(t, st, &runs, badInputPolicy{}, noHooks{}) }
 	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})
 	require.NoError(t, err)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, res.GetStatus())
@@ -91,18 +97,7 @@ func TestOrchestrator_AGateInterruptThatIsNotJSONFailsTheNode(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	runs := 0
-	open := func() *Orchestrator {
-		sys, err := NewSystem(DefaultConfig())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = sys.Close(ctx) })
-		sm, err := persistence.NewSessionManager(st, "s")
-		require.NoError(t, err)
-		o, err := NewOrchestrator(ctx, sys, OrchestratorConfig{Kind: "graph", ID: "o", Nodes: []NodeSpec{{ID: "a", Node: countingNode{&runs}}},
-			Policy: onePolicy{}, Hooks: badReasonHooks{}, Session: sm})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = o.Close(ctx) })
-		return o
-	}
+	open := func() *Orchestrator { return openOneNode(t, st, &runs, onePolicy{}, badReasonHooks{}) }
 	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})
 	require.NoError(t, err)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_FAILED, res.GetStatus())

@@ -22,6 +22,20 @@ import (
 	"github.com/braidhq/braid/tool"
 )
 
+// askProto sends msg to g's actor from inbox and returns the reply, a
+// protobuf message that serializes.
+func askProto(t *testing.T, g *graph.Graph, inbox *actors.Inbox, msg proto.Message) proto.Message {
+	t.Helper()
+	g.Binding().Request(msg, inbox)
+	rep, err := inbox.Receive(context.Background())
+	require.NoError(t, err)
+	pm, ok := rep.(proto.Message)
+	require.True(t, ok, "%T", rep)
+	_, err = proto.Marshal(pm)
+	require.NoError(t, err)
+	return pm
+}
+
 // blockingAgent is a node whose tool signals started and then blocks until
 // its context ends.
 func blockingAgent(started chan<- struct{}) actors.Node {
@@ -89,14 +103,7 @@ func TestGraphActor_StatusAndCancelByProtobufMessages(t *testing.T) {
 		t.Helper()
 		inbox := actors.NewInbox(sys)
 		defer inbox.Close()
-		g.Binding().Request(msg, inbox)
-		rep, err := inbox.Receive(ctx)
-		require.NoError(t, err)
-		pm, ok := rep.(proto.Message)
-		require.True(t, ok, "%T", rep)
-		_, err = proto.Marshal(pm)
-		require.NoError(t, err)
-		return pm
+		return askProto(t, g, inbox, msg)
 	}
 	st, ok := ask(&braidv1.MultiAgentStatusRequest{}).(*braidv1.MultiAgentResult)
 	require.True(t, ok)
@@ -132,7 +139,6 @@ func TestGraphActor_StatusAndCancelByProtobufMessages(t *testing.T) {
 // error that survives the trip), and the resume; every reply is a
 // protobuf message that serializes.
 func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
-	ctx := context.Background()
 	r := newRecorder()
 	sys := freshSystem(t)
 	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
@@ -141,14 +147,7 @@ func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 	t.Cleanup(inbox.Close)
 	ask := func(msg proto.Message) proto.Message {
 		t.Helper()
-		g.Binding().Request(msg, inbox)
-		rep, err := inbox.Receive(ctx)
-		require.NoError(t, err)
-		pm, ok := rep.(proto.Message)
-		require.True(t, ok, "%T", rep)
-		_, err = proto.Marshal(pm)
-		require.NoError(t, err)
-		return pm
+		return askProto(t, g, inbox, msg)
 	}
 	task, err := agent.InputToWire(agent.Text("go"))
 	require.NoError(t, err)

@@ -20,6 +20,28 @@ import (
 	"github.com/braidhq/braid/tool"
 )
 
+// askingUsageAgent is a node whose agent calls the tool lookup, which
+// interrupts, using 10 tokens in and 20 out, and once the answer is in
+// answers "asked", using 100 in and 200 out.
+func askingUsageAgent() actors.Node {
+	ask := tool.New("lookup", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		ans, err := tc.Interrupt("which", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		return s, nil
+	})
+	return agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.Turn{Text: "asked", Usage: model.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}}, nil
+		}
+		return model.Turn{Calls: []model.ToolCall{model.Call("t1", "lookup", map[string]any{})},
+			Usage: model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}}, nil
+	})})
+}
+
 // SPEC M7, M10: a run's usage is the sum of its nodes' model usage, across
 // a resume in a fresh runtime, and so is a node's over its runs; a run's
 // execution time is summed across invocations, the time between them
@@ -30,22 +52,7 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	a := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 		return model.Turn{Text: "a done", Usage: model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}, nil
 	})})
-	ask := tool.New("lookup", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-		ans, err := tc.Interrupt("which", nil)
-		if err != nil {
-			return "", err
-		}
-		s, _ := ans.String()
-		return s, nil
-	})
-	asker := agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if len(last.ToolResults()) > 0 {
-			return model.Turn{Text: "asked", Usage: model.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}}, nil
-		}
-		return model.Turn{Calls: []model.ToolCall{model.Call("t1", "lookup", map[string]any{})},
-			Usage: model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}}, nil
-	})})
+	asker := askingUsageAgent()
 	b := graph.NewBuilder().AddNode("a", a).AddNode("ask", asker).AddEdge("a", "ask")
 	g := build(t, b, graph.Config{Session: manager(t, st, "s")})
 
@@ -83,22 +90,7 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 // node's usage and the outer run's are the nested agent's, counted once.
 func TestGraph_NestedUsageIsCountedOnceAcrossAResume(t *testing.T) {
 	ctx := context.Background()
-	ask := tool.New("lookup", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-		ans, err := tc.Interrupt("which", nil)
-		if err != nil {
-			return "", err
-		}
-		s, _ := ans.String()
-		return s, nil
-	})
-	asker := agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if len(last.ToolResults()) > 0 {
-			return model.Turn{Text: "asked", Usage: model.Usage{InputTokens: 100, OutputTokens: 200, TotalTokens: 300}}, nil
-		}
-		return model.Turn{Calls: []model.ToolCall{model.Call("t1", "lookup", map[string]any{})},
-			Usage: model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30}}, nil
-	})})
+	asker := askingUsageAgent()
 	inner := graph.NewBuilder().AddNode("ask", asker)
 	g := build(t, graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{})), graph.Config{})
 	first, err := g.Invoke(ctx, agent.Text("go"))
