@@ -6,7 +6,8 @@
 // handle: Invoke and Stream send one invocation to the actor and wait with
 // the caller's context (SPEC R5); the actor runs invocations one at a time
 // (SPEC A12), each on a goroutine it owns, so its mailbox answers Cancel,
-// Status, Snapshot and Close at once (SPEC R3). Hooks and tools see a
+// Status and Snapshot at once (SPEC R3); Close cancels the running
+// invocation and replies once it has stopped. Hooks and tools see a
 // *View of the running work (SPEC R7). The actor's messages have protobuf
 // forms (proto/braidv1/agent.proto, SPEC R2), so other actors and other
 // processes can drive it; with a Session and Config.IdleTimeout it is

@@ -83,6 +83,10 @@ func TestDemo_AnswerInALaterRun(t *testing.T) {
 	assert.Regexp(t, `(?m)^demo\s+1\s`, so.String())
 	so.Reset()
 	require.Equal(t, 0, run(context.Background(), []string{"session", "show", "-dir", store, "demo"}, nil, &so, &se), se.String())
+	shown := so.String()
+	so.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"session", "show", "demo", "-dir", store}, nil, &so, &se), se.String())
+	assert.Equal(t, shown, so.String(), "flags after the id too")
 	assert.Contains(t, so.String(), "agent default")
 	assert.Contains(t, so.String(), "waiting for:")
 	assert.Contains(t, so.String(), "name=demo-approval source=hook")
@@ -145,7 +149,8 @@ func TestWorkspacePaths_RejectEscapes(t *testing.T) {
 func TestSession_CommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{{"session"}, {"session", "nope"}, {"session", "show", "-dir", dir},
-		{"session", "show", "-dir", dir, "a/b"}, {"session", "list", "-dir", dir}, {"session", "show", "-dir", dir, "x"}} {
+		{"session", "show", "-dir", dir, "a/b"}, {"session", "list", "-dir", dir}, {"session", "show", "-dir", dir, "x"},
+		{"session", "show", "x", "y", "-dir", dir}, {"session", "show", "-dir", dir, "--", "-x"}, {"session", "list", "x", "-dir", dir}} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, 1, run(context.Background(), args, nil, &out, &errOut), "%v", args)
 		assert.Contains(t, errOut.String(), "braid session:", "%v", args)

@@ -49,20 +49,21 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	dir := fset.String("dir", def, "the SQLite store's folder")
 	dsn := fset.String("postgres", "", "a PostgreSQL DSN")
-	if err := fset.Parse(args[1:]); err != nil {
+	pos, err := parseInterspersed(fset, args[1:])
+	if err != nil {
 		return err
 	}
 	var id string
 	switch sub {
 	case "list":
-		if fset.NArg() != 0 {
+		if len(pos) != 0 {
 			return errors.New("list takes no argument")
 		}
 	case "show", "export":
-		if fset.NArg() != 1 {
+		if len(pos) != 1 {
 			return fmt.Errorf("%s takes one session id", sub)
 		}
-		id = fset.Arg(0)
+		id = pos[0]
 		if err := persistence.ValidateID("session", id); err != nil {
 			return err
 		}
@@ -212,4 +213,24 @@ func clip(s string) string {
 		return s[:97] + "..."
 	}
 	return s
+}
+
+// parseInterspersed parses args with fset, flags before and after the
+// arguments alike ("show ID -dir DIR" as "show -dir DIR ID"), and returns
+// the arguments; after "--" everything is an argument.
+func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fset.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fset.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
 }
