@@ -41,7 +41,7 @@ const Layout = 1
 
 const (
 	metaDDL   = `CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`
-	layoutSQL = `SELECT value FROM braid_meta WHERE name = 'layout'`
+	layoutSQL = `SELECT value FROM braid_meta WHERE name = $1`
 	// A database of an earlier build has the tables of layout 1 and no
 	// layout row: it gets one.
 	setLayoutSQL = `INSERT INTO braid_meta (name, value) VALUES ('layout', $1) ON CONFLICT (name) DO NOTHING`
@@ -56,20 +56,11 @@ func Init(ctx context.Context, q Querier, text, options string) error {
 	if err := q.Exec(ctx, metaDDL); err != nil {
 		return err
 	}
-	rows, err := q.Query(ctx, layoutSQL)
-	if err != nil {
-		return err
-	}
 	var layout int64
-	found := rows.Next()
-	if found {
-		err = rows.Scan(&layout)
-	}
-	err = cmp.Or(err, rows.Err())
-	rows.Close()
+	found, err := queryRow(ctx, q, layoutSQL, []any{"layout"}, &layout)
 	switch {
 	case err != nil:
-		return fmt.Errorf("reading the database's layout: %w", err)
+		return err
 	case found && layout != Layout:
 		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layout %d only", persistence.ErrSchemaVersion, layout, Layout)
 	}
