@@ -129,6 +129,10 @@ type orchData struct {
 	Seq        uint64                     `json:"seq"`
 	Held       []heldJSON                 `json:"held"`
 	Extra      map[string]json.RawMessage `json:"extra,omitempty"`
+	// Session and Owner name the record's key (absent in the records of
+	// earlier builds): a record found under another key is damage (SPEC S5).
+	Session string `json:"session,omitempty"`
+	Owner   string `json:"owner,omitempty"`
 	// Shape is OrchestratorConfig.Shape of the orchestrator that started
 	// the run (absent in the records of earlier builds).
 	Shape string `json:"shape,omitempty"`
@@ -208,7 +212,8 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 		x.clean()
 		return nil
 	}
-	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
+	key := x.owner.Key()
+	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Session: key.SessionID, Owner: key.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
 		Seq: x.seq, Held: []heldJSON{}, Usage: usageJSON(x.usage)}
 	if x.usageBase != nil {
 		d.UsageBase = usageJSON(x.usageBase)
@@ -361,7 +366,8 @@ func (x *orchActor) reload() error {
 
 // restore loads a stored run (SPEC M10, S5): a record that does not
 // decode strictly is a *persistence.DamageError, and so is one of another
-// kind of orchestrator or id (matching ErrTopology too); one naming nodes
+// kind of orchestrator or id (matching ErrTopology too), or one saved under
+// another key; one naming nodes
 // this one lacks is ErrTopology.
 func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMessage) error {
 	var d orchData
@@ -374,6 +380,9 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		// record key.
 		return &persistence.DamageError{Key: key, Part: "data", Err: fmt.Errorf("%w: %w: it holds a %s %q, not the %s %q",
 			persistence.ErrDamaged, ErrTopology, d.Type, d.ID, x.cfg.Kind, x.cfg.ID)}
+	}
+	if err := key.CheckOwner(d.Session, d.Owner); err != nil {
+		return persistence.Damaged(key, "data", "%v", err)
 	}
 	x.shape = d.Shape
 	known := make(map[string]bool, len(x.cfg.Nodes))

@@ -139,3 +139,35 @@ func TestGraphSession_ANodeResultThatIsNotJSONFailsTheNode(t *testing.T) {
 	require.NoError(t, err, "the record loads")
 	assert.Equal(t, multiagent.StatusFailed, st2.Status)
 }
+
+// SPEC S5: a graph's record copied into another session is a record of
+// another session: the graph built there gets a *DamageError naming the
+// copy, and the original still resumes.
+func TestGraphSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	cfg := func(session string) graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, session), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}}
+	}
+	g := build(t, sessionGraph(r), cfg("s1"))
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g.Close(ctx))
+
+	key := persistencetest.OnlyRecord(t, st, "s1", persistence.KindMultiAgent)
+	copied := persistence.Key{SessionID: "s2", Kind: key.Kind, ID: key.ID}
+	persistencetest.CopyRecord(t, st, key, copied)
+	_, err = sessionGraph(r).Build(ctx, cfg("s2"))
+	var de *persistence.DamageError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, copied, de.Key)
+	assert.ErrorContains(t, err, `of session "s1"`)
+
+	g = build(t, sessionGraph(r), cfg("s1"))
+	status, err := g.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusInterrupted, status.Status)
+	require.NoError(t, g.Close(ctx))
+}

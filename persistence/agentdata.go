@@ -9,14 +9,22 @@ import (
 	"github.com/braidhq/braid/interrupt"
 )
 
-// The data of an agent's record, {"state":{..},"interrupts":{..},"pending":..}
-// (pending left out when there is none), written and read without
+// The data of an agent's record,
+// {"session":..,"owner":..,"state":{..},"interrupts":{..},"pending":..}
+// (session and owner left out when empty, pending when there is none), written and read without
 // reflection: appendAgentData writes exactly what encoding/json writes for
 // agentData (HTML escaping off; state keys sorted), parseAgentData reads
 // that form strictly (SPEC S5).
 
 func appendAgentData(dst []byte, d agentData) ([]byte, error) {
-	out := append(dst, `{"state":{`...)
+	out := append(dst, '{')
+	if d.Session != "" {
+		out = append(strictjson.AppendString(append(out, `"session":`...), d.Session), ',')
+	}
+	if d.Owner != "" {
+		out = append(strictjson.AppendString(append(out, `"owner":`...), d.Owner), ',')
+	}
+	out = append(out, `"state":{`...)
 	keys := make([]string, 0, len(d.State))
 	for k := range d.State {
 		keys = append(keys, k)
@@ -44,12 +52,13 @@ func appendAgentData(dst []byte, d agentData) ([]byte, error) {
 }
 
 // agentDataKeys are the keys of the stored form, in index order.
-var agentDataKeys = []string{"state", "interrupts", "pending"}
+var agentDataKeys = []string{"state", "interrupts", "pending", "session", "owner"}
 
 // parseAgentData reads an agent's data strictly: "state" (an object) and
 // "interrupts" (interrupt.ParseState's form) are required (null reads as
 // nil, which OpenAgent refuses), "pending" is any JSON value (the agent
-// reads it), no other key, no key twice.
+// reads it), "session" and "owner" are optional non-empty strings, no
+// other key, no key twice.
 func parseAgentData(data []byte) (agentData, error) {
 	var d agentData
 	keys := strictjson.NewKeys("agent data", agentDataKeys)
@@ -58,6 +67,17 @@ func parseAgentData(data []byte) (agentData, error) {
 			switch {
 			case i == 2:
 				d.Pending, err = r.RawCopy()
+				return err
+			case i >= 3:
+				s, err := r.StringNotNull(agentDataKeys[i])
+				if err == nil && s == "" {
+					err = fmt.Errorf("%w: %s is empty", strictjson.ErrStrict, agentDataKeys[i])
+				}
+				if i == 3 {
+					d.Session = s
+				} else {
+					d.Owner = s
+				}
 				return err
 			case r.Null():
 				return nil // refused by OpenAgent as missing

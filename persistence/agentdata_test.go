@@ -28,6 +28,9 @@ var dataStrings = []string{"k", "<b>&", "q\"\\", "nl\n", "bad\xff", "\u2028", "æ
 func genAgentData(r *rand.Rand) agentData {
 	s := func() string { return dataStrings[r.IntN(len(dataStrings))] }
 	d := agentData{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
+	if r.IntN(3) > 0 {
+		d.Session, d.Owner = s(), s()
+	}
 	for range r.IntN(4) {
 		d.State[s()] = []json.RawMessage{nil, json.RawMessage(`["move_files"]`), json.RawMessage(` { "a" : 1 } `),
 			json.RawMessage(`"x<"`), json.RawMessage(`null`), json.RawMessage(`{"x\ny":{"\u0062":1}}`)}[r.IntN(6)]
@@ -68,7 +71,8 @@ func checkAgentDataParse(t *testing.T, raw []byte) {
 		return d, DecodeExact(raw, &d)
 	}
 	strictjsontest.Differential(t, raw, old, parseAgentData, func(want, got agentData) bool {
-		return reflect.DeepEqual(want.State, got.State) && bytes.Equal(want.Pending, got.Pending) &&
+		return want.Session == got.Session && want.Owner == got.Owner &&
+			reflect.DeepEqual(want.State, got.State) && bytes.Equal(want.Pending, got.Pending) &&
 			(want.Interrupts == nil) == (got.Interrupts == nil) &&
 			(want.Interrupts == nil || (reflect.DeepEqual(want.Interrupts.All(), got.Interrupts.All()) &&
 				want.Interrupts.Activated() == got.Interrupts.Activated()))
@@ -79,7 +83,9 @@ func TestParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *
 	r := rand.New(rand.NewPCG(3, 4))
 	reps := [][2]string{{`"state"`, `"State"`}, {`"interrupts":`, `"interrupts":null,"i":`}, {`"state":`, `"state":null,"s":`},
 		{`"pending":`, `"pending":null,"p":`}, {`,"pending":`, `,"pending":1,"pending":`}, {`{"state":{`, `{"state":{"k":1,`},
-		{`"activated":`, `"activated":null,"a":`}, {`"state":{}`, `"state":[]`}, {`"interrupts":{`, ` "interrupts" : {`}}
+		{`"activated":`, `"activated":null,"a":`}, {`"state":{}`, `"state":[]`}, {`"interrupts":{`, ` "interrupts" : {`},
+		{`"session":`, `"session":null,"x":`}, {`"owner":"`, `"owner":"","o":"`}, {`"owner":`, `"owner":1,"owner":`},
+		{`"session":"`, `"Session":"`}, {`{"state"`, `{"owner":"","state"`}, {`{"state"`, `{"session":null,"state"`}}
 	for range 1500 {
 		b, err := appendAgentData(nil, genAgentData(r))
 		require.NoError(t, err)

@@ -61,13 +61,21 @@ func compact(b json.RawMessage) json.RawMessage {
 // Import writes an exported session into store as new records, in one save:
 // a record that exists already fails it with a *ConflictError, and nothing
 // is written. Versions start again at 1. Records of another schema version
-// are refused as damage.
+// are refused as damage, and so are records whose data names another
+// session or owner than the export puts them under (an export edited to
+// another session id or record id, SPEC S5): nothing is written.
 func Import(ctx context.Context, store Store, exp *SessionExport) error {
 	changes := make([]Change, len(exp.Records))
 	for i, r := range exp.Records {
 		key := Key{SessionID: exp.SessionID, Kind: r.Kind, ID: r.ID}
 		if r.SchemaVersion != SchemaVersion {
 			return SchemaDamage(key, "export", r.SchemaVersion)
+		}
+		var names struct{ Session, Owner string }
+		if json.Unmarshal(r.Data, &names) == nil {
+			if err := key.CheckOwner(names.Session, names.Owner); err != nil {
+				return Damaged(key, "export", "%v", err)
+			}
 		}
 		c := Change{Key: key, Data: compact(r.Data), Messages: make([]json.RawMessage, len(r.Messages))}
 		for j, m := range r.Messages {

@@ -216,6 +216,11 @@ type AgentRecord struct {
 }
 
 type agentData struct {
+	// Session and Owner name the record's key, so that a record found
+	// under another key is damage (SPEC S5); records of earlier builds
+	// have neither.
+	Session    string                     `json:"session,omitempty"`
+	Owner      string                     `json:"owner,omitempty"`
 	State      map[string]json.RawMessage `json:"state"`
 	Interrupts *interrupt.State           `json:"interrupts"`
 	Pending    json.RawMessage            `json:"pending,omitempty"`
@@ -277,6 +282,9 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 	}
 	if d.State == nil || d.Interrupts == nil {
 		return nil, nil, Damaged(o.key, "data", `"state" and "interrupts" are required`)
+	}
+	if err := o.key.CheckOwner(d.Session, d.Owner); err != nil {
+		return nil, nil, Damaged(o.key, "data", "%v", err)
 	}
 	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(rec.Messages))}
 	for i, raw := range rec.Messages {
@@ -363,7 +371,7 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	if keep < 0 || keep > len(rec.Messages) {
 		return nil, fmt.Errorf("%w: %s: keep %d of a %d-message history", ErrBadSave, s.key, keep, len(rec.Messages))
 	}
-	d := agentData{State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
+	d := agentData{Session: s.key.SessionID, Owner: s.key.ID, State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
 	if d.State == nil {
 		d.State = map[string]json.RawMessage{}
 	}

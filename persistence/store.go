@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,6 +32,20 @@ type Key struct {
 
 // String returns "session/kind/id", for messages.
 func (k Key) String() string { return k.SessionID + "/" + string(k.Kind) + "/" + k.ID }
+
+// CheckOwner checks the session and owner id a record's data names
+// against the key it was found under: a record copied to another key is
+// damage (SPEC S5). Records of earlier builds name neither, and empty
+// names are not checked.
+func (k Key) CheckOwner(session, id string) error {
+	switch {
+	case session != "" && session != k.SessionID:
+		return fmt.Errorf("the record is of session %q, not %q", session, k.SessionID)
+	case id != "" && id != k.ID:
+		return fmt.Errorf("the record is of %s %q, not %q", k.Kind, id, k.ID)
+	}
+	return nil
+}
 
 // Validate checks the ids and the kind (SPEC S2).
 func (k Key) Validate() error {

@@ -54,3 +54,32 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 		},
 	}, func(err error) bool { return errors.Is(err, actors.ErrTopology) })
 }
+
+// SPEC S5: a swarm's record copied into another session is a record of
+// another session: the swarm built there gets a *DamageError naming the
+// copy, and the original still resumes.
+func TestSwarmSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	res, err := s.Invoke(ctx, agent.Text("find it"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	require.NoError(t, s.Close(ctx))
+
+	key := persistencetest.OnlyRecord(t, st, "sess", persistence.KindMultiAgent)
+	copied := persistence.Key{SessionID: "copy", Kind: key.Kind, ID: key.ID}
+	persistencetest.CopyRecord(t, st, key, copied)
+	_, err = researchSwarm(r).Build(ctx, swarm.Config{Session: manager(t, st, "copy"), System: freshSystem(t)})
+	var de *persistence.DamageError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, copied, de.Key)
+	require.ErrorContains(t, err, `of session "sess"`)
+
+	s = build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	status, err := s.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, status.Interrupts, 1)
+	require.NoError(t, s.Close(ctx))
+}

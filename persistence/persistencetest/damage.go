@@ -123,3 +123,18 @@ func cloneRecord(r *persistence.Record) *persistence.Record {
 	}
 	return &c
 }
+
+// CopyRecord stores a copy of the record at from as a new record at to,
+// texts unchanged: a record found under a key it was not saved under,
+// which its owner must refuse as damage (SPEC S5).
+func CopyRecord(t *testing.T, st persistence.Store, from, to persistence.Key) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := st.Load(ctx, from)
+	if err != nil || r == nil {
+		t.Fatalf("load %s: %v (record: %v)", from, err, r != nil)
+	}
+	if _, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: to, Data: r.Data, Messages: r.Messages}); err != nil {
+		t.Fatalf("copy %s to %s: %v", from, to, err)
+	}
+}
