@@ -24,5 +24,7 @@
 // interrupt exactly one proceeds. agent.Config.Session takes a manager.
 //
 // Export and Import turn a session into person-readable JSON and back
-// (`braid session export`).
+// (`braid session export` and `import`), so a session can move between
+// stores; Store.DeleteSession removes one (`braid session delete`),
+// damaged records included. Sessions are kept until deleted.
 package persistence

@@ -115,6 +115,27 @@ func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
 	return nil
 }
 
+// DeleteSession implements Store.
+func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) error {
+	if err := ValidateID("session", sessionID); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	for k := range s.records {
+		if k.SessionID == sessionID {
+			delete(s.records, k)
+		}
+	}
+	return nil
+}
+
 // Session implements Store.
 func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record, error) {
 	if err := ValidateID("session", sessionID); err != nil {

@@ -157,6 +157,12 @@ type Store interface {
 	Sync(ctx context.Context) error
 	// Delete removes the record; deleting a missing record is not an error.
 	Delete(ctx context.Context, key Key) error
+	// DeleteSession removes every record of the session in one
+	// transaction, damaged ones and ones of another schema version
+	// included (it is how an operator clears them); a session with no
+	// record is not an error. An owner still live on the session fails its
+	// next save with a *ConflictError.
+	DeleteSession(ctx context.Context, sessionID string) error
 	// Session returns every record of a session (possibly none), ordered
 	// by kind and id. A damaged record makes it fail with a *DamageError.
 	Session(ctx context.Context, sessionID string) ([]*Record, error)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,13 +22,18 @@ import (
 	"github.com/braidhq/braid/persistence/sqlite"
 )
 
-const sessionUsage = `usage: braid session <list|show|export> [flags] [session-id]
+const sessionUsage = `usage: braid session <list|show|export|import|delete> [flags] [session-id|file]
 
   list             the stored sessions: id, records, last update
   show <id>        a session for people: each record's history and the
                    interrupts it waits for
   export <id>      a session as JSON (records, data, messages), which
-                   persistence.Import reads back
+                   import (and persistence.Import) reads back
+  import <file>    writes an exported session ("-": standard input) into
+                   the store, under the session id it was exported from;
+                   a session of that id already stored is left alone and
+                   the import fails (creates the SQLite store if need be)
+  delete <id>      deletes every record of a session, damaged ones included
 
 flags:
   -dir DIR         the SQLite store's folder, holding braid.db (default
@@ -34,7 +41,8 @@ flags:
   -postgres DSN    read a PostgreSQL store instead
 `
 
-// runSession runs "braid session ...": it only reads the store.
+// runSession runs "braid session ...": list, show and export only read the
+// store; import and delete write to it.
 func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, sessionUsage)
@@ -59,7 +67,11 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if len(pos) != 0 {
 			return errors.New("list takes no argument")
 		}
-	case "show", "export":
+	case "import":
+		if len(pos) != 1 {
+			return errors.New("import takes one file (- for standard input)")
+		}
+	case "show", "export", "delete":
 		if len(pos) != 1 {
 			return fmt.Errorf("%s takes one session id", sub)
 		}
@@ -71,7 +83,13 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprint(stderr, sessionUsage)
 		return fmt.Errorf("unknown subcommand %q", sub)
 	}
-	store, err := openStore(ctx, *dir, *dsn)
+	var exp *persistence.SessionExport
+	if sub == "import" {
+		if exp, err = readExport(pos[0]); err != nil {
+			return err
+		}
+	}
+	store, err := openStore(ctx, *dir, *dsn, sub == "import")
 	if err != nil {
 		return err
 	}
@@ -79,6 +97,14 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch sub {
 	case "list":
 		return listSessions(ctx, store, stdout)
+	case "import":
+		if err := persistence.Import(ctx, store, exp); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "imported session %s: %d records\n", exp.SessionID, len(exp.Records))
+		return err
+	case "delete":
+		return deleteSession(ctx, store, id, stdout)
 	case "export":
 		exp, err := persistence.Export(ctx, store, id)
 		if err != nil {
@@ -91,23 +117,69 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	exp, err := persistence.Export(ctx, store, id)
-	if err != nil {
+	if exp, err = persistence.Export(ctx, store, id); err != nil {
 		return err
 	}
 	return showSession(exp, stdout)
 }
 
-// openStore opens the store to read: postgres when a DSN is given, else
-// the SQLite store in dir, which must exist (reading creates nothing).
-func openStore(ctx context.Context, dir, dsn string) (persistence.Store, error) {
+// openStore opens the store: postgres when a DSN is given, else the
+// SQLite store in dir, which must exist unless create is set (reading
+// creates nothing).
+func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.Store, error) {
 	if dsn != "" {
 		return postgres.New(ctx, postgres.Config{DSN: dsn})
 	}
-	if _, err := os.Stat(dir + "/braid.db"); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); err != nil && !create {
 		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
 	}
 	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
+}
+
+// readExport reads an exported session from file ("-": standard input),
+// strictly: an unknown field is an error, so that a file of another form
+// is not imported as an empty session.
+func readExport(file string) (*persistence.SessionExport, error) {
+	var r io.Reader = os.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var exp persistence.SessionExport
+	if err := dec.Decode(&exp); err != nil {
+		return nil, fmt.Errorf("%s: not an exported session: %w", file, err)
+	}
+	if err := persistence.ValidateID("session", exp.SessionID); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(exp.Records) == 0 {
+		return nil, fmt.Errorf("%s: the exported session has no record", file)
+	}
+	return &exp, nil
+}
+
+// deleteSession deletes a stored session; one the store does not list is
+// an error (a mistyped id deletes nothing and says so).
+func deleteSession(ctx context.Context, store persistence.Store, id string, w io.Writer) error {
+	infos, err := store.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(infos, func(in persistence.SessionInfo) bool { return in.SessionID == id })
+	if i < 0 {
+		return fmt.Errorf("session %q: %w", id, persistence.ErrNotFound)
+	}
+	if err := store.DeleteSession(ctx, id); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", id, infos[i].Records)
+	return err
 }
 
 func listSessions(ctx context.Context, store persistence.Store, w io.Writer) error {

@@ -3,7 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,4 +63,91 @@ func TestSession_ShowPrintsAGraphRun(t *testing.T) {
 	assert.Contains(t, out, "waiting for "+res.Interrupts[0].ID)
 	assert.Contains(t, out, `reason={"node":"b"}`)
 	assert.Contains(t, out, "agent g:a:a")
+}
+
+// `braid session export`, `delete` and `import` move a waiting run: the
+// demo stops at its approval, its session is exported to a file and
+// deleted, a fresh folder's store (created by the import) and the first
+// one get it back, and the demo resumes it from there without asking the
+// model again. An import over a stored session, a file that is not an
+// export, and an export edited to another session id are refused and
+// write nothing (SPEC S5); deleting a session that is not stored says so.
+func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	store := filepath.Join(ws, ".braid")
+	cli := func(args ...string) (int, string, string) {
+		var so, se bytes.Buffer
+		code := run(ctx, append([]string{"session"}, args...), nil, &so, &se)
+		return code, so.String(), se.String()
+	}
+
+	code, exported, se := cli("export", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	file := filepath.Join(t.TempDir(), "demo.json")
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
+
+	code, so, se := cli("delete", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	assert.Equal(t, "deleted session demo: 1 records\n", so)
+	code, so, _ = cli("list", "-dir", store)
+	require.Equal(t, 0, code)
+	assert.NotContains(t, so, "demo")
+	code, _, se = cli("delete", "-dir", store, "demo")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, se, `session "demo": not found`)
+
+	other := filepath.Join(t.TempDir(), "store")
+	for _, dir := range []string{other, store} {
+		code, so, se = cli("import", "-dir", dir, file)
+		require.Equal(t, 0, code, se)
+		assert.Equal(t, "imported session demo: 1 records\n", so)
+		code, so, se = cli("export", "-dir", dir, "demo")
+		require.Equal(t, 0, code, se)
+		assert.Equal(t, recordsOf(t, exported), recordsOf(t, so), "the records as exported (versions start again)")
+	}
+
+	code, _, se = cli("import", "-dir", other, file)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, se, "conflict")
+	moved := filepath.Join(t.TempDir(), "moved.json")
+	require.NoError(t, os.WriteFile(moved, []byte(strings.Replace(exported, `"sessionId": "demo"`, `"sessionId": "copy"`, 1)), 0o600))
+	notExport := filepath.Join(t.TempDir(), "other.json")
+	require.NoError(t, os.WriteFile(notExport, []byte(`{"session":"demo","records":[]}`), 0o600))
+	for file, want := range map[string]string{moved: `is of session "demo"`, notExport: "not an exported session"} {
+		code, _, se = cli("import", "-dir", other, file)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, se, want)
+	}
+	code, so, _ = cli("list", "-dir", other)
+	require.Equal(t, 0, code)
+	assert.NotContains(t, so, "copy", "the refused import wrote nothing")
+
+	out.Reset()
+	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), "resuming the run saved in")
+	assert.Contains(t, out.String(), "this invocation: 1 model calls, 1 tool runs")
+	assert.Contains(t, out.String(), "Done: the old files are deleted.")
+}
+
+// recordsOf returns an export's records without their versions and times,
+// which an import starts again.
+func recordsOf(t *testing.T, export string) []persistence.RecordExport {
+	t.Helper()
+	var exp persistence.SessionExport
+	require.NoError(t, json.Unmarshal([]byte(export), &exp), export)
+	for i := range exp.Records {
+		exp.Records[i].Version, exp.Records[i].UpdatedAt = 0, time.Time{}
+		exp.Records[i].Data = compactJSON(t, exp.Records[i].Data)
+	}
+	return exp.Records
+}
+
+func compactJSON(t *testing.T, b json.RawMessage) json.RawMessage {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, json.Compact(&buf, b))
+	return buf.Bytes()
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"ManyMessages_KeepOrder", testMany},
 		{"Sync_AndDurableSave", testSync},
 		{"Delete_Removes", testDelete},
+		{"DeleteSession_RemovesEveryRecordOfTheSessionOnly", testDeleteSession},
 		{"Close_ThenErrClosed", testClose},
 		{"CancelledContext_Fails", testCancelled},
 	}
@@ -589,6 +590,50 @@ func testDelete(t *testing.T, h Harness) {
 	assertRecord(t, load(t, h.Store, k), k, 1, data(1), msgs(5, 6))
 }
 
+// DeleteSession removes every record of one session, damaged ones and
+// ones of another schema version included, and nothing of another
+// session; deleting it again, or a session never stored, is no error; a
+// writer that still holds a version of a deleted record conflicts; a bad
+// id is ErrBadID before any I/O.
+func testDeleteSession(t *testing.T, h Harness) {
+	gone, kept := agentKey(), agentKey()
+	ks := []persistence.Key{gone,
+		{SessionID: gone.SessionID, Kind: persistence.KindAgent, ID: "damaged"},
+		{SessionID: gone.SessionID, Kind: persistence.KindAgent, ID: "newer"},
+		{SessionID: gone.SessionID, Kind: persistence.KindMultiAgent, ID: "graph"},
+		kept}
+	for _, k := range ks {
+		save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0), Messages: msgs(0, 3)})
+	}
+	h.Tamper(t, ks[1], func(r *persistence.Record) { r.Data = json.RawMessage(`{"n":`) })
+	h.Tamper(t, ks[2], func(r *persistence.Record) { r.SchemaVersion = 2 })
+
+	require.NoError(t, h.Store.DeleteSession(bg, gone.SessionID))
+	recs, err := h.Store.Session(bg, gone.SessionID)
+	require.NoError(t, err)
+	assert.Empty(t, recs)
+	for _, k := range ks[:4] {
+		_, err := h.Store.Load(bg, k)
+		assert.ErrorIs(t, err, persistence.ErrNotFound, "%s", k)
+	}
+	infos, err := h.Store.Sessions(bg)
+	require.NoError(t, err)
+	for _, info := range infos {
+		assert.NotEqual(t, gone.SessionID, info.SessionID)
+	}
+	assertRecord(t, load(t, h.Store, kept), kept, 1, data(0), msgs(0, 3))
+
+	_, err = h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: gone, Base: 1, Data: data(1), From: 3})
+	assertConflict(t, err, gone, 1, 0)
+	require.NoError(t, h.Store.DeleteSession(bg, gone.SessionID), "deleting it again")
+	require.NoError(t, h.Store.DeleteSession(bg, "never-stored-"+uuid.NewString()))
+	for _, id := range []string{"", "a/b", "bad\xff"} {
+		assert.ErrorIs(t, h.Store.DeleteSession(bg, id), persistence.ErrBadID, "%q", id)
+	}
+	assert.Equal(t, []int64{1}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: gone, Data: data(5)}),
+		"a deleted session starts again from version 1")
+}
+
 // Every call after Close fails with ErrClosed.
 func testClose(t *testing.T, h Harness) {
 	k := agentKey()
@@ -600,6 +645,7 @@ func testClose(t *testing.T, h Harness) {
 	assert.ErrorIs(t, err, persistence.ErrClosed)
 	assert.ErrorIs(t, h.Store.Sync(bg), persistence.ErrClosed)
 	assert.ErrorIs(t, h.Store.Delete(bg, k), persistence.ErrClosed)
+	assert.ErrorIs(t, h.Store.DeleteSession(bg, k.SessionID), persistence.ErrClosed)
 	_, err = h.Store.Session(bg, k.SessionID)
 	assert.ErrorIs(t, err, persistence.ErrClosed)
 	_, err = h.Store.Sessions(bg)
@@ -618,6 +664,7 @@ func testCancelled(t *testing.T, h Harness) {
 	_, err = h.Store.Save(ctx, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Base: 1, Data: data(1)})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, h.Store.Sync(ctx), context.Canceled)
+	assert.ErrorIs(t, h.Store.DeleteSession(ctx, k.SessionID), context.Canceled)
 	assertRecord(t, load(t, h.Store, k), k, 1, data(0), nil)
 }
 

@@ -255,6 +255,16 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	})
 }
 
+// DeleteSession implements persistence.Store.
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) error {
+	if err := persistence.ValidateID("session", sessionID); err != nil {
+		return err
+	}
+	return s.write(ctx, false, sessionID, func(q sqlstore.Querier) error {
+		return sqlstore.DeleteSession(ctx, q, sessionID)
+	})
+}
+
 // Close closes the connection pool; later calls fail with
 // persistence.ErrClosed.
 func (s *Store) Close() error {

@@ -482,6 +482,16 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	})
 }
 
+// DeleteSession implements persistence.Store.
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) error {
+	if err := persistence.ValidateID("session", sessionID); err != nil {
+		return err
+	}
+	return s.do(ctx, false, func(ctx context.Context, q sqlstore.Querier) error {
+		return sqlstore.DeleteSession(ctx, q, sessionID)
+	})
+}
+
 // Close waits for the group being committed, fails the saves still
 // queued with persistence.ErrClosed, and closes the database. Later calls
 // fail with persistence.ErrClosed.

@@ -247,6 +247,16 @@ func Delete(ctx context.Context, q Querier, k persistence.Key) error {
 	return nil
 }
 
+// DeleteSession deletes every record of the session, and its messages.
+func DeleteSession(ctx context.Context, q Querier, sessionID string) error {
+	for _, t := range []string{"braid_records", "braid_messages"} {
+		if err := q.Exec(ctx, "DELETE FROM "+t+" WHERE session_id = $1", sessionID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Load reads the record under k, after checking k (SPEC S2): one
 // statement, so one snapshot. A record that is not as written is a
 // *persistence.DamageError.
