@@ -69,6 +69,45 @@ func TestHookOrder_TwoToolCycle(t *testing.T) {
 	}, got)
 }
 
+// SPEC A1: the callbacks of one event run in registration order for
+// Before* events and in reverse for After* events (AfterInvocation,
+// AfterModelCall, AfterToolCall, AfterTools), as Strands runs them.
+func TestHookOrder_AfterEventsRunInReverseRegistrationOrder(t *testing.T) {
+	rec := &recorder{}
+	one, _ := countingTool("one")
+	m := toolThenText("done", model.Call("t1", "one", nil))
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{one}, Hooks: []hook.Provider{tagged{"1", rec}, tagged{"2", rec}}})
+	_, err := a.Invoke(context.Background(), agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"1:BeforeInvocation", "2:BeforeInvocation",
+		"1:BeforeModelCall", "2:BeforeModelCall", "2:AfterModelCall", "1:AfterModelCall",
+		"1:BeforeTools", "2:BeforeTools",
+		"1:BeforeToolCall", "2:BeforeToolCall", "2:AfterToolCall", "1:AfterToolCall",
+		"2:AfterTools", "1:AfterTools",
+		"1:BeforeModelCall", "2:BeforeModelCall", "2:AfterModelCall", "1:AfterModelCall",
+		"2:AfterInvocation", "1:AfterInvocation",
+	}, rec.list())
+}
+
+// tagged records the Before* and After* events it sees as "tag:Event".
+type tagged struct {
+	tag string
+	r   *recorder
+}
+
+func (h tagged) RegisterHooks(reg *hook.Registry) {
+	add := func(name string) { h.r.add(h.tag + ":" + name) }
+	hook.Add(reg, func(context.Context, *agent.BeforeInvocationEvent) error { add("BeforeInvocation"); return nil })
+	hook.Add(reg, func(context.Context, *agent.AfterInvocationEvent) error { add("AfterInvocation"); return nil })
+	hook.Add(reg, func(context.Context, *agent.BeforeModelCallEvent) error { add("BeforeModelCall"); return nil })
+	hook.Add(reg, func(context.Context, *agent.AfterModelCallEvent) error { add("AfterModelCall"); return nil })
+	hook.Add(reg, func(context.Context, *agent.BeforeToolsEvent) error { add("BeforeTools"); return nil })
+	hook.Add(reg, func(context.Context, *agent.AfterToolsEvent) error { add("AfterTools"); return nil })
+	hook.Add(reg, func(context.Context, *agent.BeforeToolCallEvent) error { add("BeforeToolCall"); return nil })
+	hook.Add(reg, func(context.Context, *agent.AfterToolCallEvent) error { add("AfterToolCall"); return nil })
+}
+
 // SPEC A1: AgentInitialized fires once, at New.
 func TestAgentInitialized_FiresOnceAtNew(t *testing.T) {
 	rec := &recorder{}
@@ -372,6 +411,9 @@ func TestConcurrentTools_InterruptedAndCompleted(t *testing.T) {
 	assert.Equal(t, 1, bRuns.total(), "a completed tool is not run again")
 	assert.Equal(t, 2, aRuns.total(), "the interrupted tool runs again from the start")
 	assert.Equal(t, 0, rec.count("BeforeToolCall(t2)"), "a completed tool gets no events on resume")
+	assert.Equal(t, 0, rec.count("AfterToolCall(t2)"), "a completed tool gets no events on resume")
+	assert.Equal(t, 1, rec.count("AfterToolCall(t1)"))
+	assert.Equal(t, 1, rec.count("BeforeTools"), "BeforeTools fires again on resume")
 	assert.Equal(t, 1, rec.count("AfterTools(t1,t2)"), "AfterTools on resume carries the full set")
 	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)

@@ -353,23 +353,27 @@ func TestStream_BreakAtInterruptEventKeepsAgentInterrupted(t *testing.T) {
 
 // SPEC I9, A10: by the time the consumer sees the InterruptEvent the saver
 // has stored an interrupt save with the state activated and the pending tool
-// cycle set (and not in the history, SPEC A3).
+// cycle set (and not in the history, SPEC A3). The invocation's end, whose
+// save holds the same state, waits in AfterInvocation until the consumer
+// has looked, so only the interrupt's own save can be what it finds.
 func TestStream_InterruptEventSentAfterSave(t *testing.T) {
 	ctx := context.Background()
 	saver := newSaver()
 	del, _ := countingTool("delete_files")
 	m := toolThenText("deleted", model.Call("t1", "delete_files", map[string]any{"paths": []string{"x"}}))
+	looked := make(chan struct{})
+	hold := hook.Func(func(context.Context, *agent.AfterInvocationEvent) error { <-looked; return nil })
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del}, Session: saver.session(t),
-		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval")}})
+		Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval"), hold}})
 
 	var atEvent []rsSave
 	var got *agent.InterruptEvent
 	for ev, err := range a.Stream(ctx, agent.Text("delete x")) {
 		require.NoError(t, err)
-		if ie, ok := ev.(*agent.InterruptEvent); ok {
+		if ie, ok := ev.(*agent.InterruptEvent); ok && got == nil {
 			got = ie
 			atEvent = saver.list()
-			break
+			close(looked)
 		}
 	}
 	require.NotNil(t, got)
