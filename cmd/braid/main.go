@@ -2,7 +2,7 @@
 //
 //	braid demo [-yes|-no|-later] [-dir DIR]   the "delete old files" agent on the scripted model
 //	braid demo graph [-yes|-no]               the seed's Graph example: approval before its cleanup node
-//	braid session list|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
+//	braid session list [-status]|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
 //	braid session import FILE|delete ID [-dir DIR|-postgres DSN]    move or remove a session
 //
 // Run "braid help" for the list of commands.
@@ -62,7 +62,7 @@ commands:
           run the seed's Graph example, inspector -> cleanup, on the scripted
           model; a BeforeNodeCall hook asks (y/N) before the cleanup node runs,
           and any answer but y cancels it (flags: -yes, -no, -model)
-  session read stored sessions: list, show <id>, export <id>; import an
+  session read stored sessions: list [-status], show <id>, export <id>; import an
           exported one (import <file>), or delete one (delete <id>)
           (flags: -dir DIR, the store's folder; -postgres DSN)
   help    show this text

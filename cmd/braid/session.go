@@ -24,7 +24,10 @@ import (
 
 const sessionUsage = `usage: braid session <list|show|export|import|delete> [flags] [session-id|file]
 
-  list             the stored sessions: id, records, last update
+  list             the stored sessions: id, records, last update; with
+                   -status also what each is doing (waiting: for answers;
+                   incomplete: cut off by a crash, or running now; idle;
+                   damaged), which reads every record of the store
   show <id>        a session for people: each record's history and the
                    interrupts it waits for
   export <id>      a session as JSON (records, data, messages), which
@@ -57,6 +60,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	dir := fset.String("dir", def, "the SQLite store's folder")
 	dsn := fset.String("postgres", "", "a PostgreSQL DSN")
+	withStatus := fset.Bool("status", false, "list: also each session's status (reads every record)")
 	pos, err := parseInterspersed(fset, args[1:])
 	if err != nil {
 		return err
@@ -96,7 +100,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer store.Close()
 	switch sub {
 	case "list":
-		return listSessions(ctx, store, stdout)
+		return listSessions(ctx, store, *withStatus, stdout)
 	case "import":
 		if err := persistence.Import(ctx, store, exp); err != nil {
 			return err
@@ -182,17 +186,73 @@ func deleteSession(ctx context.Context, store persistence.Store, id string, w io
 	return err
 }
 
-func listSessions(ctx context.Context, store persistence.Store, w io.Writer) error {
+func listSessions(ctx context.Context, store persistence.Store, withStatus bool, w io.Writer) error {
 	infos, err := store.Sessions(ctx)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tRECORDS\tUPDATED")
+	head := "SESSION\tRECORDS\tUPDATED"
+	if withStatus {
+		head += "\tSTATUS"
+	}
+	fmt.Fprintln(tw, head)
 	for _, in := range infos {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", in.SessionID, in.Records, in.UpdatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%d\t%s", in.SessionID, in.Records, in.UpdatedAt.Local().Format(time.DateTime))
+		if withStatus {
+			st, err := sessionStatus(ctx, store, in.SessionID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(tw, "\t%s", st)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// sessionStatus says what a stored session is doing: "waiting" when a
+// record waits for answers to its interrupts, else "incomplete" when a
+// run stopped short of its end (cut off by a crash, to carry on when
+// invoked again; or running now in some process), else "idle";
+// "damaged" when a record is (braid session show names it). Store errors
+// other than damage are returned.
+func sessionStatus(ctx context.Context, store persistence.Store, id string) (string, error) {
+	recs, err := store.Session(ctx, id)
+	if errors.Is(err, persistence.ErrDamaged) {
+		return "damaged", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	status := "idle"
+	for _, r := range recs {
+		var waiting, cut bool
+		if r.Key.Kind == persistence.KindMultiAgent {
+			run, err := actors.ReadRun(r.Data, r.Messages)
+			if err != nil {
+				return "damaged", nil
+			}
+			waiting, cut = run.Status == "INTERRUPTED", run.Status == "EXECUTING"
+		} else {
+			var data struct {
+				Interrupts *interrupt.State `json:"interrupts"`
+				Pending    json.RawMessage  `json:"pending"`
+			}
+			if err := json.Unmarshal(r.Data, &data); err != nil || data.Interrupts == nil {
+				return "damaged", nil
+			}
+			waiting = data.Interrupts.Activated() && len(data.Interrupts.Unanswered()) > 0
+			cut = !waiting && len(data.Pending) > 0 && string(data.Pending) != "null"
+		}
+		switch {
+		case waiting:
+			return "waiting", nil
+		case cut:
+			status = "incomplete"
+		}
+	}
+	return status, nil
 }
 
 // showSession prints each record: its history, one line per message, and

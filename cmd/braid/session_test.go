@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -55,6 +56,9 @@ func TestSession_ShowPrintsAGraphRun(t *testing.T) {
 	require.NoError(t, st.Close())
 
 	var so, se bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
+	assert.Regexp(t, `(?m)^gs\s+2\s.*\swaiting$`, so.String())
+	so.Reset()
 	require.Equal(t, 0, run(ctx, []string{"session", "show", "-dir", dir, "gs"}, nil, &so, &se), se.String())
 	out := so.String()
 	assert.Contains(t, out, "graph g: INTERRUPTED")
@@ -150,4 +154,46 @@ func compactJSON(t *testing.T, b json.RawMessage) json.RawMessage {
 	var buf bytes.Buffer
 	require.NoError(t, json.Compact(&buf, b))
 	return buf.Bytes()
+}
+
+// `braid session list -status` tells a session waiting for answers, one
+// whose run is done, one cut off short of its end, and a damaged one,
+// without failing on the damage.
+func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	dir := filepath.Join(ws, ".braid")
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	save := func(session, data string) {
+		t.Helper()
+		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key: persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(data)})
+		require.NoError(t, err)
+	}
+	save("cut", `{"state":{},"interrupts":{"activated":false,"interrupts":[]},"pending":{"kind":"tools"}}`)
+	save("broken", `{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)
+	require.NoError(t, st.Close())
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE braid_records SET data = '{"state":' WHERE session_id = 'broken'`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	list := func() string {
+		t.Helper()
+		var so, se bytes.Buffer
+		require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
+		return so.String()
+	}
+	got := list()
+	assert.Regexp(t, `(?m)^SESSION\s+RECORDS\s+UPDATED\s+STATUS$`, got)
+	assert.Regexp(t, `(?m)^demo\s+1\s.*\swaiting$`, got)
+	assert.Regexp(t, `(?m)^cut\s+1\s.*\sincomplete$`, got)
+	assert.Regexp(t, `(?m)^broken\s+1\s.*\sdamaged$`, got)
+
+	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Regexp(t, `(?m)^demo\s+1\s.*\sidle$`, list())
 }
