@@ -65,16 +65,36 @@ func compact(b json.RawMessage) json.RawMessage {
 // session or owner than the export puts them under (an export edited to
 // another session id or record id, SPEC S5): nothing is written.
 func Import(ctx context.Context, store Store, exp *SessionExport) error {
+	changes, err := exportChanges(exp)
+	if err != nil {
+		return err
+	}
+	_, err = store.Save(ctx, SaveOptions{Durable: true}, changes...)
+	return err
+}
+
+// CheckExport makes the checks Import makes before it writes, without a
+// store: ids (ErrBadID), schema versions, records that name another key,
+// and each record's JSON (a *DamageError naming it). An export it passes
+// may still conflict with what a store holds.
+func CheckExport(exp *SessionExport) error {
+	_, err := exportChanges(exp)
+	return err
+}
+
+// exportChanges returns the changes that write exp as new records, after
+// checking them.
+func exportChanges(exp *SessionExport) ([]Change, error) {
 	changes := make([]Change, len(exp.Records))
 	for i, r := range exp.Records {
 		key := Key{SessionID: exp.SessionID, Kind: r.Kind, ID: r.ID}
 		if r.SchemaVersion != SchemaVersion {
-			return SchemaDamage(key, "export", r.SchemaVersion)
+			return nil, SchemaDamage(key, "export", r.SchemaVersion)
 		}
 		var names struct{ Session, Owner string }
 		if json.Unmarshal(r.Data, &names) == nil {
 			if err := key.CheckOwner(names.Session, names.Owner); err != nil {
-				return Damaged(key, "export", "%v", err)
+				return nil, Damaged(key, "export", "%v", err)
 			}
 		}
 		c := Change{Key: key, Data: compact(r.Data), Messages: make([]json.RawMessage, len(r.Messages))}
@@ -83,6 +103,5 @@ func Import(ctx context.Context, store Store, exp *SessionExport) error {
 		}
 		changes[i] = c
 	}
-	_, err := store.Save(ctx, SaveOptions{Durable: true}, changes...)
-	return err
+	return changes, CheckSave(changes)
 }

@@ -116,24 +116,26 @@ func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
 }
 
 // DeleteSession implements Store.
-func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) error {
+func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) (int, error) {
 	if err := ValidateID("session", sessionID); err != nil {
-		return err
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
+	n := 0
 	for k := range s.records {
 		if k.SessionID == sessionID {
 			delete(s.records, k)
+			n++
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // Session implements Store.

@@ -159,10 +159,16 @@ type Store interface {
 	Delete(ctx context.Context, key Key) error
 	// DeleteSession removes every record of the session in one
 	// transaction, damaged ones and ones of another schema version
-	// included (it is how an operator clears them); a session with no
-	// record is not an error. An owner still live on the session fails its
-	// next save with a *ConflictError.
-	DeleteSession(ctx context.Context, sessionID string) error
+	// included (it is how an operator clears them), and returns how many
+	// it removed; a session with no record is not an error (0).
+	//
+	// Delete a session only while nothing runs on it. Versions are
+	// counted per record and a record created again starts from 1, so a
+	// writer that loaded the session before the delete and saves after
+	// it was created again, when the versions happen to match, is not
+	// caught as stale (the same holds for Delete, and for Import of a
+	// deleted session).
+	DeleteSession(ctx context.Context, sessionID string) (int, error)
 	// Session returns every record of a session (possibly none), ordered
 	// by kind and id. A damaged record makes it fail with a *DamageError.
 	Session(ctx context.Context, sessionID string) ([]*Record, error)

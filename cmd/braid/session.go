@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +40,7 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
 flags:
   -dir DIR         the SQLite store's folder, holding braid.db (default
                    $BRAID_STORE_DIR, else .braid)
-  -postgres DSN    read a PostgreSQL store instead
+  -postgres DSN    use a PostgreSQL store instead
 `
 
 // runSession runs "braid session ...": list, show and export only read the
@@ -59,7 +58,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		def = ".braid"
 	}
 	dir := fset.String("dir", def, "the SQLite store's folder")
-	dsn := fset.String("postgres", "", "a PostgreSQL DSN")
+	dsn := fset.String("postgres", "", "a PostgreSQL DSN, to use a PostgreSQL store instead")
 	withStatus := fset.Bool("status", false, "list: also each session's status (reads every record)")
 	pos, err := parseInterspersed(fset, args[1:])
 	if err != nil {
@@ -159,30 +158,31 @@ func readExport(file string) (*persistence.SessionExport, error) {
 	if err := dec.Decode(&exp); err != nil {
 		return nil, fmt.Errorf("%s: not an exported session: %w", file, err)
 	}
-	if err := persistence.ValidateID("session", exp.SessionID); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: not an exported session: more after the session's JSON", file)
 	}
 	if len(exp.Records) == 0 {
 		return nil, fmt.Errorf("%s: the exported session has no record", file)
 	}
+	// Checked before the store is opened (and a SQLite one created).
+	if err := persistence.CheckExport(&exp); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	return &exp, nil
 }
 
-// deleteSession deletes a stored session; one the store does not list is
-// an error (a mistyped id deletes nothing and says so).
+// deleteSession deletes a stored session, whatever damage its records
+// (or other sessions') have; one with no record is an error (a mistyped
+// id deletes nothing and says so).
 func deleteSession(ctx context.Context, store persistence.Store, id string, w io.Writer) error {
-	infos, err := store.Sessions(ctx)
-	if err != nil {
+	n, err := store.DeleteSession(ctx, id)
+	switch {
+	case err != nil:
 		return err
-	}
-	i := slices.IndexFunc(infos, func(in persistence.SessionInfo) bool { return in.SessionID == id })
-	if i < 0 {
+	case n == 0:
 		return fmt.Errorf("session %q: %w", id, persistence.ErrNotFound)
 	}
-	if err := store.DeleteSession(ctx, id); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", id, infos[i].Records)
+	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", id, n)
 	return err
 }
 

@@ -120,10 +120,17 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	require.NoError(t, os.WriteFile(moved, []byte(strings.Replace(exported, `"sessionId": "demo"`, `"sessionId": "copy"`, 1)), 0o600))
 	notExport := filepath.Join(t.TempDir(), "other.json")
 	require.NoError(t, os.WriteFile(notExport, []byte(`{"session":"demo","records":[]}`), 0o600))
-	for file, want := range map[string]string{moved: `is of session "demo"`, notExport: "not an exported session"} {
+	trailing := filepath.Join(t.TempDir(), "trailing.json")
+	require.NoError(t, os.WriteFile(trailing, []byte(exported+"\n{not json"), 0o600))
+	for file, want := range map[string]string{moved: `is of session "demo"`, notExport: "not an exported session",
+		trailing: "more after the session's JSON"} {
 		code, _, se = cli("import", "-dir", other, file)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, se, want)
+		fresh := filepath.Join(t.TempDir(), "fresh")
+		code, _, _ = cli("import", "-dir", fresh, file)
+		assert.Equal(t, 1, code)
+		assert.NoDirExists(t, fresh, "a refused import creates no store")
 	}
 	code, so, _ = cli("list", "-dir", other)
 	require.Equal(t, 0, code)
@@ -196,4 +203,34 @@ func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 
 	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
 	assert.Regexp(t, `(?m)^demo\s+1\s.*\sidle$`, list())
+}
+
+// `braid session delete` clears a damaged session, and deletes a sound one
+// while another session of the store is damaged, even where the damage
+// makes listing the store fail.
+func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	for _, id := range []string{"bad", "good"} {
+		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key: persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{"n":1}`)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE braid_records SET updated_at = 'yesterday', data = '{' WHERE session_id = 'bad'`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	for _, id := range []string{"good", "bad"} {
+		var so, se bytes.Buffer
+		require.Equal(t, 0, run(ctx, []string{"session", "delete", "-dir", dir, id}, nil, &so, &se), se.String())
+		assert.Equal(t, "deleted session "+id+": 1 records\n", so.String())
+	}
+	var so, se bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-dir", dir}, nil, &so, &se), se.String())
+	assert.Equal(t, 1, strings.Count(so.String(), "\n"), "only the header: %s", so.String())
 }

@@ -592,9 +592,10 @@ func testDelete(t *testing.T, h Harness) {
 
 // DeleteSession removes every record of one session, damaged ones and
 // ones of another schema version included, and nothing of another
-// session; deleting it again, or a session never stored, is no error; a
-// writer that still holds a version of a deleted record conflicts; a bad
-// id is ErrBadID before any I/O.
+// session, and counts them; deleting it again, or a session never stored,
+// is no error and counts 0; a writer that still holds a version of a
+// deleted record conflicts while the record is gone; a bad id is ErrBadID
+// before any I/O.
 func testDeleteSession(t *testing.T, h Harness) {
 	gone, kept := agentKey(), agentKey()
 	ks := []persistence.Key{gone,
@@ -608,7 +609,9 @@ func testDeleteSession(t *testing.T, h Harness) {
 	h.Tamper(t, ks[1], func(r *persistence.Record) { r.Data = json.RawMessage(`{"n":`) })
 	h.Tamper(t, ks[2], func(r *persistence.Record) { r.SchemaVersion = 2 })
 
-	require.NoError(t, h.Store.DeleteSession(bg, gone.SessionID))
+	n, err := h.Store.DeleteSession(bg, gone.SessionID)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
 	recs, err := h.Store.Session(bg, gone.SessionID)
 	require.NoError(t, err)
 	assert.Empty(t, recs)
@@ -625,13 +628,17 @@ func testDeleteSession(t *testing.T, h Harness) {
 
 	_, err = h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: gone, Base: 1, Data: data(1), From: 3})
 	assertConflict(t, err, gone, 1, 0)
-	require.NoError(t, h.Store.DeleteSession(bg, gone.SessionID), "deleting it again")
-	require.NoError(t, h.Store.DeleteSession(bg, "never-stored-"+uuid.NewString()))
+	for _, id := range []string{gone.SessionID, "never-stored-" + uuid.NewString()} {
+		n, err := h.Store.DeleteSession(bg, id)
+		require.NoError(t, err, "%q", id)
+		assert.Zero(t, n, "%q", id)
+	}
 	for _, id := range []string{"", "a/b", "bad\xff"} {
-		assert.ErrorIs(t, h.Store.DeleteSession(bg, id), persistence.ErrBadID, "%q", id)
+		_, err := h.Store.DeleteSession(bg, id)
+		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
 	}
 	assert.Equal(t, []int64{1}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: gone, Data: data(5)}),
-		"a deleted session starts again from version 1")
+		"a record created again starts from version 1 (DeleteSession's doc says what that means for a writer still live)")
 }
 
 // Every call after Close fails with ErrClosed.
@@ -645,7 +652,8 @@ func testClose(t *testing.T, h Harness) {
 	assert.ErrorIs(t, err, persistence.ErrClosed)
 	assert.ErrorIs(t, h.Store.Sync(bg), persistence.ErrClosed)
 	assert.ErrorIs(t, h.Store.Delete(bg, k), persistence.ErrClosed)
-	assert.ErrorIs(t, h.Store.DeleteSession(bg, k.SessionID), persistence.ErrClosed)
+	_, err = h.Store.DeleteSession(bg, k.SessionID)
+	assert.ErrorIs(t, err, persistence.ErrClosed)
 	_, err = h.Store.Session(bg, k.SessionID)
 	assert.ErrorIs(t, err, persistence.ErrClosed)
 	_, err = h.Store.Sessions(bg)
@@ -664,7 +672,8 @@ func testCancelled(t *testing.T, h Harness) {
 	_, err = h.Store.Save(ctx, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Base: 1, Data: data(1)})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, h.Store.Sync(ctx), context.Canceled)
-	assert.ErrorIs(t, h.Store.DeleteSession(ctx, k.SessionID), context.Canceled)
+	_, err = h.Store.DeleteSession(ctx, k.SessionID)
+	assert.ErrorIs(t, err, context.Canceled)
 	assertRecord(t, load(t, h.Store, k), k, 1, data(0), nil)
 }
 

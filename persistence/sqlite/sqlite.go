@@ -483,13 +483,18 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 }
 
 // DeleteSession implements persistence.Store.
-func (s *Store) DeleteSession(ctx context.Context, sessionID string) error {
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err error) {
 	if err := persistence.ValidateID("session", sessionID); err != nil {
-		return err
+		return 0, err
 	}
-	return s.do(ctx, false, func(ctx context.Context, q sqlstore.Querier) error {
-		return sqlstore.DeleteSession(ctx, q, sessionID)
+	err = s.do(ctx, false, func(ctx context.Context, q sqlstore.Querier) (err error) {
+		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
+		return err
 	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Close waits for the group being committed, fails the saves still

@@ -247,14 +247,14 @@ func Delete(ctx context.Context, q Querier, k persistence.Key) error {
 	return nil
 }
 
-// DeleteSession deletes every record of the session, and its messages.
-func DeleteSession(ctx context.Context, q Querier, sessionID string) error {
-	for _, t := range []string{"braid_records", "braid_messages"} {
-		if err := q.Exec(ctx, "DELETE FROM "+t+" WHERE session_id = $1", sessionID); err != nil {
-			return err
-		}
+// DeleteSession deletes every record of the session, and its messages,
+// and returns how many records it deleted.
+func DeleteSession(ctx context.Context, q Querier, sessionID string) (int, error) {
+	if err := q.Exec(ctx, "DELETE FROM braid_messages WHERE session_id = $1", sessionID); err != nil {
+		return 0, err
 	}
-	return nil
+	n, err := q.ExecN(ctx, "DELETE FROM braid_records WHERE session_id = $1", sessionID)
+	return int(n), err
 }
 
 // Load reads the record under k, after checking k (SPEC S2): one
