@@ -132,6 +132,10 @@ type SessionInfo struct {
 	SessionID string
 	Records   int
 	UpdatedAt time.Time
+	// Damaged: the session's last update time does not read, so one of
+	// its records is damaged (Session names it); UpdatedAt is zero. The
+	// listing goes on with the other sessions.
+	Damaged bool
 }
 
 // Store keeps records. Implementations are safe for concurrent use, by
@@ -172,7 +176,8 @@ type Store interface {
 	// Session returns every record of a session (possibly none), ordered
 	// by kind and id. A damaged record makes it fail with a *DamageError.
 	Session(ctx context.Context, sessionID string) ([]*Record, error)
-	// Sessions lists the stored sessions, ordered by id.
+	// Sessions lists the stored sessions, ordered by id; damage in one
+	// session does not fail the listing (SessionInfo.Damaged).
 	Sessions(ctx context.Context) ([]SessionInfo, error)
 	// Close releases the store's resources; later calls fail with ErrClosed.
 	Close() error

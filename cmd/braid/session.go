@@ -198,7 +198,11 @@ func listSessions(ctx context.Context, store persistence.Store, withStatus bool,
 	}
 	fmt.Fprintln(tw, head)
 	for _, in := range infos {
-		fmt.Fprintf(tw, "%s\t%d\t%s", in.SessionID, in.Records, in.UpdatedAt.Local().Format(time.DateTime))
+		updated := in.UpdatedAt.Local().Format(time.DateTime)
+		if in.Damaged {
+			updated = "(damaged)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s", in.SessionID, in.Records, updated)
 		if withStatus {
 			st, err := sessionStatus(ctx, store, in.SessionID)
 			if err != nil {

@@ -205,9 +205,9 @@ func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 	assert.Regexp(t, `(?m)^demo\s+1\s.*\sidle$`, list())
 }
 
-// `braid session delete` clears a damaged session, and deletes a sound one
-// while another session of the store is damaged, even where the damage
-// makes listing the store fail.
+// `braid session list` lists a store with a damaged session, marking it,
+// and `braid session delete` clears the damaged session and deletes a
+// sound one beside it.
 func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -215,7 +215,8 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	require.NoError(t, err)
 	for _, id := range []string{"bad", "good"} {
 		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
-			Key: persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{"n":1}`)})
+			Key: persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
+			Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)})
 		require.NoError(t, err)
 	}
 	require.NoError(t, st.Close())
@@ -225,6 +226,10 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
+	var listed, le bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &listed, &le), le.String())
+	assert.Regexp(t, `(?m)^bad\s+1\s+\(damaged\)\s+damaged$`, listed.String())
+	assert.Regexp(t, `(?m)^good\s+1\s+\d{4}-.*\sidle$`, listed.String())
 	for _, id := range []string{"good", "bad"} {
 		var so, se bytes.Buffer
 		require.Equal(t, 0, run(ctx, []string{"session", "delete", "-dir", dir, id}, nil, &so, &se), se.String())

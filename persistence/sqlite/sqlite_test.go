@@ -164,11 +164,25 @@ func TestLoad_DamageOnlySQLCanDo(t *testing.T) {
 			assert.Equal(t, k, de.Key)
 		})
 	}
+	infos, err := s.Sessions(bg)
+	require.NoError(t, err, "one session's damage does not fail the listing")
+	var damaged []string
+	for _, in := range infos {
+		if in.Damaged {
+			damaged = append(damaged, in.SessionID)
+			assert.True(t, in.UpdatedAt.IsZero())
+		}
+	}
+	assert.Len(t, infos, 6)
+	assert.Equal(t, []string{"damage bad updated_at"}, damaged)
 	if _, err := db.ExecContext(bg, `UPDATE braid_records SET data = '{}', updated_at = '2026-01-01T00:00:00.000000Z'`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Sessions(bg)
-	assert.NoError(t, err)
+	infos, err = s.Sessions(bg)
+	require.NoError(t, err)
+	for _, in := range infos {
+		assert.False(t, in.Damaged, in.SessionID)
+	}
 }
 
 func BenchmarkStore(b *testing.B) {

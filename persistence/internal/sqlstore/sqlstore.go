@@ -375,7 +375,7 @@ func Sessions(ctx context.Context, q Querier) ([]persistence.SessionInfo, error)
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
 		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
-			return nil, persistence.Damaged(persistence.Key{SessionID: in.SessionID}, "record", "updated_at %q: %v", updated, err)
+			in.UpdatedAt, in.Damaged = time.Time{}, true
 		}
 		out = append(out, in)
 	}
