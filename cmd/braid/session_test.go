@@ -215,7 +215,7 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	require.NoError(t, err)
 	for _, id := range []string{"bad", "good"} {
 		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
-			Key: persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
+			Key:  persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
 			Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)})
 		require.NoError(t, err)
 	}
