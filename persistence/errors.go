@@ -30,9 +30,16 @@ type ConflictError struct {
 	Key      Key
 	Expected int64 // the version the save was based on
 	Actual   int64 // the version stored (0: none)
+	// Recreated: the stored record was created again since the save's
+	// base was read (another Change.Incarnation), whatever its version.
+	Recreated bool
 }
 
 func (e *ConflictError) Error() string {
+	if e.Recreated {
+		return fmt.Sprintf("session %q %s %q: %v (the record was deleted and created again since version %d was read); reload and try again",
+			e.Key.SessionID, e.Key.Kind, e.Key.ID, ErrConflict, e.Expected)
+	}
 	return fmt.Sprintf("session %q %s %q: %v (saved at version %d, stored version is %d); reload and try again",
 		e.Key.SessionID, e.Key.Kind, e.Key.ID, ErrConflict, e.Expected, e.Actual)
 }

@@ -60,7 +60,7 @@ func compact(b json.RawMessage) json.RawMessage {
 
 // Import writes an exported session into store as new records, in one save:
 // a record that exists already fails it with a *ConflictError, and nothing
-// is written. Versions start again at 1. Records of another schema version
+// is written. Versions start again at 1, in new incarnations. Records of another schema version
 // are refused as damage, and so are records whose data names another
 // session or owner than the export puts them under (an export edited to
 // another session id or record id, SPEC S5): nothing is written.
@@ -97,7 +97,7 @@ func exportChanges(exp *SessionExport) ([]Change, error) {
 				return nil, Damaged(key, "export", "%v", err)
 			}
 		}
-		c := Change{Key: key, Data: compact(r.Data), Messages: make([]json.RawMessage, len(r.Messages))}
+		c := Change{Key: key, Data: compact(r.Data), Messages: make([]json.RawMessage, len(r.Messages)), Incarnation: NewIncarnation()}
 		for j, m := range r.Messages {
 			c.Messages[j] = compact(m)
 		}

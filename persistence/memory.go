@@ -66,6 +66,9 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 		if cur != c.Base {
 			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
 		}
+		if ok && c.Incarnation != 0 && old.Incarnation != c.Incarnation {
+			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
+		}
 		if ok && old.SchemaVersion != SchemaVersion {
 			return nil, SchemaDamage(c.Key, "record", old.SchemaVersion)
 		}
@@ -78,7 +81,7 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 	for i, c := range changes {
 		r := s.records[c.Key]
 		if r == nil {
-			r = &Record{Key: c.Key}
+			r = &Record{Key: c.Key, Incarnation: c.Incarnation}
 			s.records[c.Key] = r
 		}
 		r.SchemaVersion, r.Version, r.UpdatedAt, r.Data = SchemaVersion, r.Version+1, now, bytes.Clone(c.Data)

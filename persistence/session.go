@@ -91,8 +91,12 @@ type Owner struct {
 	m       *SessionManager
 	key     Key
 	version int64
-	data    []byte // the data last loaded or saved
-	count   int    // messages stored
+	// incarnation is the record's (Record.Incarnation), or the one its
+	// first save creates it with: a record deleted and created again by
+	// another writer is of another, and this writer stale (SPEC S4).
+	incarnation int64
+	data        []byte // the data last loaded or saved
+	count       int    // messages stored
 	// durable: the last write was at a durable point, so a durable point
 	// with nothing new has nothing to make durable.
 	durable bool
@@ -107,7 +111,7 @@ func (m *SessionManager) Open(ctx context.Context, kind Kind, id string) (*Owner
 	}
 	rec, err := m.store.Load(ctx, key)
 	if errors.Is(err, ErrNotFound) {
-		return &Owner{m: m, key: key, durable: true}, nil, nil
+		return &Owner{m: m, key: key, incarnation: NewIncarnation(), durable: true}, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +119,7 @@ func (m *SessionManager) Open(ctx context.Context, kind Kind, id string) (*Owner
 	// The loaded record's last save may not have been durable (its writer
 	// killed before its next durable point): the first durable point with
 	// nothing new syncs.
-	return &Owner{m: m, key: key, version: rec.Version, data: rec.Data, count: len(rec.Messages)}, rec, nil
+	return &Owner{m: m, key: key, version: rec.Version, incarnation: rec.Incarnation, data: rec.Data, count: len(rec.Messages)}, rec, nil
 }
 
 // Key returns the owner's key.
@@ -135,7 +139,8 @@ func (o *Owner) Stage(data json.RawMessage, keep int, appended []json.RawMessage
 		return nil, fmt.Errorf("%w: %s: keep %d of %d stored messages", ErrBadSave, o.key, keep, o.count)
 	}
 	empty := o.version > 0 && keep == o.count && len(appended) == 0 && bytes.Equal(data, o.data)
-	return &Staged{owner: o, empty: empty, change: Change{Key: o.key, Base: o.version, Data: data, From: keep, Messages: appended}}, nil
+	return &Staged{owner: o, empty: empty, change: Change{Key: o.key, Base: o.version, Data: data, From: keep, Messages: appended,
+		Incarnation: o.incarnation}}, nil
 }
 
 // Staged is one owner's prepared change; Commit saves several at once.

@@ -23,6 +23,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -432,4 +433,39 @@ func TestAgentSession_DeferDurableParksUntilCommittedTogether(t *testing.T) {
 	got, err = st.Load(ctx, persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"})
 	require.NoError(t, err)
 	assert.Len(t, got.Messages, 4)
+}
+
+// SPEC S4: a writer that loaded a session before it was deleted, and saves
+// after another writer created it again and brought it back to the same
+// version, gets ErrConflict and changes nothing: the new record is of
+// another incarnation. The histories of the two are never mixed.
+func TestSessionManager_AWriterOfADeletedSessionConflictsWithItsNewRecord(t *testing.T) {
+	ctx := context.Background()
+	for name, st := range map[string]persistence.Store{"memory": persistence.NewMemoryStore(), "sqlite": sqliteStore(t)} {
+		t.Run(name, func(t *testing.T) {
+			a, _ := openAgent(t, newManager(t, st))
+			require.NoError(t, a.Save(ctx, agentRec(1, userMsgs("a1")...), persistence.SaveInvocation))
+			n, err := st.DeleteSession(ctx, smSession)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			b, _ := openAgent(t, newManager(t, st))
+			require.NoError(t, b.Save(ctx, agentRec(2, userMsgs("b1", "b2")...), persistence.SaveInvocation))
+			require.Equal(t, a.Version(), b.Version(), "the new record is back at the stale writer's version")
+
+			err = a.Save(ctx, agentRec(1, userMsgs("a1", "a2")...), persistence.SaveInvocation)
+			require.ErrorIs(t, err, persistence.ErrConflict)
+			assert.Contains(t, err.Error(), "deleted and created again")
+			_, rec := openAgent(t, newManager(t, st))
+			assert.Equal(t, []string{"b1", "b2"}, msgTexts(rec.Messages))
+			assert.JSONEq(t, "2", string(rec.State["n"]))
+		})
+	}
+}
+
+func sqliteStore(t *testing.T) persistence.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -92,10 +94,15 @@ type Record struct {
 	Key           Key
 	SchemaVersion int
 	// Version is assigned by the store: 1 for the first save, +1 per save.
-	Version   int64
-	UpdatedAt time.Time
-	Data      json.RawMessage
-	Messages  []json.RawMessage
+	Version int64
+	// Incarnation is the record's creation's (Change.Incarnation): a
+	// record deleted and created again has another, so that a version
+	// counted again from 1 is not taken for the earlier record's. 0 in
+	// records of stores from before it was kept.
+	Incarnation int64
+	UpdatedAt   time.Time
+	Data        json.RawMessage
+	Messages    []json.RawMessage
 }
 
 // Change is one owner's part of a save: its new data and the messages that
@@ -116,7 +123,18 @@ type Change struct {
 	From int
 	// Messages are the messages From, From+1, ...: JSON objects.
 	Messages []json.RawMessage
+	// Incarnation, when not 0: on a create, the new record's (draw it
+	// with NewIncarnation); on an update, the incarnation of the record
+	// Base was read from, so that a record deleted and created again since
+	// then, whose version may have come back to Base, fails the save with
+	// a *ConflictError (SPEC S4). 0 creates a record of incarnation 0 and
+	// checks none on an update.
+	Incarnation int64
 }
+
+// NewIncarnation draws a record incarnation for a create: random and not
+// 0, so that two creations of one key differ but by a chance of 2^-63.
+func NewIncarnation() int64 { return rand.Int64N(math.MaxInt64) + 1 }
 
 // SaveOptions tell a store how to save.
 type SaveOptions struct {
@@ -164,14 +182,11 @@ type Store interface {
 	// DeleteSession removes every record of the session in one
 	// transaction, damaged ones and ones of another schema version
 	// included (it is how an operator clears them), and returns how many
-	// it removed; a session with no record is not an error (0).
-	//
-	// Delete a session only while nothing runs on it. Versions are
-	// counted per record and a record created again starts from 1, so a
-	// writer that loaded the session before the delete and saves after
-	// it was created again, when the versions happen to match, is not
-	// caught as stale (the same holds for Delete, and for Import of a
-	// deleted session).
+	// it removed; a session with no record is not an error (0). A writer
+	// still live on the session fails its next save with a
+	// *ConflictError, and so does one that names its record's
+	// incarnation (a SessionManager's writers do) once the record is
+	// created again, whatever the new record's version.
 	DeleteSession(ctx context.Context, sessionID string) (int, error)
 	// Session returns every record of a session (possibly none), ordered
 	// by kind and id. A damaged record makes it fail with a *DamageError.

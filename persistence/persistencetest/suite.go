@@ -71,6 +71,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Sync_AndDurableSave", testSync},
 		{"Delete_Removes", testDelete},
 		{"DeleteSession_RemovesEveryRecordOfTheSessionOnly", testDeleteSession},
+		{"Incarnation_AWriterOfADeletedRecordConflictsWithItsNewOne", testIncarnation},
 		{"Close_ThenErrClosed", testClose},
 		{"CancelledContext_Fails", testCancelled},
 	}
@@ -638,7 +639,51 @@ func testDeleteSession(t *testing.T, h Harness) {
 		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
 	}
 	assert.Equal(t, []int64{1}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: gone, Data: data(5)}),
-		"a record created again starts from version 1 (DeleteSession's doc says what that means for a writer still live)")
+		"a record created again starts from version 1 (of another incarnation: testIncarnation)")
+}
+
+// SPEC S4: a record keeps the incarnation it was created with; a save
+// that names another (the record was deleted and created again since its
+// base was read, so its version may be the base again) fails with a
+// *ConflictError and changes nothing, whether it appends, rewrites or is
+// part of a batch; a save that names none (0) is checked on its version
+// only.
+func testIncarnation(t *testing.T, h Harness) {
+	k := agentKey()
+	sibling := persistence.Key{SessionID: k.SessionID, Kind: persistence.KindMultiAgent, ID: "graph"}
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0), Messages: msgs(0, 2), Incarnation: 7},
+		persistence.Change{Key: sibling, Data: data(0), Incarnation: 8})
+	r := load(t, h.Store, k)
+	assert.Equal(t, int64(7), r.Incarnation)
+	assert.Equal(t, int64(8), load(t, h.Store, sibling).Incarnation)
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: data(1), From: 2, Messages: msgs(2, 3), Incarnation: 7})
+
+	// Deleted and created again, by another writer, up to version 2.
+	require.NoError(t, h.Store.Delete(bg, k))
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(10), Messages: msgs(10, 11), Incarnation: 9})
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: data(11), From: 1, Messages: msgs(11, 13), Incarnation: 9})
+	want := load(t, h.Store, k)
+	require.Equal(t, int64(2), want.Version)
+
+	for name, cs := range map[string][]persistence.Change{
+		"append":  {{Key: k, Base: 2, Data: data(2), From: 3, Messages: msgs(3, 4), Incarnation: 7}},
+		"rewrite": {{Key: k, Base: 2, Data: data(2), From: 1, Messages: msgs(3, 4), Incarnation: 7}},
+		"batch": {{Key: sibling, Base: 1, Data: data(1), Incarnation: 8},
+			{Key: k, Base: 2, Data: data(2), From: 3, Messages: msgs(3, 4), Incarnation: 7}},
+	} {
+		_, err := h.Store.Save(bg, persistence.SaveOptions{Durable: true}, cs...)
+		var ce *persistence.ConflictError
+		require.ErrorAs(t, err, &ce, name)
+		assert.ErrorIs(t, err, persistence.ErrConflict)
+		assert.True(t, ce.Recreated, name)
+		assert.Equal(t, k, ce.Key, name)
+		assertRecord(t, load(t, h.Store, k), k, 2, data(11), append(msgs(10, 11), msgs(11, 13)...))
+		assert.Equal(t, int64(1), load(t, h.Store, sibling).Version, "%s: the batch wrote nothing", name)
+	}
+	assert.Equal(t, []int64{3}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 2, Data: data(3), From: 3, Incarnation: 9}))
+	assert.Equal(t, []int64{4}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 3, Data: data(4), From: 3}),
+		"no incarnation named: the version alone is checked")
+	assert.Equal(t, int64(9), load(t, h.Store, k).Incarnation)
 }
 
 // Every call after Close fails with ErrClosed.

@@ -8,7 +8,8 @@
 // COLLATE "C", so they order byte by byte. Keep several stores in one
 // database apart with the DSN's search_path. As with SQLite, New refuses
 // tables of a layout this build does not know (persistence.ErrSchemaVersion)
-// and writes nothing to them.
+// and writes nothing to them, and brings tables of an earlier layout to
+// this build's.
 //
 // A save is one transaction that first takes an advisory lock on its
 // session, so that its version checks and writes are one step for every
@@ -104,7 +105,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{pool: pool}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
-		return sqlstore.Init(ctx, q, `text COLLATE "C"`, "")
+		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
+			Columns: `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'braid_records'`})
 	})
 	if err != nil {
 		pool.Close()
@@ -185,9 +187,10 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	return versions, nil
 }
 
-// appendSQL creates the record (Base 0) or updates it if it is at version
-// $5-1 with $9 messages, and inserts the messages $10 from seq $9 only if it
-// did; it returns how many records it wrote (0 or 1).
+// appendSQL creates the record (Base 0, of incarnation $11) or updates it
+// if it is at version $5-1 with $9 messages, of incarnation $11 (0: any),
+// and inserts the messages $10 from seq $9 only if it did; it returns how
+// many records it wrote (0 or 1).
 const appendSQL = `WITH u AS (
   %s RETURNING 1),
 i AS (INSERT INTO braid_messages (session_id, kind, id, seq, data)
@@ -195,10 +198,11 @@ i AS (INSERT INTO braid_messages (session_id, kind, id, seq, data)
 SELECT count(*) FROM u`
 
 var (
-	appendCreate = fmt.Sprintf(appendSQL, `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE $9::bigint = 0 ON CONFLICT DO NOTHING`)
+	appendCreate = fmt.Sprintf(appendSQL, `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages, incarnation)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $11::bigint WHERE $9::bigint = 0 ON CONFLICT DO NOTHING`)
 	appendUpdate = fmt.Sprintf(appendSQL, `UPDATE braid_records SET version = $5, updated_at = $6, data = $7, messages = $8
-  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5 - 1 AND schema_version = $4 AND messages = $9`)
+  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5 - 1 AND schema_version = $4 AND messages = $9
+    AND ($11::bigint = 0 OR incarnation = $11::bigint)`)
 )
 
 // append tries the common save in one round trip. ok is false when the
@@ -219,7 +223,7 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 	b := &pgx.Batch{}
 	b.Queue(lockSQL, map[bool]string{false: "off", true: "on"}[durable], c.Key.SessionID)
 	b.Queue(stmt, c.Key.SessionID, string(c.Key.Kind), c.Key.ID, persistence.SchemaVersion, c.Base+1,
-		sqlstore.Timestamp(time.Now()), string(c.Data), c.From+len(c.Messages), c.From, msgs)
+		sqlstore.Timestamp(time.Now()), string(c.Data), c.From+len(c.Messages), c.From, msgs, c.Incarnation)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

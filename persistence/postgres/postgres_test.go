@@ -135,8 +135,8 @@ func BenchmarkStore(b *testing.B) {
 
 // SPEC S5: a database whose tables are of a layout this build does not
 // know (a newer Braid's) is refused when a store starts, saying so, and
-// nothing is written to it; one of an earlier build (no layout row) gets
-// this build's. Each case runs in a schema of its own (the DSN's
+// nothing is written to it; one of an earlier build (layout 1's tables, no
+// layout row) is brought to this build's layout, its records kept. Each case runs in a schema of its own (the DSN's
 // search_path), so the tests beside it keep theirs.
 func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
@@ -149,7 +149,7 @@ func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	t.Cleanup(func() { _, _ = conn.Exec(bg, `DROP SCHEMA `+schema+` CASCADE`) })
 	for _, stmt := range []string{
 		`CREATE TABLE ` + schema + `.braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
-		`INSERT INTO ` + schema + `.braid_meta (name, value) VALUES ('layout', 2)`,
+		`INSERT INTO ` + schema + `.braid_meta (name, value) VALUES ('layout', 3)`,
 	} {
 		_, err := conn.Exec(bg, stmt)
 		require.NoError(t, err)
@@ -162,14 +162,23 @@ func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
 
 	_, err = postgres.New(bg, postgres.Config{DSN: u.String()})
 	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
-	assert.Contains(t, err.Error(), "layout 2")
+	assert.Contains(t, err.Error(), "layout 3")
 	var tables int
 	require.NoError(t, conn.QueryRow(bg, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, schema).Scan(&tables))
 	assert.Equal(t, 1, tables, "no table created")
 
-	// An earlier build's database: the tables, no layout row.
-	_, err = conn.Exec(bg, `DELETE FROM `+schema+`.braid_meta`)
-	require.NoError(t, err)
+	// An earlier build's database: the tables of layout 1 with a record,
+	// no layout row. It is brought to layout 2, the record kept.
+	for _, stmt := range []string{
+		`DELETE FROM ` + schema + `.braid_meta`,
+		`CREATE TABLE ` + schema + `.braid_records (session_id text COLLATE "C" NOT NULL, kind text COLLATE "C" NOT NULL,
+  id text COLLATE "C" NOT NULL, schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL,
+  data text NOT NULL, messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id))`,
+		`INSERT INTO ` + schema + `.braid_records VALUES ('old', 'agent', 'a', 1, 2, '2026-12-01T10:00:00.000000Z', '{"n":1}', 0)`,
+	} {
+		_, err := conn.Exec(bg, stmt)
+		require.NoError(t, err)
+	}
 	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
 	require.NoError(t, err)
 	defer s.Close()
@@ -178,8 +187,12 @@ func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	require.NoError(t, err)
 	var layout int
 	require.NoError(t, conn.QueryRow(bg, `SELECT value FROM `+schema+`.braid_meta WHERE name = 'layout'`).Scan(&layout))
-	assert.Equal(t, 1, layout)
+	assert.Equal(t, 2, layout)
 	var records int
 	require.NoError(t, conn.QueryRow(bg, `SELECT count(*) FROM `+schema+`.braid_records`).Scan(&records))
-	assert.Equal(t, 1, records, "the save went to the schema of the DSN")
+	assert.Equal(t, 2, records, "the save went to the schema of the DSN")
+	rec, err := s.Load(bg, persistence.Key{SessionID: "old", Kind: persistence.KindAgent, ID: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rec.Version)
+	assert.Zero(t, rec.Incarnation)
 }

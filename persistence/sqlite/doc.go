@@ -8,7 +8,8 @@
 // a rewrite deletes the rows from the first changed message on. The
 // tables' layout has a version (the braid_meta row "layout"): Open refuses
 // a database of a layout it does not know, such as a newer Braid's, with
-// an error matching persistence.ErrSchemaVersion, and writes nothing to it.
+// an error matching persistence.ErrSchemaVersion, and writes nothing to it;
+// it brings one of an earlier layout to this build's.
 //
 // The database is in WAL mode. Every save is queued for the Store's one
 // write connection; the caller that finds the connection free takes it

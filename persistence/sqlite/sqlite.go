@@ -139,7 +139,8 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
 		if err = q.Exec(ctx, "BEGIN IMMEDIATE"); err == nil {
-			if err = sqlstore.Init(ctx, q, "text", " WITHOUT ROWID"); err == nil {
+			if err = sqlstore.Init(ctx, q, sqlstore.Dialect{Text: "text", Options: " WITHOUT ROWID",
+				Columns: `SELECT name FROM pragma_table_info('braid_records')`}); err == nil {
 				err = q.Exec(ctx, "COMMIT")
 			}
 		}

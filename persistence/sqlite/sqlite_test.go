@@ -270,8 +270,10 @@ func TestSave_ContextEndsWhileLocked(t *testing.T) {
 	require.NoError(t, s.Sync(bg)) // the writer is free again
 }
 
-// A braid.db whose tables an earlier Braid created as rowid tables opens
-// and works as before: the schema is only ever created when absent.
+// A braid.db whose tables an earlier Braid created as rowid tables, with
+// no layout row, opens and works as before, its records included: the
+// schema is only ever created when absent, and the records get the
+// incarnation column of layout 2 (0 for the records already there).
 func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	dir := t.TempDir()
 	db, err := sqlite.RawDB(dir)
@@ -282,12 +284,23 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
   messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id))`,
 		`CREATE TABLE braid_messages (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
   seq bigint NOT NULL, data text NOT NULL, PRIMARY KEY (session_id, kind, id, seq))`,
+		`INSERT INTO braid_records VALUES ('old', 'agent', 'a', 1, 3, '2026-12-01T10:00:00.000000Z', '{"n":1}', 1)`,
+		`INSERT INTO braid_messages VALUES ('old', 'agent', 'a', 0, '{"i":0}')`,
 	} {
 		_, err := db.ExecContext(bg, ddl)
 		require.NoError(t, err)
 	}
 	require.NoError(t, db.Close())
 	s := open(t, dir, sqlite.Config{})
+	old := persistence.Key{SessionID: "old", Kind: persistence.KindAgent, ID: "a"}
+	rec, err := s.Load(bg, old)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), rec.Version)
+	assert.Zero(t, rec.Incarnation)
+	assert.Len(t, rec.Messages, 1)
+	v, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: old, Base: 3, Data: json.RawMessage(`{"n":2}`), From: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{4}, v)
 	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
 	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{}`),
 		Messages: []json.RawMessage{json.RawMessage(`{"i":0}`)}})
@@ -295,7 +308,7 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: json.RawMessage(`{}`), From: 1,
 		Messages: []json.RawMessage{json.RawMessage(`{"i":1}`)}})
 	require.NoError(t, err)
-	rec, err := s.Load(bg, k)
+	rec, err = s.Load(bg, k)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), rec.Version)
 	assert.Len(t, rec.Messages, 2)
@@ -305,7 +318,45 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	defer db.Close()
 	var layout int
 	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
-	assert.Equal(t, 1, layout, "the database now says which layout its tables are")
+	assert.Equal(t, 2, layout, "the database now says which layout its tables are")
+}
+
+// A braid.db of layout 1 (the layout row, no incarnation column) is
+// brought to layout 2 when a store opens it, and its records load with
+// incarnation 0; a record created afterwards has one.
+func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
+		`INSERT INTO braid_meta (name, value) VALUES ('layout', 1)`,
+		`CREATE TABLE braid_records (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
+  schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
+  messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id)) WITHOUT ROWID`,
+		`CREATE TABLE braid_messages (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
+  seq bigint NOT NULL, data text NOT NULL, PRIMARY KEY (session_id, kind, id, seq)) WITHOUT ROWID`,
+		`INSERT INTO braid_records VALUES ('old', 'agent', 'a', 1, 2, '2026-12-01T10:00:00.000000Z', '{"n":1}', 0)`,
+	} {
+		_, err := db.ExecContext(bg, stmt)
+		require.NoError(t, err)
+	}
+	s := open(t, dir, sqlite.Config{})
+	old := persistence.Key{SessionID: "old", Kind: persistence.KindAgent, ID: "a"}
+	rec, err := s.Load(bg, old)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rec.Version)
+	assert.Zero(t, rec.Incarnation)
+	k := persistence.Key{SessionID: "new", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`), Incarnation: 42})
+	require.NoError(t, err)
+	rec, err = s.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), rec.Incarnation)
+	var layout int
+	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
+	assert.Equal(t, 2, layout)
 }
 
 // A braid.db where creating the tables fails part of the way (here an
@@ -342,7 +393,7 @@ func TestOpen_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	defer db.Close()
 	for _, stmt := range []string{
 		`CREATE TABLE braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
-		`INSERT INTO braid_meta (name, value) VALUES ('layout', 2)`,
+		`INSERT INTO braid_meta (name, value) VALUES ('layout', 3)`,
 		`CREATE TABLE braid_sessions (id text PRIMARY KEY, body text NOT NULL)`,
 	} {
 		_, err := db.ExecContext(bg, stmt)
@@ -350,7 +401,7 @@ func TestOpen_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	}
 	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir})
 	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
-	assert.Contains(t, err.Error(), "layout 2")
+	assert.Contains(t, err.Error(), "layout 3")
 
 	var tables []string
 	rows, err := db.QueryContext(bg, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
@@ -364,7 +415,7 @@ func TestOpen_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	assert.Equal(t, []string{"braid_meta", "braid_sessions"}, tables, "no table created")
 	var layout int
 	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
-	assert.Equal(t, 2, layout)
+	assert.Equal(t, 3, layout)
 }
 
 // The tables are WITHOUT ROWID: each is its primary key's b-tree, so a

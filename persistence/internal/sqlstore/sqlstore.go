@@ -34,25 +34,46 @@ type Rows interface {
 
 // Layout is the version of the tables this build creates and reads, kept
 // in braid_meta under the name 'layout' (every layout has that table and
-// that row). Init refuses a database of another layout before it writes
+// that row). Init refuses a database of a newer layout before it writes
 // anything: an older build would otherwise create the tables it knows
 // beside a newer build's and write sessions where that build never looks.
-const Layout = 1
+// It brings one of an earlier layout to this one.
+//
+// Layouts: 1, the records and their messages; 2 (2026-12-04), a record's
+// incarnation (persistence.Record.Incarnation), 0 in the records of
+// layout 1.
+const Layout = 2
 
 const (
 	metaDDL   = `CREATE TABLE IF NOT EXISTS braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`
 	layoutSQL = `SELECT value FROM braid_meta WHERE name = $1`
-	// A database of an earlier build has the tables of layout 1 and no
-	// layout row: it gets one.
-	setLayoutSQL = `INSERT INTO braid_meta (name, value) VALUES ('layout', $1) ON CONFLICT (name) DO NOTHING`
+	// A database of a build from before the layout row has the tables of
+	// layout 1 and no row: it gets one.
+	setLayoutSQL = `INSERT INTO braid_meta (name, value) VALUES ('layout', $1) ON CONFLICT (name) DO UPDATE SET value = excluded.value`
+	// addIncarnationSQL brings layout 1's records to layout 2.
+	addIncarnationSQL = `ALTER TABLE braid_records ADD COLUMN incarnation bigint NOT NULL DEFAULT 0`
 )
 
-// Init checks the database's layout and creates what it lacks of this
-// build's tables, in the caller's transaction, which should serialise the
-// stores that open at once. A database of another layout is an error that
-// matches persistence.ErrSchemaVersion, and nothing is written to it
-// (the caller rolls back). text and options are schema's.
-func Init(ctx context.Context, q Querier, text, options string) error {
+// Dialect is what differs between the stores' tables.
+type Dialect struct {
+	// Text is the type of the id columns (PostgreSQL needs
+	// `text COLLATE "C"` to order ids byte by byte, as Go and SQLite do).
+	Text string
+	// Options ends each keyed table's definition: SQLite takes
+	// " WITHOUT ROWID", so that a table is its primary key's b-tree and a
+	// save writes half the pages (there is no separate index to keep).
+	Options string
+	// Columns lists the columns of braid_records, a name a row.
+	Columns string
+}
+
+// Init checks the database's layout, creates what it lacks of this
+// build's tables and brings tables of an earlier layout to this one, in
+// the caller's transaction, which should serialise the stores that open at
+// once. A database of a newer layout is an error that matches
+// persistence.ErrSchemaVersion, and nothing is written to it (the caller
+// rolls back).
+func Init(ctx context.Context, q Querier, d Dialect) error {
 	if err := q.Exec(ctx, metaDDL); err != nil {
 		return err
 	}
@@ -61,30 +82,56 @@ func Init(ctx context.Context, q Querier, text, options string) error {
 	switch {
 	case err != nil:
 		return err
-	case found && layout != Layout:
-		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layout %d only", persistence.ErrSchemaVersion, layout, Layout)
+	case found && (layout < 1 || layout > Layout):
+		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layouts 1 to %d only", persistence.ErrSchemaVersion, layout, Layout)
+	case found && layout == Layout:
+		return nil
 	}
-	for _, ddl := range schema(text, options) {
+	for _, ddl := range schema(d.Text, d.Options) {
 		if err := q.Exec(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	// Tables of layout 1 (with or without the row) lack the incarnation.
+	cols, err := columns(ctx, q, d.Columns)
+	if err != nil {
+		return err
+	}
+	if !cols["incarnation"] {
+		if err := q.Exec(ctx, addIncarnationSQL); err != nil {
 			return err
 		}
 	}
 	return q.Exec(ctx, setLayoutSQL, Layout)
 }
 
-// schema returns the statements that create the tables of Layout; text
-// is the type of the id columns (PostgreSQL needs `text COLLATE "C"` to
-// order ids byte by byte, as Go and SQLite do). Records and messages are
-// text, kept exactly as written. options ends each keyed table's
-// definition: SQLite takes " WITHOUT ROWID", so that a table is its
-// primary key's b-tree and a save writes half the pages (there is no
-// separate index to keep). Init runs them.
+// columns returns the names the query lists.
+func columns(ctx context.Context, q Querier, query string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
+}
+
+// schema returns the statements that create the tables of Layout, with
+// the id type text and the table options of a Dialect. Records and
+// messages are text, kept exactly as written. Init runs them.
 func schema(text, options string) []string {
 	return []string{
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_records (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL,
   schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
-  messages bigint NOT NULL,
+  messages bigint NOT NULL, incarnation bigint NOT NULL DEFAULT 0,
   PRIMARY KEY (session_id, kind, id))%[2]s`, text, options),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS braid_messages (
   session_id %[1]s NOT NULL, kind %[1]s NOT NULL, id %[1]s NOT NULL, seq bigint NOT NULL, data text NOT NULL,
@@ -102,18 +149,20 @@ const (
 	keyCond = ` AND kind = $2 AND id = $3`
 	// stateSQL is one primary-key lookup: the record row keeps its
 	// message count, so a save never scans the messages.
-	stateSQL  = `SELECT version, schema_version, messages FROM braid_records` + key
-	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	stateSQL  = `SELECT version, schema_version, messages, incarnation FROM braid_records` + key
+	createSQL = `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages, incarnation)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7, messages = $8` + key
-	// The common save, in one statement: create if absent, or update the
-	// version it is based on when it appends ($9 = From = stored count);
-	// no row changed sends the save the long way, which says why.
+	// The common save, in one statement: create if absent ($9 = the
+	// incarnation), or update the version it is based on when it appends
+	// ($9 = From = stored count) onto its incarnation ($10, 0: any); no
+	// row changed sends the save the long way, which says why.
 	createIfAbsentSQL = createSQL + ` ON CONFLICT DO NOTHING`
-	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9`
-	trimSQL           = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
-	readSQL           = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages FROM braid_records WHERE session_id = $1%[1]s
-UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
+	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9
+  AND (CAST($10 AS bigint) = 0 OR incarnation = CAST($10 AS bigint))`
+	trimSQL = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
+	readSQL = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages, incarnation FROM braid_records WHERE session_id = $1%[1]s
+UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
 	sessionsSQL = `SELECT session_id, count(*), max(updated_at) FROM braid_records GROUP BY session_id ORDER BY session_id`
 	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
@@ -173,9 +222,9 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 		k := []any{c.Key.SessionID, string(c.Key.Kind), c.Key.ID}
 		versions[i] = c.Base + 1
 		count := c.From + len(c.Messages)
-		fast, args := appendSQL, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count, c.From)
+		fast, args := appendSQL, append(k, persistence.SchemaVersion, versions[i], ts, string(c.Data), count, c.From, c.Incarnation)
 		if c.Base == 0 {
-			fast, args = createIfAbsentSQL, args[:8]
+			fast, args = createIfAbsentSQL, append(args[:8], c.Incarnation)
 		}
 		n, err := q.ExecN(ctx, fast, args...)
 		if err != nil {
@@ -187,14 +236,16 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 			}
 			continue
 		}
-		var cur, stored int64
+		var cur, stored, inc int64
 		var schema int
-		if _, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored); err != nil {
+		if _, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored, &inc); err != nil {
 			return nil, err
 		}
 		switch {
 		case cur != c.Base:
 			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
+		case cur != 0 && c.Incarnation != 0 && inc != c.Incarnation:
+			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
 		case cur != 0 && schema != persistence.SchemaVersion:
 			return nil, persistence.SchemaDamage(c.Key, "record", schema)
 		case int64(c.From) > stored:
@@ -315,7 +366,7 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 		var kind, updated string
 		var seq, count int64
 		var data []byte
-		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data, &count); err != nil {
+		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data, &count, &r.Incarnation); err != nil {
 			return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
 		}
 		r.Key.SessionID, r.Key.Kind = sessionID, persistence.Kind(kind)
