@@ -66,11 +66,11 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 		if cur != c.Base {
 			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
 		}
-		if ok && c.Incarnation != 0 && old.Incarnation != c.Incarnation {
-			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
-		}
 		if ok && old.SchemaVersion != SchemaVersion {
 			return nil, SchemaDamage(c.Key, "record", old.SchemaVersion)
+		}
+		if ok && old.Incarnation != c.Incarnation {
+			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
 		}
 		if ok && c.From > len(old.Messages) {
 			return nil, ErrFromPastEnd(c, len(old.Messages))

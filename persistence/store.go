@@ -123,12 +123,12 @@ type Change struct {
 	From int
 	// Messages are the messages From, From+1, ...: JSON objects.
 	Messages []json.RawMessage
-	// Incarnation, when not 0: on a create, the new record's (draw it
-	// with NewIncarnation); on an update, the incarnation of the record
-	// Base was read from, so that a record deleted and created again since
-	// then, whose version may have come back to Base, fails the save with
-	// a *ConflictError (SPEC S4). 0 creates a record of incarnation 0 and
-	// checks none on an update.
+	// Incarnation: on a create, the new record's (draw it with
+	// NewIncarnation; 0 is the incarnation of records from before it was
+	// kept); on an update, the incarnation of the record Base was read
+	// from (Record.Incarnation), so that a record deleted and created
+	// again since then, whose version may have come back to Base, fails
+	// the save with a *ConflictError (SPEC S4).
 	Incarnation int64
 }
 
@@ -150,9 +150,10 @@ type SessionInfo struct {
 	SessionID string
 	Records   int
 	UpdatedAt time.Time
-	// Damaged: the session's last update time does not read, so one of
-	// its records is damaged (Session names it); UpdatedAt is zero. The
-	// listing goes on with the other sessions.
+	// Damaged: an update time of the session's records is not of the
+	// form the store writes, so one of its records is damaged (Session
+	// names it); UpdatedAt is zero. The listing goes on with the other
+	// sessions.
 	Damaged bool
 }
 
@@ -184,9 +185,10 @@ type Store interface {
 	// included (it is how an operator clears them), and returns how many
 	// it removed; a session with no record is not an error (0). A writer
 	// still live on the session fails its next save with a
-	// *ConflictError, and so does one that names its record's
-	// incarnation (a SessionManager's writers do) once the record is
-	// created again, whatever the new record's version.
+	// *ConflictError, also once the record is created again, whatever
+	// its version: the new record is of another incarnation. (Not if the
+	// new record is created with incarnation 0 too: by a process of a
+	// build from before incarnations, or a Save that names none.)
 	DeleteSession(ctx context.Context, sessionID string) (int, error)
 	// Session returns every record of a session (possibly none), ordered
 	// by kind and id. A damaged record makes it fail with a *DamageError.

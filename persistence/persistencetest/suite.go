@@ -646,8 +646,8 @@ func testDeleteSession(t *testing.T, h Harness) {
 // that names another (the record was deleted and created again since its
 // base was read, so its version may be the base again) fails with a
 // *ConflictError and changes nothing, whether it appends, rewrites or is
-// part of a batch; a save that names none (0) is checked on its version
-// only.
+// part of a batch; incarnation 0 (records from before incarnations) is
+// one like any other.
 func testIncarnation(t *testing.T, h Harness) {
 	k := agentKey()
 	sibling := persistence.Key{SessionID: k.SessionID, Kind: persistence.KindMultiAgent, ID: "graph"}
@@ -681,9 +681,19 @@ func testIncarnation(t *testing.T, h Harness) {
 		assert.Equal(t, int64(1), load(t, h.Store, sibling).Version, "%s: the batch wrote nothing", name)
 	}
 	assert.Equal(t, []int64{3}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 2, Data: data(3), From: 3, Incarnation: 9}))
-	assert.Equal(t, []int64{4}, save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 3, Data: data(4), From: 3}),
-		"no incarnation named: the version alone is checked")
 	assert.Equal(t, int64(9), load(t, h.Store, k).Incarnation)
+
+	// A record of incarnation 0, deleted and created again: its writer,
+	// which names 0, conflicts too.
+	old := persistence.Key{SessionID: k.SessionID, Kind: persistence.KindAgent, ID: "old"}
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: old, Data: data(0)})
+	require.NoError(t, h.Store.Delete(bg, old))
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: old, Data: data(1), Incarnation: 5})
+	_, err := h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: old, Base: 1, Data: data(2)})
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.True(t, ce.Recreated)
+	assertRecord(t, load(t, h.Store, old), old, 1, data(1), nil)
 }
 
 // Every call after Close fails with ErrClosed.

@@ -188,7 +188,7 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 }
 
 // appendSQL creates the record (Base 0, of incarnation $11) or updates it
-// if it is at version $5-1 with $9 messages, of incarnation $11 (0: any),
+// if it is at version $5-1 with $9 messages, of incarnation $11,
 // and inserts the messages $10 from seq $9 only if it did; it returns how
 // many records it wrote (0 or 1).
 const appendSQL = `WITH u AS (
@@ -202,7 +202,7 @@ var (
   SELECT $1, $2, $3, $4, $5, $6, $7, $8, $11::bigint WHERE $9::bigint = 0 ON CONFLICT DO NOTHING`)
 	appendUpdate = fmt.Sprintf(appendSQL, `UPDATE braid_records SET version = $5, updated_at = $6, data = $7, messages = $8
   WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5 - 1 AND schema_version = $4 AND messages = $9
-    AND ($11::bigint = 0 OR incarnation = $11::bigint)`)
+    AND incarnation = $11::bigint`)
 )
 
 // append tries the common save in one round trip. ok is false when the

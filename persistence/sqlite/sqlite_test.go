@@ -357,6 +357,67 @@ func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
 	var layout int
 	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
 	assert.Equal(t, 2, layout)
+
+	// SPEC S4: a writer of the old record (incarnation 0), which was
+	// deleted and created again up to its version by another writer,
+	// conflicts.
+	manager := func() *persistence.SessionManager {
+		m, err := persistence.NewSessionManager(s, "old")
+		require.NoError(t, err)
+		return m
+	}
+	staleM := manager()
+	stale, _, err := staleM.Open(bg, persistence.KindAgent, "a")
+	require.NoError(t, err)
+	_, err = s.DeleteSession(bg, "old")
+	require.NoError(t, err)
+	m := manager()
+	fresh, _, err := m.Open(bg, persistence.KindAgent, "a")
+	require.NoError(t, err)
+	for _, n := range []string{`{"n":10}`, `{"n":11}`} {
+		c, err := fresh.Stage(json.RawMessage(n), fresh.Messages(), nil)
+		require.NoError(t, err)
+		require.NoError(t, m.Commit(bg, persistence.SaveMessage, c))
+	}
+	require.Equal(t, stale.Version(), fresh.Version())
+	c, err := stale.Stage(json.RawMessage(`{"n":3}`), stale.Messages(), nil)
+	require.NoError(t, err)
+	var ce *persistence.ConflictError
+	err = staleM.Commit(bg, persistence.SaveMessage, c)
+	require.ErrorAs(t, err, &ce)
+	assert.True(t, ce.Recreated)
+	rec, err = s.Load(bg, old)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":11}`, string(rec.Data))
+}
+
+// SPEC S5: a session whose update time is damaged is listed as damaged,
+// whether the bad text sorts after the session's other update times or
+// before them.
+func TestSessions_MarksABadUpdateTimeWhereverItSorts(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.Config{})
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	for _, id := range []string{"a", "b"} {
+		for _, session := range []string{"low", "high", "sound"} {
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{
+				Key: persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: id}, Data: json.RawMessage(`{}`)})
+			require.NoError(t, err)
+		}
+	}
+	for session, bad := range map[string]string{"low": "", "high": "yesterday"} {
+		_, err := db.ExecContext(bg, `UPDATE braid_records SET updated_at = ? WHERE session_id = ? AND id = 'a'`, bad, session)
+		require.NoError(t, err)
+	}
+	infos, err := s.Sessions(bg)
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, in := range infos {
+		got[in.SessionID] = in.Damaged
+	}
+	assert.Equal(t, map[string]bool{"low": true, "high": true, "sound": false}, got)
 }
 
 // A braid.db where creating the tables fails part of the way (here an

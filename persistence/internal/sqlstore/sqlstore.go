@@ -155,15 +155,20 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	updateSQL = `UPDATE braid_records SET schema_version = $4, version = $5, updated_at = $6, data = $7, messages = $8` + key
 	// The common save, in one statement: create if absent ($9 = the
 	// incarnation), or update the version it is based on when it appends
-	// ($9 = From = stored count) onto its incarnation ($10, 0: any); no
-	// row changed sends the save the long way, which says why.
+	// ($9 = From = stored count) onto its incarnation ($10); no row
+	// changed sends the save the long way, which says why.
 	createIfAbsentSQL = createSQL + ` ON CONFLICT DO NOTHING`
 	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9
-  AND (CAST($10 AS bigint) = 0 OR incarnation = CAST($10 AS bigint))`
+  AND incarnation = CAST($10 AS bigint)`
 	trimSQL = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
 	readSQL = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages, incarnation FROM braid_records WHERE session_id = $1%[1]s
 UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
-	sessionsSQL = `SELECT session_id, count(*), max(updated_at) FROM braid_records GROUP BY session_id ORDER BY session_id`
+	// sessionsSQL also counts the update times not of timeLayout's width,
+	// and returns the earliest, so that a bad one that sorts below the
+	// others is seen too (SessionInfo.Damaged).
+	sessionsSQL = `SELECT session_id, count(*), max(updated_at), min(updated_at),
+  sum(CASE WHEN length(updated_at) = 27 THEN 0 ELSE 1 END)
+FROM braid_records GROUP BY session_id ORDER BY session_id`
 	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
 
@@ -244,10 +249,10 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 		switch {
 		case cur != c.Base:
 			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
-		case cur != 0 && c.Incarnation != 0 && inc != c.Incarnation:
-			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
 		case cur != 0 && schema != persistence.SchemaVersion:
 			return nil, persistence.SchemaDamage(c.Key, "record", schema)
+		case cur != 0 && inc != c.Incarnation:
+			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
 		case int64(c.From) > stored:
 			return nil, persistence.ErrFromPastEnd(c, int(stored))
 		case c.Base == 0:
@@ -421,11 +426,13 @@ func Sessions(ctx context.Context, q Querier) ([]persistence.SessionInfo, error)
 	var out []persistence.SessionInfo
 	for rows.Next() {
 		var in persistence.SessionInfo
-		var updated string
-		if err := rows.Scan(&in.SessionID, &in.Records, &updated); err != nil {
+		var updated, earliest string
+		var odd int64
+		if err := rows.Scan(&in.SessionID, &in.Records, &updated, &earliest, &odd); err != nil {
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
-		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil {
+		_, errEarliest := time.Parse(timeLayout, earliest)
+		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil || errEarliest != nil || odd > 0 {
 			in.UpdatedAt, in.Damaged = time.Time{}, true
 		}
 		out = append(out, in)
