@@ -169,7 +169,7 @@ UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0, 0 FROM braid_messages WHERE s
 	sessionsSQL = `SELECT session_id, count(*), max(updated_at), min(updated_at),
   sum(CASE WHEN length(updated_at) = 27 THEN 0 ELSE 1 END)
 FROM braid_records GROUP BY session_id ORDER BY session_id`
-	timeLayout  = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
+	timeLayout = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
 
 // The two forms of readSQL: a whole session, one record.
