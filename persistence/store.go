@@ -179,6 +179,8 @@ type Store interface {
 	// durable point that has nothing new to save.
 	Sync(ctx context.Context) error
 	// Delete removes the record; deleting a missing record is not an error.
+	// Like DeleteSession, it is durable when it returns (SPEC I9): a
+	// machine crash does not bring the record back.
 	Delete(ctx context.Context, key Key) error
 	// DeleteSession removes every record of the session in one
 	// transaction, damaged ones and ones of another schema version

@@ -254,7 +254,7 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	return s.write(ctx, false, key.SessionID, func(q sqlstore.Querier) error {
+	return s.write(ctx, true, key.SessionID, func(q sqlstore.Querier) error {
 		return sqlstore.Delete(ctx, q, key)
 	})
 }
@@ -264,7 +264,7 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
-	err = s.write(ctx, false, sessionID, func(q sqlstore.Querier) (err error) {
+	err = s.write(ctx, true, sessionID, func(q sqlstore.Querier) (err error) {
 		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
 		return err
 	})

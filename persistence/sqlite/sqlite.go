@@ -478,7 +478,7 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	return s.do(ctx, false, func(ctx context.Context, q sqlstore.Querier) error {
+	return s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) error {
 		return sqlstore.Delete(ctx, q, key)
 	})
 }
@@ -488,7 +488,7 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
-	err = s.do(ctx, false, func(ctx context.Context, q sqlstore.Querier) (err error) {
+	err = s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) (err error) {
 		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
 		return err
 	})

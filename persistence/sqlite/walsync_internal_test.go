@@ -162,3 +162,42 @@ func TestWALSync_NoFsyncNeverSyncs(t *testing.T) {
 	require.NoError(t, <-saveAsync(s, "a", true))
 	require.NoError(t, s.Sync(context.Background()))
 }
+
+// Delete and DeleteSession are durable points: each returns after an
+// fsync of the WAL that began after its commit, so a machine crash does
+// not bring back what an operator deleted.
+func TestWALSync_DeletesWaitForAnFsync(t *testing.T) {
+	s, err := Open(context.Background(), Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, <-saveAsync(s, "a", false))
+	require.NoError(t, <-saveAsync(s, "b", false))
+	g := gate(s)
+	defer func() { s.wal.sync = (*os.File).Sync }() // before Close, whatever happened
+	for name, del := range map[string]func() error{
+		"Delete": func() error {
+			return s.Delete(context.Background(), persistence.Key{SessionID: "wal", Kind: persistence.KindAgent, ID: "a"})
+		},
+		"DeleteSession": func() error {
+			_, err := s.DeleteSession(context.Background(), "wal")
+			return err
+		},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- del() }()
+		var committed uint64
+		select {
+		case committed = <-g.started:
+		case err := <-done:
+			t.Fatalf("%s returned (%v) without an fsync", name, err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s returned (%v) before its fsync ended", name, err)
+		default:
+		}
+		g.release <- nil
+		require.NoError(t, <-done, name)
+		assert.Equal(t, committed, s.wal.now(), "%s: the fsync covered its commit", name)
+	}
+}
