@@ -81,13 +81,28 @@ type StreamingRunner interface {
 	StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult
 }
 
-// JointRunner is a NodeRunner whose executor's last save of a run waits
-// to be committed with the orchestrator's record (SPEC M10): Deferred
-// returns it (nil: none) after RunNode, and the orchestrator commits it
-// with its own change in one transaction.
-type JointRunner interface {
-	NodeRunner
-	Deferred() *persistence.Staged
+// jointKey carries a node run's *jointOut in the run's context.
+type jointKey struct{}
+
+// jointOut is where a runner leaves how to take its executor's deferred
+// save (DeferCommit).
+type jointOut struct{ take func() *persistence.Staged }
+
+// DeferCommit tells the orchestrator that runs this node that its
+// executor's last save of the run waits to be committed with the
+// orchestrator's record (SPEC M10): take, called once RunNode has
+// returned, returns that save (nil: none), and the orchestrator commits it
+// with its own change in one transaction. It reports whether ctx is a
+// node run's, whose orchestrator calls take; if it is not, the executor
+// must not defer its saves, as no one would commit them. The request
+// travels in the run's context, so it reaches the orchestrator through any
+// wrapper of the runner that passes its context on.
+func DeferCommit(ctx context.Context, take func() *persistence.Staged) bool {
+	o, ok := ctx.Value(jointKey{}).(*jointOut)
+	if ok {
+		o.take = take
+	}
+	return ok
 }
 
 // localReport is a NodeReport in process, with the executor's deferred
@@ -218,6 +233,8 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	}
 	out := &localOut{}
 	ctx = context.WithValue(ctx, localOutKey{}, out)
+	joint := &jointOut{}
+	ctx = context.WithValue(ctx, jointKey{}, joint)
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
@@ -225,8 +242,8 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		cancel()
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
 		var staged *persistence.Staged
-		if jr, ok := n.runner.(JointRunner); ok {
-			staged = jr.Deferred()
+		if joint.take != nil {
+			staged = joint.take()
 		}
 		if staged != nil || out.v != nil {
 			root.Send(parent, &localReport{rep: rep, staged: staged, local: out.v})

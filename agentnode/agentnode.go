@@ -81,12 +81,15 @@ type agentRunner struct {
 	initial  []model.Message // the history the agent was built with
 	finished func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult)
 	// sess is the agent's writer of its current activation, whose durable
-	// saves wait for the orchestrator (SPEC M10).
-	sess atomic.Pointer[persistence.AgentSession]
+	// saves wait for the orchestrator (SPEC M10) while joint is set: from
+	// the start of a run whose orchestrator takes them (DeferCommit) to
+	// its take.
+	sess  atomic.Pointer[persistence.AgentSession]
+	joint atomic.Bool
 }
 
 // jointSession gives a node's agent the orchestrator's session, with its
-// durable saves deferred to the orchestrator's commit.
+// durable saves deferred to the orchestrator's commit during a joint run.
 type jointSession struct {
 	*persistence.SessionManager
 	r *agentRunner
@@ -98,13 +101,18 @@ func (j *jointSession) OpenAgent(ctx context.Context, id string) (*persistence.A
 	if err != nil {
 		return nil, nil, err
 	}
-	s.DeferDurable()
+	if j.r.joint.Load() {
+		s.DeferDurable() // activated during a joint run
+	}
 	j.r.sess.Store(s)
 	return s, rec, nil
 }
 
-// Deferred implements actors.JointRunner.
-func (r *agentRunner) Deferred() *persistence.Staged {
+// takeDeferred is the take of DeferCommit: the agent's parked save, and
+// the end of the deferral (an agent cut off by a timeout commits its later
+// saves at once).
+func (r *agentRunner) takeDeferred() *persistence.Staged {
+	r.joint.Store(false)
 	if s := r.sess.Load(); s != nil {
 		return s.TakeDeferred()
 	}
@@ -125,10 +133,15 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 }
 
 func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
-	// The last Deferred ended the deferral (an agent cut off by a timeout
-	// commits its later take-back at once); this run's saves wait again.
-	if s := r.sess.Load(); s != nil {
-		s.DeferDurable()
+	// The last take ended the deferral (an agent cut off by a timeout
+	// commits its later take-back at once); this run's saves wait again,
+	// if its orchestrator takes them: a runner called outside a node run
+	// saves as a lone agent does.
+	if r.session && actors.DeferCommit(ctx, r.takeDeferred) {
+		r.joint.Store(true)
+		if s := r.sess.Load(); s != nil {
+			s.DeferDurable()
+		}
 	}
 	in, ok := actors.LocalInput(ctx).(agent.Input) // in process: no decoding
 	if !ok {

@@ -13,15 +13,11 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
-var (
-	_ actors.StreamingRunner = (*handoffRunner)(nil)
-	_ actors.JointRunner     = (*handoffRunner)(nil)
-)
+var _ actors.StreamingRunner = (*handoffRunner)(nil)
 
 // HandoffTool is the name of the tool the swarm gives every agent.
 const HandoffTool = "handoff_to_agent"
@@ -201,15 +197,6 @@ func (r *handoffRunner) run(ctx context.Context, run *braidv1.NodeRun, emit func
 		res.Handoff = h
 	}
 	return res
-}
-
-// Deferred implements actors.JointRunner: the agent's last save of the
-// run, which the orchestrator commits with its own record (SPEC M10).
-func (r *handoffRunner) Deferred() *persistence.Staged {
-	if jr, ok := r.inner.(actors.JointRunner); ok {
-		return jr.Deferred()
-	}
-	return nil
 }
 
 // Progress implements actors.NodeRunner.
