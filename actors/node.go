@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -84,32 +85,60 @@ type StreamingRunner interface {
 // jointKey carries a node run's *jointOut in the run's context.
 type jointKey struct{}
 
-// jointOut is where a runner leaves how to take its executor's deferred
-// save (DeferCommit).
-type jointOut struct{ take func() *persistence.Staged }
+// jointOut is where runners leave how to take their executors' deferred
+// saves (DeferCommit). The node's goroutine closes it when it takes them;
+// a runner may register from a goroutine of its own, hence the lock.
+type jointOut struct {
+	mu     sync.Mutex
+	takes  []func() *persistence.Staged
+	closed bool
+}
+
+// takeAll closes o and returns the saves its takes give.
+func (o *jointOut) takeAll() []*persistence.Staged {
+	o.mu.Lock()
+	takes := o.takes
+	o.closed, o.takes = true, nil
+	o.mu.Unlock()
+	var out []*persistence.Staged
+	for _, take := range takes {
+		if s := take(); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // DeferCommit tells the orchestrator that runs this node that its
 // executor's last save of the run waits to be committed with the
 // orchestrator's record (SPEC M10): take, called once RunNode has
 // returned, returns that save (nil: none), and the orchestrator commits it
 // with its own change in one transaction. It reports whether ctx is a
-// node run's, whose orchestrator calls take; if it is not, the executor
-// must not defer its saves, as no one would commit them. The request
-// travels in the run's context, so it reaches the orchestrator through any
-// wrapper of the runner that passes its context on.
+// node run's whose orchestrator will call take; if it is not (ctx is not
+// a node run's, or the run's RunNode has returned already), the executor
+// must not defer its saves, as no one would commit them. Several
+// executors of one run may each ask. The request travels in the run's
+// context, so it reaches the orchestrator through any wrapper of the
+// runner that passes its context on.
 func DeferCommit(ctx context.Context, take func() *persistence.Staged) bool {
 	o, ok := ctx.Value(jointKey{}).(*jointOut)
-	if ok {
-		o.take = take
+	if !ok {
+		return false
 	}
-	return ok
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	o.takes = append(o.takes, take)
+	return true
 }
 
 // localReport is a NodeReport in process, with the executor's deferred
 // save.
 type localReport struct {
 	rep    *braidv1.NodeReport
-	staged *persistence.Staged
+	staged []*persistence.Staged
 	local  any // SetLocalResult's value
 }
 
@@ -241,10 +270,7 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		rep := n.run(ctx, m, events)
 		cancel()
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
-		var staged *persistence.Staged
-		if joint.take != nil {
-			staged = joint.take()
-		}
+		staged := joint.takeAll()
 		if staged != nil || out.v != nil {
 			root.Send(parent, &localReport{rep: rep, staged: staged, local: out.v})
 			return

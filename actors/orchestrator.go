@@ -1077,13 +1077,13 @@ func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
 	return c
 }
 
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged *persistence.Staged, local any) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*persistence.Staged, local any) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
 		return // a report of a run this activation did not send
 	}
 	if staged != nil {
-		x.joint = append(x.joint, staged) // committed with the next save
+		x.joint = append(x.joint, staged...) // committed with the next save
 	}
 	x.inflight--
 	x.touch(n)

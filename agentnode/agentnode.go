@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/braidhq/braid/actors"
@@ -83,9 +84,11 @@ type agentRunner struct {
 	// sess is the agent's writer of its current activation, whose durable
 	// saves wait for the orchestrator (SPEC M10) while joint is set: from
 	// the start of a run whose orchestrator takes them (DeferCommit) to
-	// its take.
+	// its take. mu orders those three steps with an activation's, which
+	// may run on the agent's goroutine meanwhile.
+	mu    sync.Mutex
 	sess  atomic.Pointer[persistence.AgentSession]
-	joint atomic.Bool
+	joint bool
 }
 
 // jointSession gives a node's agent the orchestrator's session, with its
@@ -101,7 +104,9 @@ func (j *jointSession) OpenAgent(ctx context.Context, id string) (*persistence.A
 	if err != nil {
 		return nil, nil, err
 	}
-	if j.r.joint.Load() {
+	j.r.mu.Lock()
+	defer j.r.mu.Unlock()
+	if j.r.joint {
 		s.DeferDurable() // activated during a joint run
 	}
 	j.r.sess.Store(s)
@@ -112,7 +117,9 @@ func (j *jointSession) OpenAgent(ctx context.Context, id string) (*persistence.A
 // the end of the deferral (an agent cut off by a timeout commits its later
 // saves at once).
 func (r *agentRunner) takeDeferred() *persistence.Staged {
-	r.joint.Store(false)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.joint = false
 	if s := r.sess.Load(); s != nil {
 		return s.TakeDeferred()
 	}
@@ -137,11 +144,15 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 	// commits its later take-back at once); this run's saves wait again,
 	// if its orchestrator takes them: a runner called outside a node run
 	// saves as a lone agent does.
-	if r.session && actors.DeferCommit(ctx, r.takeDeferred) {
-		r.joint.Store(true)
-		if s := r.sess.Load(); s != nil {
-			s.DeferDurable()
+	if r.session {
+		r.mu.Lock()
+		if actors.DeferCommit(ctx, r.takeDeferred) {
+			r.joint = true
+			if s := r.sess.Load(); s != nil {
+				s.DeferDurable()
+			}
 		}
+		r.mu.Unlock()
 	}
 	in, ok := actors.LocalInput(ctx).(agent.Input) // in process: no decoding
 	if !ok {

@@ -246,8 +246,10 @@ type AgentSession struct {
 // invocation) wait, staged, for TakeDeferred instead of committing: an
 // orchestrator commits them with its own record in one transaction
 // (SPEC M10), so that a crash never leaves a node's agent ahead of its
-// orchestrator. It lasts until the next TakeDeferred: a node calls it
-// before each run of its agent. Nothing parked is lost: a later save of
+// orchestrator. It lasts until the next TakeDeferred: a node calls it at
+// the start of each run of its agent whose orchestrator takes the saves
+// (actors.DeferCommit), and when its agent is activated during such a
+// run. Nothing parked is lost: a later save of
 // the agent, durable or not, is merged with the parked change into one
 // change based on the last commit (parked again, or committed at once,
 // carrying it).

@@ -168,8 +168,9 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 }
 
 // handoffRunner runs a node's agent and puts the handoff its run made
-// into the result. It forwards every optional interface of the runner it
-// wraps (streaming, the deferred save).
+// into the result. It forwards the optional interface of the runner it
+// wraps (streaming); the deferred save needs nothing of it
+// (actors.DeferCommit travels in the context).
 type handoffRunner struct {
 	inner actors.NodeRunner
 	slot  *atomic.Pointer[braidv1.Handoff]
