@@ -78,12 +78,16 @@ func Import(ctx context.Context, store Store, exp *SessionExport) error {
 // and each record's JSON (a *DamageError naming it). An export it passes
 // may still conflict with what a store holds.
 func CheckExport(exp *SessionExport) error {
-	_, err := exportChanges(exp)
-	return err
+	changes, err := exportChanges(exp)
+	if err != nil {
+		return err
+	}
+	return CheckSave(changes) // what the store checks first
 }
 
 // exportChanges returns the changes that write exp as new records, after
-// checking them.
+// checking their schema versions and the keys their data names (the
+// store's Save checks the rest).
 func exportChanges(exp *SessionExport) ([]Change, error) {
 	changes := make([]Change, len(exp.Records))
 	for i, r := range exp.Records {
@@ -103,5 +107,5 @@ func exportChanges(exp *SessionExport) ([]Change, error) {
 		}
 		changes[i] = c
 	}
-	return changes, CheckSave(changes)
+	return changes, nil
 }

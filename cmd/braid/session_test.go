@@ -183,11 +183,7 @@ func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 	save("cut", `{"state":{},"interrupts":{"activated":false,"interrupts":[]},"pending":{"kind":"tools"}}`)
 	save("broken", `{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)
 	require.NoError(t, st.Close())
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
-	require.NoError(t, err)
-	_, err = db.Exec(`UPDATE braid_records SET data = '{"state":' WHERE session_id = 'broken'`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	execSQL(t, dir, `UPDATE braid_records SET data = '{"state":' WHERE session_id = 'broken'`)
 
 	list := func() string {
 		t.Helper()
@@ -220,11 +216,7 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, st.Close())
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
-	require.NoError(t, err)
-	_, err = db.Exec(`UPDATE braid_records SET updated_at = 'yesterday', data = '{' WHERE session_id = 'bad'`)
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	execSQL(t, dir, `UPDATE braid_records SET updated_at = 'yesterday', data = '{' WHERE session_id = 'bad'`)
 
 	var listed, le bytes.Buffer
 	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &listed, &le), le.String())
@@ -238,4 +230,15 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	var so, se bytes.Buffer
 	require.Equal(t, 0, run(ctx, []string{"session", "list", "-dir", dir}, nil, &so, &se), se.String())
 	assert.Equal(t, 1, strings.Count(so.String(), "\n"), "only the header: %s", so.String())
+}
+
+// execSQL runs stmt on the SQLite store in dir by hand, as another
+// program would (to damage it).
+func execSQL(t *testing.T, dir, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(stmt)
+	require.NoError(t, err)
 }

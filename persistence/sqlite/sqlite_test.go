@@ -276,20 +276,14 @@ func TestSave_ContextEndsWhileLocked(t *testing.T) {
 // incarnation column of layout 2 (0 for the records already there).
 func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	dir := t.TempDir()
-	db, err := sqlite.RawDB(dir)
-	require.NoError(t, err)
-	for _, ddl := range []string{
+	db := rawExec(t, dir,
 		`CREATE TABLE braid_records (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
   schema_version integer NOT NULL, version bigint NOT NULL, updated_at text NOT NULL, data text NOT NULL,
   messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id))`,
 		`CREATE TABLE braid_messages (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
   seq bigint NOT NULL, data text NOT NULL, PRIMARY KEY (session_id, kind, id, seq))`,
 		`INSERT INTO braid_records VALUES ('old', 'agent', 'a', 1, 3, '2026-12-01T10:00:00.000000Z', '{"n":1}', 1)`,
-		`INSERT INTO braid_messages VALUES ('old', 'agent', 'a', 0, '{"i":0}')`,
-	} {
-		_, err := db.ExecContext(bg, ddl)
-		require.NoError(t, err)
-	}
+		`INSERT INTO braid_messages VALUES ('old', 'agent', 'a', 0, '{"i":0}')`)
 	require.NoError(t, db.Close())
 	s := open(t, dir, sqlite.Config{})
 	old := persistence.Key{SessionID: "old", Kind: persistence.KindAgent, ID: "a"}
@@ -313,9 +307,7 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 	assert.Equal(t, int64(2), rec.Version)
 	assert.Len(t, rec.Messages, 2)
 
-	db, err = sqlite.RawDB(dir)
-	require.NoError(t, err)
-	defer db.Close()
+	db = rawExec(t, dir)
 	var layout int
 	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
 	assert.Equal(t, 2, layout, "the database now says which layout its tables are")
@@ -326,10 +318,7 @@ func TestStore_OpensTheRowidTablesOfAnEarlierVersion(t *testing.T) {
 // incarnation 0; a record created afterwards has one.
 func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
 	dir := t.TempDir()
-	db, err := sqlite.RawDB(dir)
-	require.NoError(t, err)
-	defer db.Close()
-	for _, stmt := range []string{
+	db := rawExec(t, dir,
 		`CREATE TABLE braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
 		`INSERT INTO braid_meta (name, value) VALUES ('layout', 1)`,
 		`CREATE TABLE braid_records (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
@@ -337,11 +326,7 @@ func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
   messages bigint NOT NULL, PRIMARY KEY (session_id, kind, id)) WITHOUT ROWID`,
 		`CREATE TABLE braid_messages (session_id text NOT NULL, kind text NOT NULL, id text NOT NULL,
   seq bigint NOT NULL, data text NOT NULL, PRIMARY KEY (session_id, kind, id, seq)) WITHOUT ROWID`,
-		`INSERT INTO braid_records VALUES ('old', 'agent', 'a', 1, 2, '2026-12-01T10:00:00.000000Z', '{"n":1}', 0)`,
-	} {
-		_, err := db.ExecContext(bg, stmt)
-		require.NoError(t, err)
-	}
+		`INSERT INTO braid_records VALUES ('old', 'agent', 'a', 1, 2, '2026-12-01T10:00:00.000000Z', '{"n":1}', 0)`)
 	s := open(t, dir, sqlite.Config{})
 	old := persistence.Key{SessionID: "old", Kind: persistence.KindAgent, ID: "a"}
 	rec, err := s.Load(bg, old)
@@ -397,9 +382,7 @@ func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
 func TestSessions_MarksABadUpdateTimeWhereverItSorts(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, sqlite.Config{})
-	db, err := sqlite.RawDB(dir)
-	require.NoError(t, err)
-	defer db.Close()
+	db := rawExec(t, dir)
 	for _, id := range []string{"a", "b"} {
 		for _, session := range []string{"low", "high", "sound"} {
 			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{
@@ -571,4 +554,18 @@ func BenchmarkSave_AgainstSQLiteFloor(b *testing.B) {
 			}
 		})
 	}
+}
+
+// rawExec opens dir's database as another program would and runs stmts on
+// it; the database stays open for the test's own checks.
+func rawExec(t *testing.T, dir string, stmts ...string) *sql.DB {
+	t.Helper()
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	for _, stmt := range stmts {
+		_, err := db.ExecContext(bg, stmt)
+		require.NoError(t, err, stmt)
+	}
+	return db
 }
