@@ -35,7 +35,8 @@ func NewInbox(sys *System) *Inbox {
 func (in *Inbox) PID() *actor.PID { return in.pid }
 
 // Receive returns the next message, or ctx's error once ctx ends, or
-// ErrClosed after Close.
+// ErrClosed after Close or once the System is closed (no reply can come
+// then).
 func (in *Inbox) Receive(ctx context.Context) (any, error) {
 	for {
 		in.mu.Lock()
@@ -61,6 +62,8 @@ func (in *Inbox) Receive(ctx context.Context) (any, error) {
 		case <-in.wake:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-in.sys.done:
+			return nil, ErrClosed
 		}
 	}
 }

@@ -173,6 +173,7 @@ type Orchestrator struct {
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close is called
+	closing   Closing
 }
 
 // orchInvoke is the in-process form of MultiAgentInvoke.
@@ -294,7 +295,6 @@ func (o *Orchestrator) closeNodes(ctx context.Context) error {
 			first = err
 		}
 	}
-	o.opened = nil
 	return first
 }
 
@@ -440,9 +440,19 @@ func (o *Orchestrator) Binding() *Binding { return o.binding }
 // identity; the session stays in the store. The invocation running, if
 // any, and those queued end with ErrOrchestratorClosed (a run cut off
 // this way is carried on by the next activation, as after a crash), and
-// so does every later call. Closing twice is a no-op.
+// so does every later call. Close waits for the actors to stop and the
+// identities to be released, or for ctx to end: it then returns ctx's
+// error and the close goes on without the caller. Every call after the
+// first waits for the same close and returns its outcome.
 func (o *Orchestrator) Close(ctx context.Context) error {
 	o.closeOnce.Do(func() { close(o.closed) })
+	return o.closing.Do(ctx, o.shutdown)
+}
+
+// shutdown is Close's work, run to its end: each of its waits ends at the
+// latest when the System closes.
+func (o *Orchestrator) shutdown() error {
+	ctx := context.Background()
 	err := o.binding.Unbind(ctx)
 	if e := o.closeNodes(ctx); err == nil {
 		err = e

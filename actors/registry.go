@@ -232,23 +232,35 @@ func (b *Binding) Live(ctx context.Context) (bool, error) {
 		return live, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
+	case <-b.r.sys.done:
+		return false, ErrClosed
 	}
 }
 
-// Unbind stops the identity's actor, if live, waits until it has stopped
-// (or ctx ends), and releases the identity. Messages sent after it are
-// dropped. Unbinding twice is a no-op.
+// Unbind stops the identity's actor, if live, and releases the identity
+// once it has stopped. It waits for that until ctx ends, and then returns
+// ctx's error, but the unbinding goes on: it is asked for even when ctx
+// has ended already. Messages sent after it are dropped. Unbinding twice
+// is a no-op, and so is unbinding in a closed System (its Close released
+// every identity).
 func (b *Binding) Unbind(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	select {
+	case <-b.r.sys.done:
+		return nil
+	default:
 	}
 	reply := make(chan struct{}, 1)
 	b.r.sys.Root().Send(b.r.pid, &unbindReq{id: b.id, live: b.live, reply: reply})
+	if err := ctx.Err(); err != nil {
+		return err // asked for; not waited for
+	}
 	select {
 	case <-reply:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-b.r.sys.done:
+		return nil
 	}
 }
 

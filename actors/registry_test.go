@@ -308,6 +308,27 @@ func TestRegistryCalls_ReturnCanceledForAnAlreadyCancelledContext(t *testing.T) 
 	}
 }
 
+// SPEC R5: an Unbind whose context has ended still unbinds: the actor is
+// stopped and the identity released, though the caller did not wait. A
+// close that gives up waiting must not leave its identity bound.
+func TestUnbind_WhoseContextEndedStillReleasesTheIdentity(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	bg, stop := context.WithTimeout(context.Background(), limit)
+	defer stop()
+	_, err := b.Activate(bg)
+	require.NoError(t, err)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, b.Unbind(ended), context.Canceled)
+	live, err := b.Live(bg) // answered after the unbinding, in order
+	require.NoError(t, err)
+	assert.False(t, live, "the actor is being stopped")
+	require.NoError(t, b.Unbind(bg), "a later Unbind waits for the same release")
+	bind(t, sys, ident("a"), newProbe(t, false).config(0))
+}
+
 // SPEC R5: a call whose context expires while the registry is busy ends
 // with the context's error, and the registry serves later calls.
 func TestRegistryCalls_ReturnDeadlineExceededWhileTheRegistryIsBusy(t *testing.T) {

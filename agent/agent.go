@@ -60,6 +60,7 @@ type Agent struct {
 	sys     *actors.System
 	binding *actors.Binding
 	closed  atomic.Bool
+	closing actors.Closing
 	// spare is the reply channel of the last call that lent its goroutine
 	// (a context that cannot end), for the next one: such a call reads
 	// both values its channel gets, so the channel is empty again and
@@ -450,23 +451,36 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 	return res.(model.ToolResult), nil
 }
 
-// Close cancels the running invocation, rejects queued ones with ErrClosed,
-// waits for the invocation to stop (or ctx to end), and releases the
-// agent's identity, stopping its actor. Closing twice is a no-op.
+// Close cancels the running invocation, rejects queued ones with
+// ErrClosed, and releases the agent's identity (stopping its actor) once
+// the invocation has stopped: a tool that does not watch its context
+// holds the identity until it returns, and its result is saved, so that
+// no other agent of this session runs beside it in this System. Close
+// waits for all that, or for ctx to end: it then returns ctx's error at
+// once (SPEC R3, R5), and the close goes on without the caller. Every
+// call after the first waits for the same close and returns its outcome;
+// calls other than Close return ErrClosed from the first on.
 func (a *Agent) Close(ctx context.Context) error {
-	if a.closed.Swap(true) {
-		return nil
-	}
+	a.closed.Store(true)
+	return a.closing.Do(ctx, a.shutdown)
+}
+
+// shutdown is Close's work, run to its end whatever the callers' contexts
+// do: each of its waits ends at the latest when the System closes, which
+// stops the actor and releases the identity itself.
+func (a *Agent) shutdown() error {
+	ctx := context.Background()
 	live, err := a.binding.Live(ctx)
-	if err != nil {
-		return err
+	if err == nil && live {
+		_, err = a.binding.Ask(ctx, &braidv1.AgentClose{})
 	}
-	if live {
-		if _, err := a.binding.Ask(ctx, &braidv1.AgentClose{}); err != nil {
-			return err
-		}
+	if errors.Is(err, actors.ErrClosed) {
+		err = nil // the System's Close stopped the actor and released it
 	}
-	return a.binding.Unbind(ctx)
+	if e := a.binding.Unbind(ctx); err == nil {
+		err = e
+	}
+	return err
 }
 
 // ask sends a query or control message and waits for its one reply; an

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
@@ -12,6 +13,8 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 )
 
 // Close answers an invocation that is running (its context cannot end,
@@ -55,4 +58,42 @@ func TestGraph_CloseAnswersRunningAndLaterInvocations(t *testing.T) {
 	case <-cctx.Done():
 		t.Fatal("Close did not stop the running node")
 	}
+}
+
+// SPEC R5: a Close whose context ends still closes the graph: its
+// orchestrator and its nodes' agents are stopped and their identities
+// released, so the same graph on the same session can be built again in
+// the same System once a later Close, which waits for the same close,
+// returns. Before, such a Close left every identity bound for the life of
+// the System, and a later Close did nothing.
+func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
+	ctx := context.Background()
+	sys, st, r := freshSystem(t), persistence.NewMemoryStore(), newRecorder()
+	newGraph := func() (*graph.Graph, error) {
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b").
+			Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: sys})
+	}
+	g, err := newGraph()
+	require.NoError(t, err)
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := g.Close(ended); err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	wctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	require.NoError(t, g.Close(wctx), "a later Close waits for the same close")
+	_, err = g.Invoke(wctx, agent.Text("again"))
+	require.ErrorIs(t, err, actors.ErrOrchestratorClosed)
+
+	g2, err := newGraph()
+	require.NoError(t, err, "every identity was released")
+	defer g2.Close(ctx)
+	st2, err := g2.Status(wctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, st2.Status, "the session's run, as saved")
 }

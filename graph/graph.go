@@ -150,7 +150,9 @@ func (g *Graph) Cancel(ctx context.Context) (bool, error) { return g.o.Cancel(ct
 func (g *Graph) Binding() *actors.Binding { return g.o.Binding() }
 
 // Close stops the graph's actors (its nodes' agents included) and
-// releases their identities; the session stays in the store.
+// releases their identities; the session stays in the store. It waits
+// for that or for ctx to end; the close goes on either way, and a later
+// Close waits for it (actors.Orchestrator.Close).
 func (g *Graph) Close(ctx context.Context) error { return g.o.Close(ctx) }
 
 // State is what an edge condition sees of the run.

@@ -148,5 +148,7 @@ func (s *Swarm) Cancel(ctx context.Context) (bool, error) { return s.o.Cancel(ct
 func (s *Swarm) Binding() *actors.Binding { return s.o.Binding() }
 
 // Close stops the swarm's actors (its agents included) and releases their
-// identities; the session stays in the store.
+// identities; the session stays in the store. It waits for that or for
+// ctx to end; the close goes on either way, and a later Close waits for
+// it (actors.Orchestrator.Close).
 func (s *Swarm) Close(ctx context.Context) error { return s.o.Close(ctx) }

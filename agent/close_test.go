@@ -1,0 +1,115 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+// stubbornAgent is an approval agent on session "s1" of store whose tool,
+// once approved, reports on started, waits for its context to end (a
+// cancellation reached it), reports on cancelled, and still finishes its
+// work when finish is closed, as a tool that cannot stop halfway would.
+func stubbornAgent(t *testing.T, sys *actors.System, store persistence.Store, started, cancelled, finish chan struct{}) (*agent.Agent, *counter) {
+	t.Helper()
+	runs := &counter{}
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		runs.inc(tc.ToolUse.ToolUseID)
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		<-finish
+		return "deleted", nil
+	})
+	sm, err := persistence.NewSessionManager(store, "s1")
+	require.NoError(t, err)
+	a, err := agent.New(context.Background(), agent.Config{System: sys, Session: sm, Tools: []tool.Tool{del},
+		Hooks: []hook.Provider{approveHook("delete_files", "approval")},
+		Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}}))})
+	require.NoError(t, err)
+	return a, runs
+}
+
+// SPEC R3, R5: a Close whose context ends returns at once, and the close
+// goes on without its caller: the running tool is cancelled, the agent's
+// identity stays bound while the tool finishes (no second agent of the
+// session runs beside it), then it is released, the tool's result saved.
+// A later Close waits for the same close. Before, a Close whose context
+// had ended did nothing but mark the handle closed, and the identity
+// stayed bound for the life of the System.
+func TestClose_WhoseContextEndsStillClosesAndReleasesTheAgent(t *testing.T) {
+	sys := freshSystem(t)
+	store := persistence.NewMemoryStore()
+	started, cancelled, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a, runs := stubbornAgent(t, sys, store, started, cancelled, finish)
+	ctx := context.Background()
+	res, err := a.Invoke(ctx, agent.Text("delete a"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+		resumed <- err
+	}()
+	<-started
+
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	err = a.Close(ended)
+	require.ErrorIs(t, err, context.Canceled, "the caller's context ended: Close returns at once")
+	select { // the close reaches the running job without the caller
+	case <-cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the close never reached the running job")
+	}
+
+	_, err = agent.New(ctx, agent.Config{System: sys, Session: mustManager(t, store), Model: model.Scripted()})
+	require.ErrorIs(t, err, actors.ErrBound, "the identity is held while the tool runs")
+	_, err = a.Status(ctx)
+	require.ErrorIs(t, err, agent.ErrClosed)
+
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close(ctx) }()
+	close(finish)
+	require.NoError(t, <-closed, "a later Close waits for the same close")
+	require.ErrorIs(t, <-resumed, agent.ErrClosed)
+	assert.Equal(t, 1, runs.total())
+
+	b, err := agent.New(ctx, agent.Config{System: sys, Session: mustManager(t, store), Model: model.Scripted()})
+	require.NoError(t, err, "released once the tool returned")
+	defer b.Close(ctx)
+	msgs := agenttest.Messages(t, b)
+	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs), "the finished tool's result is saved")
+}
+
+// SPEC R5: Close ends when the agent's System was closed first (its
+// Close stopped the actor and released the identity), instead of waiting
+// for a reply that cannot come.
+func TestClose_AfterTheSystemClosedReturns(t *testing.T) {
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	require.NoError(t, sys.Close(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, a.Close(ctx))
+}
+
+func mustManager(t *testing.T, store persistence.Store) *persistence.SessionManager {
+	t.Helper()
+	sm, err := persistence.NewSessionManager(store, "s1")
+	require.NoError(t, err)
+	return sm
+}
