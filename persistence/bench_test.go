@@ -44,24 +44,15 @@ func BenchmarkSessionCycle(b *testing.B) {
 		})
 	}
 	// 32 clients, each its own sessions, on one durable store: their
-	// durable points share the WAL's fsyncs (group commit).
-	b.Run("sqlite-32-clients", func(b *testing.B) {
-		st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
+	// durable points share the WAL's fsyncs (group commit). The same
+	// without fsync shows what the fsyncs cost them.
+	for _, noFsync := range []bool{false, true} {
+		name := "sqlite-32-clients"
+		if noFsync {
+			name += "-nofsync"
 		}
-		defer st.Close()
-		var n atomic.Int64
-		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := env.SessionCycle(ctx, st, fmt.Sprintf("bench32-%d-%d", b.N, n.Add(1))); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
+		b.Run(name, func(b *testing.B) { parallelCycles(b, env, noFsync) })
+	}
 	b.Run("postgres", func(b *testing.B) {
 		dsn := os.Getenv("BRAID_TEST_POSTGRES_DSN")
 		if dsn == "" {
@@ -72,5 +63,25 @@ func BenchmarkSessionCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 		run(b, st)
+	})
+}
+
+// parallelCycles runs b4 cycles from 32 clients on one SQLite store.
+func parallelCycles(b *testing.B, env *benchcase.Env, noFsync bool) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir(), NoFsync: noFsync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var n atomic.Int64
+	b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := env.SessionCycle(ctx, st, fmt.Sprintf("bench32-%d-%d", b.N, n.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
