@@ -244,3 +244,20 @@ func TestDemoGraph_BadFlags(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// Asking a command or subcommand for help prints its usage and exits 0,
+// with no error line; nothing runs and no store is created.
+func TestRun_HelpPrintsUsageAndExitsZero(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"session", "help"}, {"session", "--help"},
+		{"session", "-h"}, {"session", "list", "-h"}, {"session", "show", "-help"}, {"demo", "-h"}, {"demo", "graph", "--help"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 0, run(context.Background(), args, strings.NewReader(""), &out, &errOut), "%v", args)
+		all := out.String() + errOut.String()
+		assert.NotContains(t, all, "help requested", "%v", args)
+		assert.NotContains(t, all, "unknown", "%v", args)
+		assert.Regexp(t, `usage|Usage`, all, "%v", args)
+	}
+	assert.NoDirExists(t, filepath.Join(dir, ".braid"))
+}

@@ -10,6 +10,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,24 +31,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "demo":
-		if err := runDemo(ctx, args[1:], stdin, stdout); err != nil {
-			fmt.Fprintln(stderr, "braid demo:", err)
-			return 1
-		}
-		return 0
+		return exit(stderr, "braid demo:", runDemo(ctx, args[1:], stdin, stdout))
 	case "session":
-		if err := runSession(ctx, args[1:], stdout, stderr); err != nil {
-			fmt.Fprintln(stderr, "braid session:", err)
-			return 1
-		}
-		return 0
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
-		return 0
+		return exit(stderr, "braid session:", runSession(ctx, args[1:], stdout, stderr))
 	default:
+		if isHelp(args[0]) {
+			usage(stdout)
+			return 0
+		}
 		fmt.Fprintf(stderr, "braid: unknown command %q\n", args[0])
 		usage(stderr)
 		return 2
+	}
+}
+
+// exit reports a command's error and returns the process's exit code: 0
+// when it asked for help (-h, which printed the flags), 1 on error.
+func exit(stderr io.Writer, prefix string, err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, prefix, err)
+		return 1
 	}
 }
 
@@ -67,4 +74,13 @@ commands:
           (flags: -dir DIR, the store's folder; -postgres DSN)
   help    show this text
 `)
+}
+
+// isHelp reports whether a command's argument asks for its usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }

@@ -51,6 +51,10 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New("missing subcommand")
 	}
 	sub := args[0]
+	if isHelp(sub) {
+		fmt.Fprint(stdout, sessionUsage)
+		return nil
+	}
 	fset := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	def := os.Getenv("BRAID_STORE_DIR")
