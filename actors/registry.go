@@ -120,6 +120,8 @@ func (r *Registry) Bind(ctx context.Context, id Identity, cfg BindConfig) (*Bind
 		// Queued behind the bind, before any later request of this caller.
 		r.sys.Root().Send(r.pid, &unbindReq{id: id, live: b.live, reply: make(chan struct{}, 1)})
 		return nil, ctx.Err()
+	case <-r.sys.done:
+		return nil, ErrClosed
 	}
 }
 
@@ -217,6 +219,8 @@ func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
 		return pid, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-b.r.sys.done:
+		return nil, ErrClosed
 	}
 }
 

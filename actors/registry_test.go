@@ -1423,3 +1423,26 @@ func TestDefault_IsOneSystemWithOneRegistry(t *testing.T) {
 	assert.Same(t, a, b)
 	assert.Same(t, a.Registry(), b.Registry())
 }
+
+// SPEC R5: Activate and Bind after the System closed end with ErrClosed,
+// like every other call of the registry, instead of waiting for an answer
+// the stopped registry cannot send.
+func TestRegistryCalls_AfterTheSystemClosedReturnErrClosed(t *testing.T) {
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	b := bind(t, sys, ident("a"), newProbe(t, false).config(0))
+	require.NoError(t, sys.Close(ctxT(t)))
+	done := make(chan error, 3)
+	go func() { _, err := b.Activate(context.Background()); done <- err }()
+	go func() { _, err := b.Live(context.Background()); done <- err }()
+	go func() { _, err := sys.Registry().Bind(context.Background(), ident("b"), newProbe(t, false).config(0)); done <- err }()
+	for range 3 {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, actors.ErrClosed)
+		case <-time.After(limit):
+			t.Fatal("a registry call after System.Close never returned")
+		}
+	}
+	assert.NoError(t, b.Unbind(context.Background()), "the System's Close released it")
+}

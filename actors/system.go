@@ -84,6 +84,10 @@ func NewSystem(cfg Config) (*System, error) {
 	return s, nil
 }
 
+// Done is closed when Close is called: from then on no actor of the
+// System answers, so a wait for an answer should end (ErrClosed).
+func (s *System) Done() <-chan struct{} { return s.done }
+
 // Go runs fn on a goroutine of the system's worker pool: an owner's long
 // work (SPEC R3) runs there, on a stack grown by earlier work.
 func (s *System) Go(fn func()) { s.pool.Go(fn) }

@@ -157,9 +157,7 @@ func (x *agentActor) Receive(c actor.Context) {
 	case *actor.Started:
 		x.activate()
 	case *actor.Stopping:
-		if x.running != nil {
-			x.running.cancel(ErrClosed)
-		}
+		x.stopping()
 	case *jobCommit:
 		if x.running != nil && m.seq == x.running.seq {
 			x.d = m.d
@@ -437,6 +435,25 @@ func (x *agentActor) drop(r *request, cause error) {
 	if x.running != nil && x.running == r {
 		x.running.cancel(cause)
 	}
+}
+
+// stopping: the actor stops (its System closes, its identity is released,
+// or its supervisor stopped it after a fault in Receive): the running job
+// is cancelled, the queued requests are rejected and the pending Close
+// requests answered, since no message reaches this actor from now on.
+// (A passivation stops an actor with nothing running or queued.)
+func (x *agentActor) stopping() {
+	if x.running != nil {
+		x.running.cancel(ErrClosed)
+	}
+	for _, r := range x.queue {
+		r.reply.finish(nil, fmt.Errorf("%w: its actor stopped", ErrClosed))
+	}
+	x.queue = nil
+	for _, reply := range x.closers {
+		reply(&braidv1.AgentDone{})
+	}
+	x.closers = nil
 }
 
 // close cancels the running job, rejects the queued ones, and replies once

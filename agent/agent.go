@@ -329,6 +329,9 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				a.abandon(r, reply, ctx.Err())
 				yield(nil, ctx.Err())
 				return
+			case <-a.sys.Done():
+				yield(nil, actors.ErrClosed)
+				return
 			}
 		}
 	}
@@ -381,7 +384,15 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 	case j := <-reply.signal:
 		if j != nil {
 			j.execute()
-			<-reply.signal
+			select { // the actor's answer, once it has the job's end
+			case <-reply.signal:
+			case <-a.sys.Done():
+				select {
+				case <-reply.signal:
+				default:
+					return nil, actors.ErrClosed
+				}
+			}
 		}
 		if reply.lends {
 			a.spareMu.Lock()
@@ -392,12 +403,28 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 	case <-ctx.Done():
 		a.abandon(r, reply, ctx.Err())
 		return nil, ctx.Err()
+	case <-a.sys.Done():
+		// The actor answers no more; an outcome already there wins (a
+		// job handed over now is not run: the actor cancelled it).
+		select {
+		case j := <-reply.signal:
+			if j == nil {
+				return reply.res, reply.err
+			}
+		default:
+		}
+		return nil, actors.ErrClosed
 	}
 }
 
 func (a *Agent) send(r *request) error {
 	if a.closed.Load() {
 		return ErrClosed
+	}
+	select {
+	case <-a.sys.Done():
+		return actors.ErrClosed
+	default:
 	}
 	a.binding.Send(r)
 	return nil

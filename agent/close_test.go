@@ -113,3 +113,77 @@ func mustManager(t *testing.T, store persistence.Store) *persistence.SessionMana
 	require.NoError(t, err)
 	return sm
 }
+
+// SPEC R5: work asked of an agent whose System has closed ends with
+// actors.ErrClosed, whatever the caller's context, instead of waiting
+// for an answer that cannot come.
+func TestAgent_CallsAfterTheSystemClosedReturnErrClosed(t *testing.T) {
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	a, err := agent.New(context.Background(), agent.Config{System: sys, Model: model.Scripted(model.TextTurn("hi"))})
+	require.NoError(t, err)
+	require.NoError(t, sys.Close(context.Background()))
+	bg := context.Background()
+	timed, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	calls := map[string]func() error{
+		"Invoke":           func() error { _, err := a.Invoke(bg, agent.Text("hello")); return err },
+		"Invoke, deadline": func() error { _, err := a.Invoke(timed, agent.Text("hello")); return err },
+		"SetMessages":      func() error { return a.SetMessages(bg, nil) },
+		"SetState":         func() error { return a.SetState(bg, "k", 1) },
+		"Stream": func() error {
+			for _, err := range a.Stream(timed, agent.Text("hello")) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	for name, call := range calls {
+		done := make(chan error, 1)
+		go func() { done <- call() }()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, actors.ErrClosed, name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s after System.Close never returned", name)
+		}
+	}
+}
+
+// SPEC R5: a request queued behind a running job when the System closes
+// is answered (ErrClosed), not left waiting for an actor that stopped.
+func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	block, started := make(chan struct{}), make(chan struct{}, 1)
+	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), block, started)
+	ctx := context.Background()
+	res, err := a.Invoke(ctx, agent.Text("delete a"))
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+		first <- err
+	}()
+	<-started // the tool runs, and ignores its context
+	queued := make(chan error, 1)
+	go func() { queued <- a.SetMessages(ctx, nil) }()
+	timed, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.Eventually(t, func() bool {
+		st, err := a.Status(timed)
+		return err == nil && st.Queued == 1
+	}, time.Minute, time.Millisecond, "the SetMessages queues behind the running job")
+	require.NoError(t, sys.Close(ctx))
+	close(block)
+	for name, ch := range map[string]chan error{"the queued request": queued, "the running one": first} {
+		select {
+		case err := <-ch:
+			assert.Error(t, err, name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s was never answered after the System closed", name)
+		}
+	}
+}
