@@ -28,12 +28,31 @@ type mailbox struct {
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
 	process    func() // m.processMessages, made once
+	// first, if set, runs the mailbox's first run instead of the
+	// dispatcher (then it is cleared): see newOwnerMailbox.
+	first func(func())
 }
 
 func newMailbox() actor.Mailbox {
 	m := &mailbox{}
 	m.process = m.processMessages
 	return m
+}
+
+// newOwnerMailbox returns the producer of owners' mailboxes: their first
+// run, which starts the owner (Started: it loads its session and runs its
+// initialisation hooks), goes to the System's pool instead of the
+// goroutine that spawned it. The registry spawns owners from its own
+// Receive, and with the inline dispatcher a start run there would keep
+// every Bind, route and activation of the System waiting for one owner's
+// load and hooks, and deadlock it for good if a hook asks the registry
+// anything (builds an agent, say) (SPEC R3). Later runs are inline.
+func newOwnerMailbox(sys *System) func() actor.Mailbox {
+	return func() actor.Mailbox {
+		m := &mailbox{first: sys.pool.Go}
+		m.process = m.processMessages
+		return m
+	}
 }
 
 // queue is a FIFO on a slice whose storage is reused once it is drained.
@@ -87,7 +106,13 @@ func (m *mailbox) post(q *queue, message any) {
 		return
 	}
 	m.running = true
+	first := m.first
+	m.first = nil
 	m.mu.Unlock()
+	if first != nil {
+		first(m.process)
+		return
+	}
 	m.dispatcher.Schedule(m.process)
 }
 

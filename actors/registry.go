@@ -71,7 +71,7 @@ func newRegistry(sys *System, observe func(Identity, Lifecycle)) (*Registry, err
 		observe = func(Identity, Lifecycle) {}
 	}
 	pid, err := sys.Spawn(func() actor.Actor {
-		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), observe: observe}
+		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), mailbox: newOwnerMailbox(sys), observe: observe}
 	})
 	if err != nil {
 		return nil, err
@@ -364,6 +364,7 @@ type registryActor struct {
 	props    *actor.Props          // of every owner's shell
 	next     atomic.Pointer[shell] // the shell Spawn's producer returns
 	dispatch actor.Dispatcher
+	mailbox  actor.MailboxProducer // newOwnerMailbox
 	observe  func(Identity, Lifecycle)
 }
 
@@ -377,7 +378,7 @@ func (x *registryActor) Receive(c actor.Context) {
 		// an owner whose Receive panicked is stopped, never restarted with
 		// fresh state behind its callers' backs (SPEC R6).
 		stop := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(newMailbox))
+		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(x.mailbox))
 	case *bindReq:
 		if _, ok := x.entries[m.id]; ok {
 			m.reply <- ErrBound

@@ -27,8 +27,22 @@ const idle = 20 * time.Millisecond
 
 func newSystem(t *testing.T) *actors.System {
 	t.Helper()
-	sys, err := actors.NewSystem(actors.DefaultConfig())
+	// The observer runs on the registry's goroutine: blockRegistry holds
+	// the registry there, in the activation of the identity "blocker".
+	var self atomic.Pointer[actors.System]
+	cfg := actors.DefaultConfig()
+	cfg.Observer = func(id actors.Identity, l actors.Lifecycle) {
+		if id != ident("blocker") || l != actors.Activated {
+			return
+		}
+		if b, ok := blockers.Load(self.Load()); ok {
+			close(b.(*blocker).entered)
+			<-b.(*blocker).release
+		}
+	}
+	sys, err := actors.NewSystem(cfg)
 	require.NoError(t, err)
+	self.Store(sys)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
@@ -210,21 +224,28 @@ func bind(t *testing.T, sys *actors.System, id actors.Identity, cfg actors.BindC
 }
 
 // blockRegistry keeps the registry's actor busy until the returned
-// function is called (the cleanup calls it too): it delivers the first
-// message of a fresh identity, whose Receive holds. Requests sent meanwhile
-// queue in the registry's mailbox in the order sent.
+// function is called (the cleanup calls it too): it activates a fresh
+// identity, whose activation the System's observer (run by the registry)
+// holds. Requests sent meanwhile queue in the registry's mailbox in the
+// order sent.
 func blockRegistry(t *testing.T, sys *actors.System) (release func()) {
 	t.Helper()
-	p := newProbe(t, false)
-	b := bind(t, sys, ident("blocker"), p.config(0))
-	entered, rel := make(chan struct{}), make(chan struct{})
-	go b.Send(hold{entered: entered, release: rel})
-	next(t, entered, "blocker entering its Receive")
+	b := &blocker{entered: make(chan struct{}), release: make(chan struct{})}
+	_, loaded := blockers.LoadOrStore(sys, b)
+	require.False(t, loaded, "one blockRegistry per System")
+	blocked := bind(t, sys, ident("blocker"), newProbe(t, false).config(0))
+	go func() { _, _ = blocked.Activate(context.Background()) }()
+	next(t, b.entered, "the registry activating the blocker")
 	var once sync.Once
-	release = func() { once.Do(func() { close(rel) }) }
+	release = func() { once.Do(func() { close(b.release) }) }
 	t.Cleanup(release)
 	return release
 }
+
+// blockers are the blockRegistry holds, by System (of newSystem).
+var blockers sync.Map
+
+type blocker struct{ entered, release chan struct{} }
 
 // ---- Bind ------------------------------------------------------------------
 
@@ -1435,7 +1456,10 @@ func TestRegistryCalls_AfterTheSystemClosedReturnErrClosed(t *testing.T) {
 	done := make(chan error, 3)
 	go func() { _, err := b.Activate(context.Background()); done <- err }()
 	go func() { _, err := b.Live(context.Background()); done <- err }()
-	go func() { _, err := sys.Registry().Bind(context.Background(), ident("b"), newProbe(t, false).config(0)); done <- err }()
+	go func() {
+		_, err := sys.Registry().Bind(context.Background(), ident("b"), newProbe(t, false).config(0))
+		done <- err
+	}()
 	for range 3 {
 		select {
 		case err := <-done:

@@ -187,3 +187,56 @@ func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// SPEC R3: an agent's activation (its session's load and its
+// AgentInitialized hooks) runs off the registry's goroutine: a slow hook
+// does not hold up the other agents of the System, and a hook that builds
+// another agent does not deadlock it. Before, the registry ran the
+// activation in its own Receive.
+func TestAgentInitialized_HooksDoNotHoldUpTheSystem(t *testing.T) {
+	sys := freshSystem(t)
+	inHook, release := make(chan struct{}), make(chan struct{})
+	slow := hook.Func(func(ctx context.Context, ev *agent.AgentInitializedEvent) error {
+		close(inHook)
+		<-release
+		return nil
+	})
+	built := make(chan error, 1)
+	go func() {
+		a, err := agent.New(context.Background(), agent.Config{ID: "slow", System: sys, Model: model.Scripted(), Hooks: []hook.Provider{slow}})
+		if err == nil {
+			err = a.Close(context.Background())
+		}
+		built <- err
+	}()
+	<-inHook
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	other, err := agent.New(ctx, agent.Config{ID: "other", System: sys, Model: model.Scripted()})
+	require.NoError(t, err, "built while the other agent's hook runs")
+	require.NoError(t, other.Close(ctx))
+	close(release)
+	require.NoError(t, <-built)
+
+	builds := hook.Func(func(ctx context.Context, ev *agent.AgentInitializedEvent) error {
+		helper, err := agent.New(ctx, agent.Config{ID: "helper", System: sys, Model: model.Scripted()})
+		if err != nil {
+			return err
+		}
+		return helper.Close(ctx)
+	})
+	done := make(chan error, 1)
+	go func() {
+		a, err := agent.New(ctx, agent.Config{ID: "main", System: sys, Model: model.Scripted(), Hooks: []hook.Provider{builds}})
+		if err == nil {
+			err = a.Close(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("an AgentInitialized hook that builds an agent deadlocked the System")
+	}
+}
