@@ -78,7 +78,7 @@ func TestSwarm_ExecutionTimeoutEndsTheRunFailed(t *testing.T) {
 }
 
 // SPEC M9: a node that runs longer than the node timeout fails, and so
-// does the run.
+// does the run, with a message that names the limit.
 func TestSwarm_NodeTimeoutFailsTheNodeAndTheRun(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
@@ -93,5 +93,6 @@ func TestSwarm_NodeTimeoutFailsTheNodeAndTheRun(t *testing.T) {
 	require.Error(t, n.Err)
 	assert.ErrorIs(t, n.Err, actors.ErrNodeTimeout)
 	assert.Contains(t, n.Err.Error(), "Node 'a' execution timed out after 0.05s")
+	assert.Equal(t, "Node 'a' execution timed out after 0.05s", res.Message)
 	assert.Equal(t, 0, r.count("model:b"))
 }

@@ -2,7 +2,9 @@ package swarm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/model"
@@ -70,6 +72,11 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 // or was cancelled ends the swarm's run (its status says so).
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
 	if v.Status(node) != braidv1.NodeStatus_NODE_STATUS_COMPLETED {
+		// A node timeout is a limit of the swarm's (SPEC M9): the run's
+		// message says so, as the node's error does.
+		if e := v.Result(node).GetError(); e != nil && errors.Is(actors.DefaultCodec().Decode(e), actors.ErrNodeTimeout) {
+			return nil, strings.TrimPrefix(e.GetMessage(), actors.ErrNodeTimeout.Error()+": ")
+		}
 		return nil, ""
 	}
 	p.st.History = append(p.st.History, node)
