@@ -224,6 +224,10 @@ type orchReply struct {
 	locals map[*braidv1.NodeResult]any // SetLocalResult values, in process
 }
 
+// orchAbandon: the in-process caller of inv stopped waiting; inv is
+// dropped if it is still queued (one that runs goes on, SPEC M12).
+type orchAbandon struct{ inv *orchInvoke }
+
 // orchCancel stops the running invocation.
 type orchCancel struct{ reply chan bool }
 
@@ -299,9 +303,13 @@ func (o *Orchestrator) closeNodes(ctx context.Context) error {
 }
 
 // Invoke runs (a prompt) or resumes (interrupt responses) the orchestrator
-// and waits for the run's result, or for ctx to end (SPEC R5). Called from
-// the orchestrator's own run (a node or hook of it, at any depth), it
-// returns ErrReentrant (SPEC R7).
+// and waits for the run's result, or for ctx to end (SPEC R5). A context
+// that has ended already sends nothing; one that ends while the
+// invocation waits behind another drops it; one that ends while it runs
+// leaves the run going to its end, as a Stream whose reader stops does
+// (Cancel stops it), and Status or a resume sees it. Called from the
+// orchestrator's own run (a node or hook of it, at any depth), it returns
+// ErrReentrant (SPEC R7).
 func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, error) {
 	res, _, err := o.InvokeLocal(ctx, in)
 	return res, err
@@ -316,9 +324,16 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 	if runsIn(ctx, o) {
 		return nil, nil, ErrReentrant
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // not sent: the caller is gone already
+	}
 	reply := make(chan orchReply, 1)
-	o.binding.Send(&orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)})
+	inv := &orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)}
+	o.binding.Send(inv)
 	r, err := o.wait(ctx, reply)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		o.binding.Send(&orchAbandon{inv: inv})
+	}
 	return r.res, r.locals, err
 }
 
@@ -376,14 +391,21 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 		case <-ctx.Done():
 		}
 	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err // not sent: the caller is gone already
+	}
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox.PID(), caller: ctx})
+	inv := &orchInvoke{in: in, events: inbox.PID(), caller: ctx}
+	o.binding.Send(inv)
 	for {
 		m, err := inbox.Receive(ctx)
 		if err != nil {
 			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) {
 				return nil, cause
+			}
+			if ctx.Err() != nil {
+				o.binding.Send(&orchAbandon{inv: inv})
 			}
 			return nil, err
 		}
@@ -404,6 +426,9 @@ func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, e
 	if o.isClosed() {
 		return nil, ErrOrchestratorClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	reply := make(chan orchReply, 1)
 	o.binding.Send(&orchStatus{reply: reply})
 	r, err := o.wait(ctx, reply)
@@ -418,6 +443,9 @@ func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, e
 func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
 	if o.isClosed() {
 		return false, ErrOrchestratorClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // not sent
 	}
 	reply := make(chan bool, 1)
 	o.binding.Send(&orchCancel{reply: reply})
@@ -582,31 +610,33 @@ func (x *orchActor) Receive(c actor.Context) {
 		}
 		m.reply <- orchReply{res: x.result()}
 	case *orchInvoke:
-		if x.loadErr != nil {
-			m.answer(x.sys, orchReply{err: x.loadErr})
-			return
+		x.enqueue(c, m)
+	case *orchAbandon:
+		for i, inv := range x.queue {
+			if inv == m.inv {
+				x.queue = append(x.queue[:i], x.queue[i+1:]...)
+				break
+			}
 		}
-		x.queue = append(x.queue, m)
-		x.next(c)
 	case *braidv1.MultiAgentInvoke:
 		// From another actor (or process): answered to the sender; a
 		// streamed one sends it the run's events first (SPEC M12).
 		sender := c.Sender()
 		if m.GetStream() && sender != nil {
-			c.Send(c.Self(), &orchInvoke{in: m.GetInput(), events: sender, wire: true})
+			x.enqueue(c, &orchInvoke{in: m.GetInput(), events: sender, wire: true})
 			return
 		}
 		reply := make(chan orchReply, 1)
 		root := x.sys.Root()
 		x.sys.Go(func() {
-			r := <-reply
+			r := <-reply // every queued invocation is answered, a stop included
 			if r.err != nil {
 				root.Send(sender, DefaultCodec().Encode(r.err))
 				return
 			}
 			root.Send(sender, r.res)
 		})
-		c.Send(c.Self(), &orchInvoke{in: m.GetInput(), reply: reply})
+		x.enqueue(c, &orchInvoke{in: m.GetInput(), reply: reply})
 	case *orchCancel:
 		m.reply <- x.cancel(c)
 	case *braidv1.MultiAgentStatusRequest: // from another actor (or process)
@@ -624,6 +654,17 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *localReport:
 		x.report(c, m.rep, m.staged, m.local)
 	}
+}
+
+// enqueue queues an invocation and starts it if none runs; an
+// orchestrator that could not load its run answers it with that error.
+func (x *orchActor) enqueue(c actor.Context, inv *orchInvoke) {
+	if x.loadErr != nil {
+		inv.answer(x.sys, orchReply{err: x.loadErr})
+		return
+	}
+	x.queue = append(x.queue, inv)
+	x.next(c)
 }
 
 // respond answers the sender of the message being received, if it has one.
