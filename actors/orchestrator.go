@@ -563,6 +563,7 @@ type orchActor struct {
 	// invocation usage is the difference.
 	usageBase *braidv1.Usage
 	saveErr   error // a save failed: the invocation ends with it
+	runErr    error // the policy panicked: the invocation ends with it, once saved
 	stale     bool  // a save failed: reload the stored run before the next invocation
 	dirty     []*nodeRec
 	rewrite   bool                  // a fresh run: the next save rewrites the record's log
@@ -939,7 +940,7 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 	x.phase = 2
 	var starts []NodeStart
 	if !x.resuming {
-		s, err := x.cfg.Policy.Begin(&RunView{x: x})
+		s, err := x.policyBegin()
 		if err != nil {
 			x.fail(c, err)
 			return
@@ -1090,6 +1091,36 @@ func (x *orchActor) cancel(c actor.Context) bool {
 	return true
 }
 
+// policyBegin is Policy.Begin with a panic of the policy's contained
+// (SPEC R6): the invocation fails with an error that carries it, and
+// nothing has run.
+func (x *orchActor) policyBegin() (starts []NodeStart, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			starts, err = nil, fmt.Errorf("%s %q: its policy panicked: %v", x.cfg.Kind, x.cfg.ID, r)
+		}
+	}()
+	return x.cfg.Policy.Begin(&RunView{x: x})
+}
+
+// policyNext is Policy.Next with a panic of the policy's contained (SPEC
+// R6; a graph's edge conditions are its user's code): the run stops FAILED
+// with a message that names the panic, the nodes still running end as
+// after any stop, and once the run is saved the invocation fails with an
+// error that carries the panic. The actor and what it holds go on.
+func (x *orchActor) policyNext(node string) (starts []NodeStart, stop string) {
+	defer func() {
+		if r := recover(); r != nil {
+			err := fmt.Errorf("%s %q: its policy panicked after node %q ended: %v", x.cfg.Kind, x.cfg.ID, node, r)
+			starts, stop = nil, err.Error()
+			if x.runErr == nil {
+				x.runErr = err
+			}
+		}
+	}()
+	return x.cfg.Policy.Next(&RunView{x: x}, node)
+}
+
 // stop ends the run FAILED with msg once the running nodes finished.
 func (x *orchActor) stop(msg string) {
 	if x.message == "" {
@@ -1200,7 +1231,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 		// (SPEC M6: an answered gate lasts until the node completes).
 		x.dropNode(n.id)
 		n.gate, n.inner, n.input = nil, false, nil
-		starts, stop := x.cfg.Policy.Next(&RunView{x: x}, n.id)
+		starts, stop := x.policyNext(n.id)
 		if stop != "" {
 			x.stop(stop)
 		}
@@ -1329,7 +1360,10 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 	if err == nil {
 		err = x.save(point)
 	}
-	x.saveErr = nil
+	if err == nil {
+		err = x.runErr
+	}
+	x.saveErr, x.runErr = nil, nil
 	x.cur, x.phase = nil, 0
 	switch {
 	case err != nil:

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -117,4 +118,33 @@ func TestGraph_CancelWhoseContextEndedCancelsNothing(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	close(release)
 	assert.Equal(t, multiagent.StatusCompleted, (<-done).Status, "not cancelled")
+}
+
+// SPEC R6: a panic in an edge condition (the caller's code, run by the
+// graph's actor) fails the invocation with an error that carries the
+// panic value; the graph's actor and its run survive: the run is FAILED
+// with node a's result kept, and the graph answers the next call. Before,
+// the actor was stopped, the caller was told the graph had been closed,
+// and the next call found a fresh, empty run.
+func TestGraph_PanicInAnEdgeConditionFailsTheInvocationAndKeepsTheRun(t *testing.T) {
+	r := newRecorder()
+	boom := func(*graph.State) bool { panic("boom in condition") }
+	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b", boom)
+	g := build(t, b, graph.Config{})
+	ctx := context.Background()
+	_, err := g.Invoke(ctx, agent.Text("go"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "boom in condition")
+	assert.NotErrorIs(t, err, actors.ErrOrchestratorClosed)
+	st, err := g.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, st.Status)
+	assert.Contains(t, st.Message, "boom in condition")
+	require.NotNil(t, st.Node("a"))
+	assert.Equal(t, multiagent.StatusCompleted, st.Node("a").Status)
+	assert.Nil(t, st.Node("b"), "b never ran")
+
+	res, err := g.Invoke(ctx, agent.Text("again"))
+	require.Error(t, err, "the condition panics again")
+	assert.Nil(t, res)
 }
