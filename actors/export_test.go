@@ -10,7 +10,7 @@ import "github.com/asynkron/protoactor-go/actor"
 // BindNoWait is the first half of Bind.
 func (r *Registry) BindNoWait(id Identity, cfg BindConfig) (*Binding, <-chan error) {
 	reply := make(chan error, 1)
-	b := &Binding{r: r, id: id, live: &liveRef{}}
+	b := &Binding{r: r, id: id, live: newLiveRef()}
 	r.sys.Root().Send(r.pid, &bindReq{id: id, cfg: cfg, live: b.live, reply: reply})
 	return b, reply
 }

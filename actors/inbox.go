@@ -37,7 +37,11 @@ func (in *Inbox) PID() *actor.PID { return in.pid }
 // Receive returns the next message, or ctx's error once ctx ends, or
 // ErrClosed after Close or once the System is closed (no reply can come
 // then).
-func (in *Inbox) Receive(ctx context.Context) (any, error) {
+func (in *Inbox) Receive(ctx context.Context) (any, error) { return in.receive(ctx, nil) }
+
+// receive is Receive that also ends, with ErrUnbound, once stop is closed
+// (nil: never) and nothing is queued.
+func (in *Inbox) receive(ctx context.Context, stop <-chan struct{}) (any, error) {
 	for {
 		in.mu.Lock()
 		if len(in.queue) > 0 {
@@ -64,6 +68,14 @@ func (in *Inbox) Receive(ctx context.Context) (any, error) {
 			return nil, ctx.Err()
 		case <-in.sys.done:
 			return nil, ErrClosed
+		case <-stop:
+			stop = nil // a reply sent before the release may be queued
+			in.mu.Lock()
+			empty := len(in.queue) == 0
+			in.mu.Unlock()
+			if empty {
+				return nil, ErrUnbound
+			}
 		}
 	}
 }

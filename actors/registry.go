@@ -108,7 +108,7 @@ func (r *Registry) Bind(ctx context.Context, id Identity, cfg BindConfig) (*Bind
 	default:
 	}
 	reply := make(chan error, 1)
-	b := &Binding{r: r, id: id, live: &liveRef{}}
+	b := &Binding{r: r, id: id, live: newLiveRef()}
 	r.sys.Root().Send(r.pid, &bindReq{id: id, cfg: cfg, live: b.live, reply: reply})
 	select {
 	case err := <-reply:
@@ -144,11 +144,16 @@ type Binding struct {
 // reach zero, so every direct send is in the actor's mailbox before the
 // passivation request is.
 type liveRef struct {
+	// released is closed when the registry releases the identity: from
+	// then on nothing sent through the binding reaches an actor.
+	released chan struct{}
 	pid      atomic.Pointer[actor.PID]
 	senders  atomic.Int32
 	routed   atomic.Int32 // routes of this binding not yet delivered or dropped
 	draining atomic.Bool  // the registry waits for senders to reach zero
 }
+
+func newLiveRef() *liveRef { return &liveRef{released: make(chan struct{})} }
 
 // send delivers msg (with sender, if not nil) directly when the actor is
 // live, or through the registry.
@@ -193,7 +198,7 @@ func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
 	}
 	in := b.r.sys.inboxes.get(b.r.sys)
 	b.Request(msg, in)
-	rep, err := in.Receive(ctx)
+	rep, err := in.receive(ctx, b.live.released)
 	if err != nil {
 		in.Close() // a late reply must not reach a later ask
 		return nil, err
@@ -223,6 +228,11 @@ func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
 		return nil, ErrClosed
 	}
 }
+
+// Released is closed once the identity is released (unbound, or its
+// System closed): a message sent through the binding, or held for an
+// activation, is then dropped, so a wait for its answer should end.
+func (b *Binding) Released() <-chan struct{} { return b.live.released }
 
 // Live reports whether the identity's actor is live (not passivated).
 func (b *Binding) Live(ctx context.Context) (bool, error) {
@@ -464,6 +474,7 @@ func (x *registryActor) Receive(c actor.Context) {
 			}
 			e.live.pid.Store(nil)
 			dropHeld(e)
+			close(e.live.released)
 			for _, r := range e.unbinding {
 				r <- struct{}{}
 			}
@@ -555,6 +566,7 @@ func (x *registryActor) flush(c actor.Context, id Identity, e *entry) {
 
 func (x *registryActor) release(id Identity, e *entry) {
 	delete(x.entries, id)
+	close(e.live.released)
 	for _, r := range e.unbinding {
 		r <- struct{}{}
 	}

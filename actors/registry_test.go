@@ -1072,10 +1072,8 @@ func TestUnbind_DropsMessagesSentAfterIt(t *testing.T) {
 	in := actors.NewInbox(sys)
 	defer in.Close()
 	b.Request(msg{seq: 3}, in)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	_, err := b.Ask(ctx, msg{seq: 4})
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err := b.Ask(ctxT(t), msg{seq: 4})
+	assert.ErrorIs(t, err, actors.ErrUnbound, "no answer can come: the Ask ends at once")
 	_, err = b.Activate(ctxT(t)) // after the sends in the registry's mailbox
 	require.ErrorIs(t, err, actors.ErrUnbound)
 
@@ -1469,4 +1467,43 @@ func TestRegistryCalls_AfterTheSystemClosedReturnErrClosed(t *testing.T) {
 		}
 	}
 	assert.NoError(t, b.Unbind(context.Background()), "the System's Close released it")
+}
+
+// SPEC R4, R5: a request held for an activation while its identity's
+// actor is being passivated is dropped when the identity is unbound
+// meanwhile; its Ask ends then (ErrUnbound) instead of waiting forever
+// for an answer that cannot come.
+func TestUnbind_EndsTheAskOfARequestItDropped(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, true)
+	gate := make(chan struct{})
+	p.idle = func(call int) bool {
+		if call == 2 { // the passivation request: the registry holds routes now
+			<-gate
+		}
+		return true
+	}
+	b := bind(t, sys, ident("a"), p.config(idle))
+	b.Send(msg{seq: 1})
+	next(t, p.got, "first message")
+	next(t, p.idles, "idle report")
+	next(t, p.idles, "passivation request")
+
+	in := actors.NewInbox(sys)
+	defer in.Close()
+	asked := make(chan error, 1)
+	go func() { _, err := b.Ask(context.Background(), msg{seq: 2}); asked <- err }()
+	require.Eventually(t, func() bool { // the Ask's request is held: passivating
+		live, err := b.Live(ctxT(t))
+		return err == nil && !live
+	}, limit, time.Millisecond)
+	unbound := b.UnbindNoWait()
+	close(gate)
+	next(t, unbound, "unbind")
+	select {
+	case err := <-asked:
+		assert.ErrorIs(t, err, actors.ErrUnbound)
+	case <-time.After(limit):
+		t.Fatal("an Ask whose request the Unbind dropped never ended")
+	}
 }

@@ -296,6 +296,7 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 			yield(nil, err)
 			return
 		}
+		released := a.binding.Released()
 		for {
 			select {
 			case ev := <-reply.events:
@@ -331,6 +332,13 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				return
 			case <-a.sys.Done():
 				yield(nil, actors.ErrClosed)
+				return
+			case <-released:
+				if len(reply.signal) > 0 || len(reply.events) > 0 {
+					released = nil // answered before the release: read it
+					continue
+				}
+				yield(nil, ErrClosed)
 				return
 			}
 		}
@@ -387,10 +395,12 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 			select { // the actor's answer, once it has the job's end
 			case <-reply.signal:
 			case <-a.sys.Done():
-				select {
-				case <-reply.signal:
-				default:
+				if !awaited(reply) {
 					return nil, actors.ErrClosed
+				}
+			case <-a.binding.Released():
+				if !awaited(reply) {
+					return nil, ErrClosed
 				}
 			}
 		}
@@ -406,14 +416,38 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 	case <-a.sys.Done():
 		// The actor answers no more; an outcome already there wins (a
 		// job handed over now is not run: the actor cancelled it).
-		select {
-		case j := <-reply.signal:
-			if j == nil {
-				return reply.res, reply.err
-			}
-		default:
+		if outcome(reply) {
+			return reply.res, reply.err
 		}
 		return nil, actors.ErrClosed
+	case <-a.binding.Released():
+		// Closed meanwhile (by another caller's Close): the request was
+		// answered, or it was dropped with the identity.
+		if outcome(reply) {
+			return reply.res, reply.err
+		}
+		return nil, ErrClosed
+	}
+}
+
+// outcome reports whether reply holds its outcome already (a job handed
+// over is not: it is left unrun).
+func outcome(reply *localReply) bool {
+	select {
+	case j := <-reply.signal:
+		return j == nil
+	default:
+		return false
+	}
+}
+
+// awaited reports whether the outcome of a job this caller ran is there.
+func awaited(reply *localReply) bool {
+	select {
+	case <-reply.signal:
+		return true
+	default:
+		return false
 	}
 }
 
