@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -30,15 +31,20 @@ func (c *Closing) Do(ctx context.Context, fn func() error) error {
 	done := c.done
 	c.mu.Unlock()
 	if first {
-		if ctx.Done() == nil {
+		run := func() {
+			defer close(done) // a panic in fn must not leave later calls waiting
+			defer func() {
+				if r := recover(); r != nil {
+					c.err = fmt.Errorf("close panicked: %v", r)
+				}
+			}()
 			c.err = fn()
-			close(done)
+		}
+		if ctx.Done() == nil {
+			run()
 			return c.err
 		}
-		go func() {
-			c.err = fn()
-			close(done)
-		}()
+		go run()
 	}
 	select {
 	case <-done:

@@ -40,3 +40,16 @@ func TestClosing_RunsOnceToItsEndWhateverTheCallersContexts(t *testing.T) {
 	assert.ErrorIs(t, c.Do(ended, fn), failed, "a close that is over answers even an ended context")
 	assert.Equal(t, int32(1), calls.Load())
 }
+
+// A close that panics fails with an error carrying the panic, and later
+// calls get that error instead of waiting forever.
+func TestClosing_APanickingCloseFailsEveryCall(t *testing.T) {
+	var c actors.Closing
+	boom := func() error { panic("boom") }
+	err := c.Do(context.Background(), boom)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "boom")
+	ctx, stop := context.WithTimeout(context.Background(), limit)
+	defer stop()
+	assert.Equal(t, err, c.Do(ctx, boom))
+}

@@ -73,6 +73,11 @@ func (in *Inbox) receive(ctx context.Context, stop <-chan struct{}) (any, error)
 			in.mu.Lock()
 			empty := len(in.queue) == 0
 			in.mu.Unlock()
+			select {
+			case <-in.sys.done:
+				continue // the System's Close released it: ErrClosed
+			default:
+			}
 			if empty {
 				return nil, ErrUnbound
 			}

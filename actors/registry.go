@@ -252,7 +252,7 @@ func (b *Binding) Live(ctx context.Context) (bool, error) {
 }
 
 // Unbind stops the identity's actor, if live, and releases the identity
-// once it has stopped. It waits for that until ctx ends, and then returns
+// once it has stopped (handled Stopping; its Stopped may still run). It waits for that until ctx ends, and then returns
 // ctx's error, but the unbinding goes on: it is asked for even when ctx
 // has ended already. Messages sent after it are dropped. Unbinding twice
 // is a no-op, and so is unbinding in a closed System (its Close released

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -290,6 +291,9 @@ func (x *agentActor) respond(c actor.Context, msg any) {
 }
 
 func (x *agentActor) enqueue(c actor.Context, r *request) {
+	if l, ok := r.reply.(*localReply); ok {
+		l.taken.Store(true)
+	}
 	switch {
 	case x.loadErr != nil:
 		r.reply.finish(nil, x.loadErr)
@@ -656,6 +660,10 @@ type localReply struct {
 	lends  bool
 	res    any
 	err    error
+	// taken is set when the actor receives the request: from then on
+	// its outcome always comes (the actor, or the job, finishes it), so
+	// a caller waits for it even after the identity is released.
+	taken atomic.Bool
 }
 
 // init makes what the reply still lacks (signal may come from a pool;

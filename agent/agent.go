@@ -331,14 +331,16 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				yield(nil, ctx.Err())
 				return
 			case <-a.sys.Done():
+				close(reply.abandon) // a job still emitting must not block
 				yield(nil, actors.ErrClosed)
 				return
 			case <-released:
-				if len(reply.signal) > 0 || len(reply.events) > 0 {
-					released = nil // answered before the release: read it
-					continue
+				released = nil
+				if reply.taken.Load() {
+					continue // the actor has it: its outcome comes
 				}
-				yield(nil, ErrClosed)
+				close(reply.abandon)
+				yield(nil, a.closedErr())
 				return
 			}
 		}
@@ -400,7 +402,7 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 				}
 			case <-a.binding.Released():
 				if !awaited(reply) {
-					return nil, ErrClosed
+					return nil, a.closedErr()
 				}
 			}
 		}
@@ -421,12 +423,39 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 		}
 		return nil, actors.ErrClosed
 	case <-a.binding.Released():
-		// Closed meanwhile (by another caller's Close): the request was
-		// answered, or it was dropped with the identity.
+		// Closed meanwhile (by another caller's Close): a request the
+		// actor received is answered (wait for it, or for the System to
+		// close); one it never received was dropped with the identity.
+		if reply.taken.Load() {
+			select {
+			case j := <-reply.signal:
+				if j == nil {
+					return reply.res, reply.err
+				}
+				return nil, ErrClosed // a job handed over: the actor cancelled it
+			case <-a.sys.Done():
+				if outcome(reply) {
+					return reply.res, reply.err
+				}
+				return nil, actors.ErrClosed
+			}
+		}
 		if outcome(reply) {
 			return reply.res, reply.err
 		}
-		return nil, ErrClosed
+		return nil, a.closedErr()
+	}
+}
+
+// closedErr is the error of a call whose agent's identity was released:
+// actors.ErrClosed if its System closed (which released it), else
+// ErrClosed.
+func (a *Agent) closedErr() error {
+	select {
+	case <-a.sys.Done():
+		return actors.ErrClosed
+	default:
+		return ErrClosed
 	}
 }
 
