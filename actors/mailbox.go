@@ -29,7 +29,7 @@ type mailbox struct {
 	dispatcher actor.Dispatcher
 	process    func() // m.processMessages, made once
 	// first, if set, runs the mailbox's first run instead of the
-	// dispatcher (then it is cleared): see newOwnerMailbox.
+	// dispatcher (then it is cleared): see registryActor.ownerMailbox.
 	first func(func())
 }
 
@@ -37,22 +37,6 @@ func newMailbox() actor.Mailbox {
 	m := &mailbox{}
 	m.process = m.processMessages
 	return m
-}
-
-// newOwnerMailbox returns the producer of owners' mailboxes: their first
-// run, which starts the owner (Started: it loads its session and runs its
-// initialisation hooks), goes to the System's pool instead of the
-// goroutine that spawned it. The registry spawns owners from its own
-// Receive, and with the inline dispatcher a start run there would keep
-// every Bind, route and activation of the System waiting for one owner's
-// load and hooks, and deadlock it for good if a hook asks the registry
-// anything (builds an agent, say) (SPEC R3). Later runs are inline.
-func newOwnerMailbox(sys *System) func() actor.Mailbox {
-	return func() actor.Mailbox {
-		m := &mailbox{first: sys.pool.Go}
-		m.process = m.processMessages
-		return m
-	}
 }
 
 // queue is a FIFO on a slice whose storage is reused once it is drained.

@@ -49,6 +49,12 @@ type BindConfig struct {
 	// it has received nothing for this long and reports itself idle; the
 	// next message activates it again. Zero never passivates.
 	IdleTimeout time.Duration
+	// QuickStart says the actor's start (its Started) neither waits (no
+	// store, no I/O) nor runs code that may call the registry (no user
+	// hooks): it then runs on the goroutine that activates it, the
+	// registry's, which saves a hand-off. Otherwise it runs on the
+	// System's pool.
+	QuickStart bool
 }
 
 // Registry maps identities to live actors (SPEC R4): a message to a bound
@@ -71,7 +77,7 @@ func newRegistry(sys *System, observe func(Identity, Lifecycle)) (*Registry, err
 		observe = func(Identity, Lifecycle) {}
 	}
 	pid, err := sys.Spawn(func() actor.Actor {
-		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), mailbox: newOwnerMailbox(sys), observe: observe}
+		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), startOn: sys.pool.Go, observe: observe}
 	})
 	if err != nil {
 		return nil, err
@@ -374,7 +380,8 @@ type registryActor struct {
 	props    *actor.Props          // of every owner's shell
 	next     atomic.Pointer[shell] // the shell Spawn's producer returns
 	dispatch actor.Dispatcher
-	mailbox  actor.MailboxProducer // newOwnerMailbox
+	startOn  func(func()) // the System's pool: where an owner starts
+	quick    bool         // the owner being spawned starts quickly (BindConfig.QuickStart)
 	observe  func(Identity, Lifecycle)
 }
 
@@ -388,7 +395,7 @@ func (x *registryActor) Receive(c actor.Context) {
 		// an owner whose Receive panicked is stopped, never restarted with
 		// fresh state behind its callers' backs (SPEC R6).
 		stop := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
-		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(x.mailbox))
+		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(x.ownerMailbox))
 	case *bindReq:
 		if _, ok := x.entries[m.id]; ok {
 			m.reply <- ErrBound
@@ -512,6 +519,7 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 	// before it returns (one Props per registry: a Props per activation
 	// would cost more than a third of an idle owner's memory).
 	x.next.Store(&shell{inner: e.cfg.Producer(), id: id, idle: e.cfg.IdleTimeout, registry: c.Self()})
+	x.quick = e.cfg.QuickStart
 	e.pid = c.ActorSystem().Root.Spawn(x.props)
 	x.next.Store(nil)
 	e.live.pid.Store(e.pid)
@@ -522,6 +530,21 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 // produce is the shared Props' producer: the shell live prepared. Owners
 // are never restarted (their supervisor stops them), so it is called by
 // Spawn only; a call without a prepared shell gets one that stops itself.
+// ownerMailbox is the shared Props' mailbox producer, which Spawn calls
+// after produce: an owner's first run (its Started: it loads its session
+// and runs its initialisation hooks) goes to the System's pool instead of
+// this registry's goroutine, unless its binding says it starts quickly.
+// Run here, it would keep every Bind, route and activation of the System
+// waiting for one owner's load and hooks, and deadlock the System if a
+// hook asks the registry anything (builds an agent, say) (SPEC R3).
+func (x *registryActor) ownerMailbox() actor.Mailbox {
+	m := newMailbox().(*mailbox)
+	if !x.quick {
+		m.first = x.startOn
+	}
+	return m
+}
+
 func (x *registryActor) produce() actor.Actor {
 	if sh := x.next.Swap(nil); sh != nil {
 		return sh

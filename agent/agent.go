@@ -103,7 +103,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		activations++ // the registry's goroutine only
 		return &agentActor{core: c, sys: sys, first: activations == 1}
 	}
-	b, err := sys.Registry().Bind(ctx, id, actors.BindConfig{Producer: producer, IdleTimeout: idle})
+	// Without a session and AgentInitialized hooks, the start loads
+	// nothing and runs no user code.
+	quick := cfg.Session == nil && !hook.Has[AgentInitializedEvent](c.hooks)
+	b, err := sys.Registry().Bind(ctx, id, actors.BindConfig{Producer: producer, IdleTimeout: idle, QuickStart: quick})
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", cfg.ID, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 )
 
 // stubbornStream is a model that yields one delta, reports on started,
@@ -147,4 +148,42 @@ func TestInvoke_CompletingWhileItsAgentClosesKeepsItsOutcome(t *testing.T) {
 	}
 	t.Logf("success %d, ErrClosed %d", won, lost)
 	require.Zero(t, lost, "the job completed with a success every time")
+}
+
+// slowLoads is a memory store whose loads report on loading and wait
+// for release.
+type slowLoads struct {
+	*persistence.MemoryStore
+	loading, release chan struct{}
+}
+
+func (s *slowLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	s.loading <- struct{}{}
+	<-s.release
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R3: an agent's session load runs off the registry's goroutine: a
+// slow store does not hold up the other agents of the System.
+func TestAgent_SlowSessionLoadDoesNotHoldUpTheSystem(t *testing.T) {
+	sys := freshSystem(t)
+	st := &slowLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1), release: make(chan struct{})}
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	built := make(chan error, 1)
+	go func() {
+		a, err := agent.New(context.Background(), agent.Config{ID: "slow", System: sys, Session: sm, Model: model.Scripted()})
+		if err == nil {
+			err = a.Close(context.Background())
+		}
+		built <- err
+	}()
+	<-st.loading
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	other, err := agent.New(ctx, agent.Config{ID: "other", System: sys, Model: model.Scripted()})
+	require.NoError(t, err, "built while the other agent's load waits")
+	require.NoError(t, other.Close(ctx))
+	close(st.release)
+	require.NoError(t, <-built)
 }
