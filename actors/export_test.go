@@ -31,3 +31,7 @@ func (b *Binding) UnbindNoWait() <-chan struct{} {
 
 // IdleTick is the message the shell's idle timer sends to the actor.
 func IdleTick() any { return idleTick{} }
+
+// Routed is the number of the binding's messages the registry holds or
+// has not delivered yet.
+func (b *Binding) Routed() int32 { return b.live.routed.Load() }

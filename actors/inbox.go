@@ -55,6 +55,10 @@ func (in *Inbox) receive(ctx context.Context, stop <-chan struct{}) (any, error)
 				}
 			}
 			in.mu.Unlock()
+			if s, ok := m.(startRun); ok {
+				s.run() // an owner's start, which this reader waits for
+				continue
+			}
 			return m, nil
 		}
 		closed := in.closed
@@ -94,9 +98,38 @@ func (in *Inbox) Close() {
 		return
 	}
 	in.closed = true
+	pending := in.queue
 	in.queue = nil
 	in.mu.Unlock()
+	for _, m := range pending {
+		if s, ok := m.(startRun); ok {
+			in.sys.pool.Go(s.run) // nobody reads it now: an owner must still start
+		}
+	}
 	in.sys.sys.ProcessRegistry.Remove(in.pid)
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startRun is an owner's first mailbox run, handed by the registry to the
+// Inbox of the caller that waits for the owner's answer (registryActor.
+// deliver): the reader runs it when it reads it, or the System's pool
+// does if the Inbox is closed or renewed first.
+type startRun struct{ run func() }
+
+// putStart queues an owner's first run for the reader of the Inbox (of
+// generation gen), or gives it to the pool if nobody will read it.
+func (in *Inbox) putStart(gen uint64, run func()) {
+	in.mu.Lock()
+	if in.closed || gen != in.gen {
+		in.mu.Unlock()
+		in.sys.pool.Go(run)
+		return
+	}
+	in.queue = append(in.queue, startRun{run: run})
+	in.mu.Unlock()
 	select {
 	case in.wake <- struct{}{}:
 	default:
@@ -133,12 +166,18 @@ func (in *Inbox) renew() {
 	in.mu.Lock()
 	in.gen++
 	gen := in.gen
+	pending := in.queue
 	in.queue = nil
 	select {
 	case <-in.wake:
 	default:
 	}
 	in.mu.Unlock()
+	for _, m := range pending {
+		if s, ok := m.(startRun); ok {
+			in.sys.pool.Go(s.run)
+		}
+	}
 	reg := in.sys.sys.ProcessRegistry
 	reg.Remove(in.pid)
 	in.pid, _ = reg.Add(inboxProcess{in: in, gen: gen}, "inbox$"+reg.NextId())

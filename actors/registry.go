@@ -382,6 +382,7 @@ type registryActor struct {
 	dispatch actor.Dispatcher
 	startOn  func(func()) // the System's pool: where an owner starts
 	quick    bool         // the owner being spawned starts quickly (BindConfig.QuickStart)
+	handTo   func(func()) // the waiting Inbox the owner being spawned starts on, if any
 	observe  func(Identity, Lifecycle)
 }
 
@@ -539,7 +540,11 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 // hook asks the registry anything (builds an agent, say) (SPEC R3).
 func (x *registryActor) ownerMailbox() actor.Mailbox {
 	m := newMailbox().(*mailbox)
-	if !x.quick {
+	switch {
+	case x.quick:
+	case x.handTo != nil:
+		m.first = x.handTo
+	default:
 		m.first = x.startOn
 	}
 	return m
@@ -567,7 +572,18 @@ func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route
 		a.reply <- x.live(c, id, e)
 		return
 	}
+	if e.pid == nil && m.sender != nil {
+		// A caller waits on an Inbox for the answer to m: it runs the
+		// owner's start itself, on its own goroutine, rather than a pool
+		// goroutine it would then wait for (Inbox.receive).
+		if p, ok := c.ActorSystem().ProcessRegistry.Get(m.sender); ok {
+			if ip, ok := p.(inboxProcess); ok {
+				x.handTo = func(run func()) { ip.in.putStart(ip.gen, run) }
+			}
+		}
+	}
 	pid := x.live(c, id, e)
+	x.handTo = nil
 	if m.sender != nil {
 		c.RequestWithCustomSender(pid, m.msg, m.sender)
 	} else {

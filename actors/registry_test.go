@@ -1506,3 +1506,42 @@ func TestUnbind_EndsTheAskOfARequestItDropped(t *testing.T) {
 		t.Fatal("an Ask whose request the Unbind dropped never ended")
 	}
 }
+
+// SPEC R3, R5: the caller whose request activates an owner runs the
+// owner's start on its own goroutine while it waits; a caller that stopped
+// waiting first leaves the start to the System's pool, so the owner still
+// starts and answers later requests.
+func TestActivation_ByACallerThatGaveUpStillStartsTheOwner(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	release := blockRegistry(t, sys)
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan error, 1)
+	go func() { _, err := b.Ask(ctx, msg{seq: 1}); asked <- err }()
+	require.Eventually(t, func() bool { return b.Routed() > 0 }, limit, time.Millisecond, "the Ask's route waits in the registry")
+	cancel()
+	require.ErrorIs(t, <-asked, context.Canceled)
+	release() // the registry activates the owner for a caller that left
+
+	assert.Equal(t, event{1, "started"}, next(t, p.events, "the owner starts anyway"))
+	rep, err := b.Ask(ctxT(t), msg{seq: 2})
+	require.NoError(t, err)
+	assert.Equal(t, reply{m: msg{seq: 2}, inst: 1}, rep)
+}
+
+// SPEC R3: an owner's start handed to the Inbox of the request that
+// activated it is run by the System's pool if that Inbox is closed
+// unread: the owner still starts and gets the request.
+func TestActivation_StartHandedToAnInboxClosedUnreadStillRuns(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	in := actors.NewInbox(sys)
+	b.Request(msg{seq: 1}, in)
+	require.Eventually(t, func() bool { return b.Routed() == 0 }, limit, time.Millisecond, "delivered")
+	none(t, p.events, "a start before the Inbox is read or closed")
+	in.Close()
+	assert.Equal(t, event{1, "started"}, next(t, p.events, "the owner starts"))
+	assert.Equal(t, got{1, msg{seq: 1}}, next(t, p.got, "and gets the request"))
+}
