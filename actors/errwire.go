@@ -73,6 +73,7 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrClosed", ErrClosed},
 		{"actors.ErrNodeTimeout", ErrNodeTimeout},
 		{"actors.ErrOrchestratorClosed", ErrOrchestratorClosed},
+		{"actors.ErrOrchestratorFaulted", ErrOrchestratorFaulted},
 		{"actors.ErrTopology", ErrTopology},
 		{"actors.ErrNodeFailed", ErrNodeFailed},
 		{"actors.ErrIncompleteRun", ErrIncompleteRun},

@@ -26,6 +26,11 @@ var (
 	// running or queued when Close is called ends with it; so does every
 	// call on the handle after Close.
 	ErrOrchestratorClosed = errors.New("orchestrator closed")
+	// ErrOrchestratorFaulted: the actor of an orchestrator without a
+	// session stopped after a fault in its own code and has no session to
+	// come back from; build the orchestrator again (SPEC R6: never a
+	// silent restart with fresh state).
+	ErrOrchestratorFaulted = errors.New("the orchestrator's actor stopped after a fault and had no session to come back from: build it again")
 	// ErrTopology: the stored run of an orchestrator names nodes it does
 	// not have, or was saved by another kind of orchestrator (SPEC M10).
 	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
@@ -270,8 +275,10 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 		o.closeNodes(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("%s %q: node %q: %w", cfg.Kind, cfg.ID, spec.ID, err)
 	}
+	activations := 0
 	b, err := sys.Registry().Bind(ctx, id, BindConfig{IdleTimeout: cfg.IdleTimeout, Producer: func() actor.Actor {
-		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened}
+		activations++ // the registry's goroutine only
+		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, again: activations > 1}
 	}})
 	if err != nil {
 		o.closeNodes(context.WithoutCancel(ctx))
@@ -562,6 +569,8 @@ type orchActor struct {
 	// carries on a cut-off invocation keeps its base); the result's
 	// invocation usage is the difference.
 	usageBase *braidv1.Usage
+	again     bool  // not the first activation (see ErrOrchestratorFaulted)
+	fault     any   // the panic that stops the actor, if one does
 	saveErr   error // a save failed: the invocation ends with it
 	runErr    error // the policy panicked: the invocation ends with it, once saved
 	stale     bool  // a save failed: reload the stored run before the next invocation
@@ -590,18 +599,29 @@ type hooksDone struct {
 }
 
 func (x *orchActor) Receive(c actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			x.fault = r // for Stopping's answers; the supervisor stops the actor
+			panic(r)
+		}
+	}()
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		x.activate(c)
 	case *actor.Stopping:
-		// Closed (a passivation happens only when idle): nobody waits
-		// forever for an invocation that will not end.
+		// Closed, or stopped after a fault (a passivation happens only
+		// when idle): nobody waits forever for an invocation that will
+		// not end.
+		err := ErrOrchestratorClosed
+		if x.fault != nil {
+			err = fmt.Errorf("%s %q: its actor stopped after a fault: %v", x.cfg.Kind, x.cfg.ID, x.fault)
+		}
 		if x.cur != nil {
-			x.cur.answer(x.sys, orchReply{err: ErrOrchestratorClosed})
+			x.cur.answer(x.sys, orchReply{err: err})
 			x.cur = nil
 		}
 		for _, inv := range x.queue {
-			inv.answer(x.sys, orchReply{err: ErrOrchestratorClosed})
+			inv.answer(x.sys, orchReply{err: err})
 		}
 		x.queue = nil
 	case *orchStatus:
@@ -685,6 +705,11 @@ func (x *orchActor) activate(c actor.Context) {
 	x.table = map[string]*routed{}
 	x.byNode = map[string][]*routed{}
 	x.shape = cfg.Shape
+	if cfg.Session == nil && x.again {
+		// Its run was nowhere but in the actor that stopped.
+		x.loadErr = fmt.Errorf("%s %q: %w", cfg.Kind, cfg.ID, ErrOrchestratorFaulted)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
 	defer cancel()
 	if cfg.Session != nil {
