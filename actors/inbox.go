@@ -101,11 +101,7 @@ func (in *Inbox) Close() {
 	pending := in.queue
 	in.queue = nil
 	in.mu.Unlock()
-	for _, m := range pending {
-		if s, ok := m.(startRun); ok {
-			in.sys.pool.Go(s.run) // nobody reads it now: an owner must still start
-		}
-	}
+	in.startUnread(pending)
 	in.sys.sys.ProcessRegistry.Remove(in.pid)
 	select {
 	case in.wake <- struct{}{}:
@@ -133,6 +129,16 @@ func (in *Inbox) putStart(gen uint64, run func()) {
 	select {
 	case in.wake <- struct{}{}:
 	default:
+	}
+}
+
+// startUnread gives the owners' starts among messages that will not be
+// read (a Close, a renew) to the pool: the owners must still start.
+func (in *Inbox) startUnread(msgs []any) {
+	for _, m := range msgs {
+		if s, ok := m.(startRun); ok {
+			in.sys.pool.Go(s.run)
+		}
 	}
 }
 
@@ -173,11 +179,7 @@ func (in *Inbox) renew() {
 	default:
 	}
 	in.mu.Unlock()
-	for _, m := range pending {
-		if s, ok := m.(startRun); ok {
-			in.sys.pool.Go(s.run)
-		}
-	}
+	in.startUnread(pending)
 	reg := in.sys.sys.ProcessRegistry
 	reg.Remove(in.pid)
 	in.pid, _ = reg.Add(inboxProcess{in: in, gen: gen}, "inbox$"+reg.NextId())

@@ -29,7 +29,7 @@ type mailbox struct {
 	dispatcher actor.Dispatcher
 	process    func() // m.processMessages, made once
 	// first, if set, runs the mailbox's first run instead of the
-	// dispatcher (then it is cleared): see registryActor.ownerMailbox.
+	// dispatcher (then it is cleared): see registryActor.live.
 	first func(func())
 }
 

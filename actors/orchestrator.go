@@ -325,14 +325,8 @@ func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*bra
 // InvokeLocal is Invoke, and also returns the in-process forms of node
 // results their runners gave (SetLocalResult), by result.
 func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, map[*braidv1.NodeResult]any, error) {
-	if o.isClosed() {
-		return nil, nil, ErrOrchestratorClosed
-	}
-	if runsIn(ctx, o) {
-		return nil, nil, ErrReentrant
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err // not sent: the caller is gone already
+	if err := o.callable(ctx, true); err != nil {
+		return nil, nil, err
 	}
 	reply := make(chan orchReply, 1)
 	inv := &orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)}
@@ -366,6 +360,20 @@ func (o *Orchestrator) wait(ctx context.Context, reply chan orchReply) (orchRepl
 	return orchReply{}, ErrClosed
 }
 
+// callable checks a call before anything is sent: the handle is not
+// closed, a run (invoke) is not asked for from inside the orchestrator's
+// own run (SPEC R7), and the caller has not left already (its context
+// ended: nothing is sent).
+func (o *Orchestrator) callable(ctx context.Context, invoke bool) error {
+	switch {
+	case o.isClosed():
+		return ErrOrchestratorClosed
+	case invoke && runsIn(ctx, o):
+		return ErrReentrant
+	}
+	return ctx.Err()
+}
+
 func (o *Orchestrator) isClosed() bool {
 	select {
 	case <-o.closed:
@@ -383,11 +391,8 @@ func (o *Orchestrator) isClosed() bool {
 // resume can finish it. Called from the orchestrator's own run, it returns
 // ErrReentrant (SPEC R7).
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
-	if o.isClosed() {
-		return nil, ErrOrchestratorClosed
-	}
-	if runsIn(ctx, o) {
-		return nil, ErrReentrant
+	if err := o.callable(ctx, true); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(withRun(ctx, o))
 	defer cancel(nil)
@@ -398,9 +403,6 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 		case <-ctx.Done():
 		}
 	}()
-	if err := ctx.Err(); err != nil {
-		return nil, err // not sent: the caller is gone already
-	}
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
 	inv := &orchInvoke{in: in, events: inbox.PID(), caller: ctx}
@@ -430,10 +432,7 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 // Status returns the run as it stands (its results so far); it is
 // answered at once, while nodes run.
 func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, error) {
-	if o.isClosed() {
-		return nil, ErrOrchestratorClosed
-	}
-	if err := ctx.Err(); err != nil {
+	if err := o.callable(ctx, false); err != nil {
 		return nil, err
 	}
 	reply := make(chan orchReply, 1)
@@ -448,11 +447,8 @@ func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, e
 // CANCELLED, and the invocation returns the run as it then stands. It is
 // answered at once (SPEC R3).
 func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
-	if o.isClosed() {
-		return false, ErrOrchestratorClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err // not sent
+	if err := o.callable(ctx, false); err != nil {
+		return false, err
 	}
 	reply := make(chan bool, 1)
 	o.binding.Send(&orchCancel{reply: reply})

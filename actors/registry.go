@@ -258,9 +258,9 @@ func (b *Binding) Live(ctx context.Context) (bool, error) {
 }
 
 // Unbind stops the identity's actor, if live, and releases the identity
-// once it has stopped (handled Stopping; its Stopped may still run). It waits for that until ctx ends, and then returns
-// ctx's error, but the unbinding goes on: it is asked for even when ctx
-// has ended already. Messages sent after it are dropped. Unbinding twice
+// once it has stopped (handled Stopping; its Stopped may still run). It
+// waits for that until ctx ends, and then returns ctx's error, but the
+// unbinding goes on: it is asked for even when ctx has ended already. Messages sent after it are dropped. Unbinding twice
 // is a no-op, and so is unbinding in a closed System (its Close released
 // every identity).
 func (b *Binding) Unbind(ctx context.Context) error {
@@ -380,9 +380,8 @@ type registryActor struct {
 	props    *actor.Props          // of every owner's shell
 	next     atomic.Pointer[shell] // the shell Spawn's producer returns
 	dispatch actor.Dispatcher
-	startOn  func(func()) // the System's pool: where an owner starts
-	quick    bool         // the owner being spawned starts quickly (BindConfig.QuickStart)
-	handTo   func(func()) // the waiting Inbox the owner being spawned starts on, if any
+	startOn  func(func()) // the System's pool: where an owner starts by default
+	first    func(func()) // where the owner being spawned starts (see live)
 	observe  func(Identity, Lifecycle)
 }
 
@@ -428,7 +427,7 @@ func (x *registryActor) Receive(c actor.Context) {
 			e.held = append(e.held, &route{id: m.id, live: m.live, msg: m})
 			return
 		}
-		m.reply <- x.live(c, m.id, e)
+		m.reply <- x.live(c, m.id, e, nil)
 	case *liveReq:
 		e, ok := x.entryOf(m.id, m.live)
 		m.reply <- ok && e.pid != nil && !e.stopping
@@ -511,8 +510,13 @@ func (x *registryActor) Receive(c actor.Context) {
 	}
 }
 
-// live returns the identity's actor, activating it if needed.
-func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID {
+// live returns the identity's actor, activating it if needed. The owner
+// starts inline if its binding says it starts quickly, else on handTo (a
+// waiting caller's Inbox) if given, else on the System's pool; never on
+// this registry's goroutine, where one owner's load and hooks would keep
+// every Bind, route and activation of the System waiting, and deadlock it
+// if a hook asks the registry anything (builds an agent, say) (SPEC R3).
+func (x *registryActor) live(c actor.Context, id Identity, e *entry, handTo func(func())) *actor.PID {
 	if e.pid != nil {
 		return e.pid
 	}
@@ -520,36 +524,34 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry) *actor.PID 
 	// before it returns (one Props per registry: a Props per activation
 	// would cost more than a third of an idle owner's memory).
 	x.next.Store(&shell{inner: e.cfg.Producer(), id: id, idle: e.cfg.IdleTimeout, registry: c.Self()})
-	x.quick = e.cfg.QuickStart
+	switch {
+	case e.cfg.QuickStart:
+		x.first = nil
+	case handTo != nil:
+		x.first = handTo
+	default:
+		x.first = x.startOn
+	}
 	e.pid = c.ActorSystem().Root.Spawn(x.props)
 	x.next.Store(nil)
+	x.first = nil
 	e.live.pid.Store(e.pid)
 	x.observe(id, Activated)
 	return e.pid
 }
 
-// produce is the shared Props' producer: the shell live prepared. Owners
-// are never restarted (their supervisor stops them), so it is called by
-// Spawn only; a call without a prepared shell gets one that stops itself.
 // ownerMailbox is the shared Props' mailbox producer, which Spawn calls
-// after produce: an owner's first run (its Started: it loads its session
-// and runs its initialisation hooks) goes to the System's pool instead of
-// this registry's goroutine, unless its binding says it starts quickly.
-// Run here, it would keep every Bind, route and activation of the System
-// waiting for one owner's load and hooks, and deadlock the System if a
-// hook asks the registry anything (builds an agent, say) (SPEC R3).
+// after produce: the mailbox's first run (the owner's Started) goes where
+// live chose.
 func (x *registryActor) ownerMailbox() actor.Mailbox {
 	m := newMailbox().(*mailbox)
-	switch {
-	case x.quick:
-	case x.handTo != nil:
-		m.first = x.handTo
-	default:
-		m.first = x.startOn
-	}
+	m.first = x.first
 	return m
 }
 
+// produce is the shared Props' producer: the shell live prepared. Owners
+// are never restarted (their supervisor stops them), so it is called by
+// Spawn only; a call without a prepared shell gets one that stops itself.
 func (x *registryActor) produce() actor.Actor {
 	if sh := x.next.Swap(nil); sh != nil {
 		return sh
@@ -569,21 +571,21 @@ func (x *registryActor) passivateWhenDrained(c actor.Context, id Identity, e *en
 
 func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route) {
 	if a, ok := m.msg.(*activateReq); ok {
-		a.reply <- x.live(c, id, e)
+		a.reply <- x.live(c, id, e, nil)
 		return
 	}
+	var handTo func(func())
 	if e.pid == nil && m.sender != nil {
 		// A caller waits on an Inbox for the answer to m: it runs the
 		// owner's start itself, on its own goroutine, rather than a pool
 		// goroutine it would then wait for (Inbox.receive).
 		if p, ok := c.ActorSystem().ProcessRegistry.Get(m.sender); ok {
 			if ip, ok := p.(inboxProcess); ok {
-				x.handTo = func(run func()) { ip.in.putStart(ip.gen, run) }
+				handTo = func(run func()) { ip.in.putStart(ip.gen, run) }
 			}
 		}
 	}
-	pid := x.live(c, id, e)
-	x.handTo = nil
+	pid := x.live(c, id, e, handTo)
 	if m.sender != nil {
 		c.RequestWithCustomSender(pid, m.msg, m.sender)
 	} else {

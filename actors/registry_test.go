@@ -223,6 +223,28 @@ func bind(t *testing.T, sys *actors.System, id actors.Identity, cfg actors.BindC
 	return b
 }
 
+// passivating binds an identity whose actor got one message and is being
+// passivated: the registry holds the routes to it until gate is closed,
+// which lets the passivation end.
+func passivating(t *testing.T) (b *actors.Binding, gate chan struct{}) {
+	t.Helper()
+	sys := newSystem(t)
+	p := newProbe(t, true)
+	gate = make(chan struct{})
+	p.idle = func(call int) bool {
+		if call == 2 { // the passivation request: the registry is stopping it
+			<-gate
+		}
+		return true
+	}
+	b = bind(t, sys, ident("a"), p.config(idle))
+	b.Send(msg{seq: 1})
+	next(t, p.got, "first message")
+	next(t, p.idles, "idle report")
+	next(t, p.idles, "passivation request")
+	return b, gate
+}
+
 // blockRegistry keeps the registry's actor busy until the returned
 // function is called (the cleanup calls it too): it activates a fresh
 // identity, whose activation the System's observer (run by the registry)
@@ -507,20 +529,7 @@ func TestActivate_OfAReleasedBindingIsErrUnbound(t *testing.T) {
 // binding is released meanwhile it is answered with ErrUnbound, not left
 // waiting for its context.
 func TestActivate_HeldDuringPassivationIsAnsweredWhenUnbound(t *testing.T) {
-	sys := newSystem(t)
-	p := newProbe(t, true)
-	gate := make(chan struct{})
-	p.idle = func(call int) bool {
-		if call == 2 { // the passivation request: the registry is stopping it
-			<-gate
-		}
-		return true
-	}
-	b := bind(t, sys, ident("a"), p.config(idle))
-	b.Send(msg{seq: 1})
-	next(t, p.got, "first message")
-	next(t, p.idles, "idle report")
-	next(t, p.idles, "passivation request")
+	b, gate := passivating(t)
 
 	activated := b.ActivateNoWait()
 	unbound := b.UnbindNoWait()
@@ -1473,23 +1482,7 @@ func TestRegistryCalls_AfterTheSystemClosedReturnErrClosed(t *testing.T) {
 // meanwhile; its Ask ends then (ErrUnbound) instead of waiting forever
 // for an answer that cannot come.
 func TestUnbind_EndsTheAskOfARequestItDropped(t *testing.T) {
-	sys := newSystem(t)
-	p := newProbe(t, true)
-	gate := make(chan struct{})
-	p.idle = func(call int) bool {
-		if call == 2 { // the passivation request: the registry holds routes now
-			<-gate
-		}
-		return true
-	}
-	b := bind(t, sys, ident("a"), p.config(idle))
-	b.Send(msg{seq: 1})
-	next(t, p.got, "first message")
-	next(t, p.idles, "idle report")
-	next(t, p.idles, "passivation request")
-
-	in := actors.NewInbox(sys)
-	defer in.Close()
+	b, gate := passivating(t)
 	asked := make(chan error, 1)
 	go func() { _, err := b.Ask(context.Background(), msg{seq: 2}); asked <- err }()
 	require.Eventually(t, func() bool { // the Ask's request is held: passivating

@@ -335,7 +335,7 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				return
 			case <-a.sys.Done():
 				close(reply.abandon) // a job still emitting must not block
-				yield(nil, actors.ErrClosed)
+				yield(nil, a.closedErr())
 				return
 			case <-released:
 				released = nil
@@ -401,7 +401,7 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 			case <-reply.signal:
 			case <-a.sys.Done():
 				if !awaited(reply) {
-					return nil, actors.ErrClosed
+					return nil, a.closedErr()
 				}
 			case <-a.binding.Released():
 				if !awaited(reply) {
@@ -419,35 +419,33 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 		a.abandon(r, reply, ctx.Err())
 		return nil, ctx.Err()
 	case <-a.sys.Done():
-		// The actor answers no more; an outcome already there wins (a
-		// job handed over now is not run: the actor cancelled it).
-		if outcome(reply) {
-			return reply.res, reply.err
-		}
-		return nil, actors.ErrClosed
+		return a.unanswered(reply)
 	case <-a.binding.Released():
-		// Closed meanwhile (by another caller's Close): a request the
-		// actor received is answered (wait for it, or for the System to
-		// close); one it never received was dropped with the identity.
-		if reply.taken.Load() {
-			select {
-			case j := <-reply.signal:
-				if j == nil {
-					return reply.res, reply.err
-				}
-				return nil, ErrClosed // a job handed over: the actor cancelled it
-			case <-a.sys.Done():
-				if outcome(reply) {
-					return reply.res, reply.err
-				}
-				return nil, actors.ErrClosed
-			}
-		}
-		if outcome(reply) {
-			return reply.res, reply.err
-		}
-		return nil, a.closedErr()
+		return a.unanswered(reply)
 	}
+}
+
+// unanswered ends a call whose agent can answer no more: its System
+// closed, or its identity was released (by another caller's Close; a
+// System's Close releases it too). A request the actor received is
+// answered all the same (the actor or its job finishes it), so the call
+// waits for that, unless the System closed; an outcome already there
+// wins; a job handed over now is not run (the actor cancelled it).
+func (a *Agent) unanswered(reply *localReply) (any, error) {
+	if reply.taken.Load() {
+		select {
+		case j := <-reply.signal:
+			if j == nil {
+				return reply.res, reply.err
+			}
+			return nil, a.closedErr()
+		case <-a.sys.Done():
+		}
+	}
+	if outcome(reply) {
+		return reply.res, reply.err
+	}
+	return nil, a.closedErr()
 }
 
 // closedErr is the error of a call whose agent's identity was released:
