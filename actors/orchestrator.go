@@ -1426,6 +1426,12 @@ func (x *orchActor) result() *braidv1.MultiAgentResult {
 	for _, id := range x.results {
 		r.Results = append(r.Results, x.nodes[id].result)
 	}
+	if r.Status == braidv1.NodeStatus_NODE_STATUS_FAILED {
+		// A FAILED run is over (SPEC M2 ranks it above INTERRUPTED): it
+		// takes no responses, so it lists no interrupt a caller could try
+		// to answer. The node results still show which nodes waited.
+		return r
+	}
 	for _, e := range x.raised {
 		if x.table[e.in.ID] == e && !e.in.Answered {
 			r.Interrupts = append(r.Interrupts, InterruptToWire(e.in))

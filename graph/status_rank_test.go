@@ -13,8 +13,10 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 )
 
 // SPEC M2, M3: a run's status is the worst of its nodes' by FAILED >
@@ -81,4 +83,49 @@ func TestGraph_RunStatusIsTheWorstOfItsNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// SPEC M2, I7, I8: a run that ends FAILED is over, even when one of its
+// nodes was interrupted when another failed. It lists no interrupt (none
+// could be answered), streams no interrupt event, and refuses a resume
+// with ErrNotInterrupted; the interrupted node's own result still shows
+// its interrupt. A graph built again on the session sees the same, and a
+// new prompt starts a new run.
+func TestGraph_FailedRunListsNoInterruptsAndRefusesResponses(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	st := persistence.NewMemoryStore()
+	mk := func() *graph.Graph {
+		b := graph.NewBuilder().AddNode("info", textAgent(r, "info")).AddNode("fails", fn(r, "fails", errors.New("boom"))).
+			AddNode("asks", textAgent(r, "asks")).AddEdge("info", "fails").AddEdge("info", "asks")
+		return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s"), Hooks: []hook.Provider{gate(r, "asks")}})
+	}
+	g := mk()
+	var res *multiagent.Result
+	for ev, err := range g.Stream(ctx, agent.Text("go")) {
+		require.NoError(t, err)
+		_, isInterrupt := ev.(*multiagent.InterruptEvent)
+		assert.False(t, isInterrupt, "no interrupt event for a run that ends FAILED")
+		if e, ok := ev.(*multiagent.ResultEvent); ok {
+			res = e.Result
+		}
+	}
+	require.NotNil(t, res)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	assert.Empty(t, res.Interrupts)
+	asks := res.Node("asks")
+	require.NotNil(t, asks)
+	assert.Equal(t, multiagent.StatusInterrupted, asks.Status)
+	require.Len(t, asks.Interrupts, 1)
+	id := asks.Interrupts[0].ID
+
+	for _, g := range []*graph.Graph{g, mk()} {
+		_, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(id, "y")))
+		require.ErrorIs(t, err, interrupt.ErrNotInterrupted)
+		st, err := g.Status(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, multiagent.StatusFailed, st.Status)
+		assert.Empty(t, st.Interrupts)
+	}
+	assert.Equal(t, 0, r.count("model:asks"), "the gated node never ran")
 }

@@ -85,7 +85,10 @@ type Result struct {
 	// a run cut off by a crash counts from where the cut-off one began).
 	Usage, InvocationUsage model.Usage
 	// Interrupts lists every unanswered interrupt of the run in the order
-	// raised (SPEC I8); answer them with agent.Resume.
+	// raised (SPEC I8); answer them with agent.Resume. A FAILED run is
+	// over and lists none, even when one of its nodes was interrupted
+	// when another failed (that node's NodeResult still shows it); a
+	// resume of it is refused with interrupt.ErrNotInterrupted.
 	Interrupts []interrupt.Interrupt
 	// Message says why a FAILED run stopped (a limit or a timeout).
 	Message string
