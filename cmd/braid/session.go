@@ -318,10 +318,15 @@ func showRun(r persistence.RecordExport, w io.Writer) error {
 		fmt.Fprintf(w, " (%s)", run.Message)
 	}
 	fmt.Fprintln(w)
+	// A FAILED run is over: its nodes' interrupts take no answers.
+	waiting := "waiting for"
+	if run.Status == "FAILED" {
+		waiting = "was interrupted by"
+	}
 	for _, n := range run.Nodes {
 		fmt.Fprintf(w, "  node %-20s %-11s runs=%d\n", n.ID, n.Status, n.ExecutionCount)
 		for _, in := range n.Waiting {
-			fmt.Fprintf(w, "    waiting for %s  name=%s source=%s reason=%s\n", in.ID, in.Name, in.Source, in.Reason)
+			fmt.Fprintf(w, "    %s %s  name=%s source=%s reason=%s\n", waiting, in.ID, in.Name, in.Source, in.Reason)
 		}
 	}
 	return nil
