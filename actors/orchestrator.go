@@ -694,6 +694,16 @@ func respond(c actor.Context, msg proto.Message) {
 // Idle implements Passivator: no invocation runs or waits.
 func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
 
+// OwnMessage implements OwnMessages: the ends of its hooks and the
+// reports of its nodes (child actors, which stop with it).
+func (x *orchActor) OwnMessage(msg any) bool {
+	switch msg.(type) {
+	case *hooksDone, *braidv1.NodeReport, *localReport:
+		return true
+	}
+	return false
+}
+
 // activate opens the nodes as child actors and loads the stored run.
 func (x *orchActor) activate(c actor.Context) {
 	cfg := x.cfg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,34 @@ var (
 	// ErrUnbound: the binding was released.
 	ErrUnbound = errors.New("identity is not bound")
 )
+
+// FaultError: an owner's actor panicked in its Receive (SPEC R6). The
+// registry stops such an actor the way it passivates one: the messages
+// it had not begun go to the next activation, which comes back from the
+// store (or, without one, answers that it cannot). An actor that panicked
+// while starting is not activated again: its identity is released, and
+// waits for its answers end with an error that wraps ErrUnbound and this.
+type FaultError struct {
+	Identity Identity
+	Value    any  // the panic's value
+	Starting bool // the panic was in the actor's start
+}
+
+func (e *FaultError) Error() string {
+	if e.Starting {
+		return fmt.Sprintf("%s: its actor panicked while starting: %v", e.Identity, e.Value)
+	}
+	return fmt.Sprintf("%s: its actor panicked: %v", e.Identity, e.Value)
+}
+
+// OwnMessages is implemented by an owner some of whose messages come from
+// its own goroutines (a job's end, a node's report): after the owner
+// panicked they are dropped with it, where any other message it had not
+// begun goes on to its next activation. An owner that does not implement
+// it has all of them go on.
+type OwnMessages interface {
+	OwnMessage(msg any) bool
+}
 
 // Passivator is implemented by an actor that can be passivated: Idle
 // reports, on the actor's goroutine, whether it has no work in flight and
@@ -153,6 +182,7 @@ type liveRef struct {
 	// released is closed when the registry releases the identity: from
 	// then on nothing sent through the binding reaches an actor.
 	released chan struct{}
+	cause    error // why, when it is not an Unbind or a System's Close; set before released is closed
 	pid      atomic.Pointer[actor.PID]
 	senders  atomic.Int32
 	routed   atomic.Int32 // routes of this binding not yet delivered or dropped
@@ -207,6 +237,9 @@ func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
 	rep, err := in.receive(ctx, b.live.released)
 	if err != nil {
 		in.Close() // a late reply must not reach a later ask
+		if errors.Is(err, ErrUnbound) {
+			err = b.Err()
+		}
 		return nil, err
 	}
 	b.r.sys.inboxes.put(in)
@@ -225,7 +258,7 @@ func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
 	select {
 	case pid := <-reply:
 		if pid == nil {
-			return nil, fmt.Errorf("activate %s: %w", b.id, ErrUnbound)
+			return nil, fmt.Errorf("activate %s: %w", b.id, b.unboundErr())
 		}
 		return pid, nil
 	case <-ctx.Done():
@@ -235,10 +268,34 @@ func (b *Binding) Activate(ctx context.Context) (*actor.PID, error) {
 	}
 }
 
-// Released is closed once the identity is released (unbound, or its
-// System closed): a message sent through the binding, or held for an
-// activation, is then dropped, so a wait for its answer should end.
+// Released is closed once the identity is released (unbound, its System
+// closed, or its actor panicked while starting): a message sent through
+// the binding, or held for an activation, is then dropped, so a wait for
+// its answer should end (with Err).
 func (b *Binding) Released() <-chan struct{} { return b.live.released }
+
+// unboundErr is Err for a binding known to be released or being released.
+func (b *Binding) unboundErr() error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	return ErrUnbound
+}
+
+// Err is nil until the identity is released, then ErrUnbound; when the
+// release was the registry's, after the actor panicked while starting,
+// the error wraps the *FaultError too.
+func (b *Binding) Err() error {
+	select {
+	case <-b.live.released:
+	default:
+		return nil
+	}
+	if b.live.cause != nil {
+		return fmt.Errorf("%w: %w", ErrUnbound, b.live.cause)
+	}
+	return ErrUnbound
+}
 
 // Live reports whether the identity's actor is live (not passivated).
 func (b *Binding) Live(ctx context.Context) (bool, error) {
@@ -335,10 +392,26 @@ type (
 		pid *actor.PID
 	}
 	// stoppedReport: the shell's actor stopped (passivated, unbound, or
-	// stopped by its supervisor after a panic).
+	// stopped after a panic).
 	stoppedReport struct {
 		id  Identity
 		pid *actor.PID
+	}
+	// faultReport: the shell's actor panicked; the registry stops it as it
+	// passivates one, and it stops on passivateReq whatever its state.
+	faultReport struct {
+		id  Identity
+		pid *actor.PID
+		err *FaultError
+	}
+	// bounce: a message the faulted shell's actor had not begun, for the
+	// next activation. Every message sent to that actor directly was sent
+	// before any routed while it stops, so bounced ones go first.
+	bounce struct {
+		id     Identity
+		pid    *actor.PID
+		msg    any
+		sender *actor.PID
 	}
 )
 
@@ -348,8 +421,10 @@ type entry struct {
 	pid       *actor.PID // nil while passivated
 	stopping  bool       // passivation or unbind asked; routes wait in held
 	held      []*route
+	bounced   int // held[:bounced] came back from a faulted actor
 	unbinding []chan struct{}
-	asked     bool // passivateReq sent
+	asked     bool        // passivateReq sent
+	fault     *FaultError // the live actor panicked: it stops
 }
 
 // entryOf returns the entry of the binding whose liveRef is live.
@@ -371,7 +446,7 @@ func dropHeld(e *entry) {
 			e.live.routed.Add(-1)
 		}
 	}
-	e.held = nil
+	e.held, e.bounced = nil, 0
 }
 
 // registryActor owns the identity table.
@@ -391,9 +466,10 @@ func (x *registryActor) Receive(c actor.Context) {
 		// Spawned from the root, not as the registry's children: Proto.
 		// Actor's set of children keeps a pointer to a removed child in its
 		// array until the slot is reused, which held every passivated owner
-		// in memory. The guardian strategy supervises a root-spawned actor:
-		// an owner whose Receive panicked is stopped, never restarted with
-		// fresh state behind its callers' backs (SPEC R6).
+		// in memory. The shell recovers an owner's panics (SPEC R6); the
+		// guardian strategy, which supervises a root-spawned actor, stops
+		// one that panics anyway, never restarting it with fresh state
+		// behind its callers' backs.
 		stop := actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })
 		x.props = actor.PropsFromProducer(x.produce, actor.WithGuardian(stop), actor.WithDispatcher(x.dispatch), actor.WithMailbox(x.ownerMailbox))
 	case *bindReq:
@@ -488,19 +564,48 @@ func (x *registryActor) Receive(c actor.Context) {
 			delete(x.entries, id)
 		}
 		m.reply <- live
+	case *faultReport:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) {
+			return
+		}
+		e.fault = m.err
+		if e.stopping {
+			return // a passivation's request, sent or to come, stops it; an unbind stopped it
+		}
+		e.stopping = true
+		e.live.pid.Store(nil)
+		e.live.draining.Store(true)
+		x.passivateWhenDrained(c, m.id, e)
+	case *bounce:
+		e, ok := x.entries[m.id]
+		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.unbinding != nil {
+			return // released: dropped
+		}
+		r := &route{id: m.id, live: e.live, msg: m.msg, sender: m.sender}
+		e.held = slices.Insert(e.held, e.bounced, r)
+		e.bounced++
 	case *stoppedReport:
 		e, ok := x.entries[m.id]
 		if !ok || e.pid == nil || !e.pid.Equal(m.pid) {
 			return
 		}
-		passivated := e.stopping && e.unbinding == nil
-		e.pid, e.stopping, e.asked = nil, false, false
+		passivated := e.stopping && e.unbinding == nil && e.fault == nil
+		fault := e.fault
+		e.pid, e.stopping, e.asked, e.fault, e.bounced = nil, false, false, nil, 0
 		e.live.pid.Store(nil)
 		e.live.draining.Store(false)
 		if passivated {
 			x.observe(m.id, Passivated)
 		} else {
 			x.observe(m.id, Stopped)
+		}
+		if e.unbinding == nil && fault != nil && fault.Starting {
+			// It would panic again at every activation.
+			e.live.cause = fault
+			dropHeld(e)
+			x.release(m.id, e)
+			return
 		}
 		if e.unbinding != nil {
 			x.release(m.id, e)
@@ -625,6 +730,7 @@ type shell struct {
 	registry *actor.PID
 	timer    *time.Timer
 	last     time.Time // of the last message but ticks
+	faulted  bool      // the owner panicked: the shell waits to be stopped
 }
 
 // idleTick: the shell's idle timer fired.
@@ -635,6 +741,10 @@ func (s *shell) Receive(c actor.Context) {
 		if _, ok := c.Message().(*actor.Started); ok {
 			c.Stop(c.Self())
 		}
+		return
+	}
+	if s.faulted {
+		s.receiveFaulted(c)
 		return
 	}
 	switch c.Message().(type) {
@@ -669,18 +779,70 @@ func (s *shell) Receive(c actor.Context) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
+		s.receiveQuietly(c)
+		return
 	case *actor.Stopped:
-		// Reported first: the registry must learn of the stop even if
-		// the owner's own Stopped handling fails.
-		c.Send(s.registry, &stoppedReport{id: s.id, pid: c.Self()})
-		inner := s.inner
-		s.inner = nil // nothing of the owner outlives it
-		inner.Receive(c)
+		s.stopped(c)
 		return
 	default:
 		if s.timer != nil {
 			s.last = time.Now()
 		}
 	}
+	s.receive(c)
+}
+
+// receive hands the message to the owner. If the owner panics, the shell
+// reports it and from then on waits to be stopped (receiveFaulted): the
+// owner's state is whatever the panic left, so it gets nothing more but
+// its Stopping and Stopped (SPEC R6).
+func (s *shell) receive(c actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			_, starting := c.Message().(*actor.Started)
+			s.faulted = true
+			if s.timer != nil {
+				s.timer.Stop()
+			}
+			c.Send(s.registry, &faultReport{id: s.id, pid: c.Self(), err: &FaultError{Identity: s.id, Value: r, Starting: starting}})
+		}
+	}()
+	s.inner.Receive(c)
+}
+
+// receiveFaulted: the owner panicked and the registry stops the actor the
+// way it passivates one. Meanwhile the messages sent to it directly are
+// sent back to the registry, for the next activation, except those of
+// the owner's own goroutines (OwnMessages), whose work died with it.
+func (s *shell) receiveFaulted(c actor.Context) {
+	switch msg := c.Message().(type) {
+	case *actor.Stopping:
+		s.receiveQuietly(c)
+	case *actor.Stopped:
+		s.stopped(c)
+	case *passivateReq:
+		c.Stop(c.Self())
+	case idleTick, actor.SystemMessage, actor.AutoReceiveMessage:
+	default:
+		if own, ok := s.inner.(OwnMessages); ok && own.OwnMessage(msg) {
+			return
+		}
+		c.Send(s.registry, &bounce{id: s.id, pid: c.Self(), msg: msg, sender: c.Sender()})
+	}
+}
+
+// stopped reports the stop, then lets the owner see it.
+func (s *shell) stopped(c actor.Context) {
+	// Reported first: the registry must learn of the stop even if the
+	// owner's own Stopped handling fails.
+	c.Send(s.registry, &stoppedReport{id: s.id, pid: c.Self()})
+	s.receiveQuietly(c)
+	s.inner = nil // nothing of the owner outlives it
+}
+
+// receiveQuietly hands a stopping actor's Stopping or Stopped to the
+// owner; a panic there changes nothing (the actor stops either way).
+func (s *shell) receiveQuietly(c actor.Context) {
+	defer func() { _ = recover() }()
 	s.inner.Receive(c)
 }

@@ -124,6 +124,7 @@ type got struct {
 type probe struct {
 	passivator bool
 	idle       func(call int) bool // answer of Idle; nil: always idle
+	startPanic func(inst int) bool // the instance panics in Started; nil: none does
 
 	produced  atomic.Int32
 	idleCalls atomic.Int32
@@ -174,6 +175,9 @@ func (a *probeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		push(a.p, a.p.events, event{a.inst, "started"})
+		if a.p.startPanic != nil && a.p.startPanic(a.inst) {
+			panic("boom in Started")
+		}
 	case *actor.Stopping:
 		push(a.p, a.p.events, event{a.inst, "stopping"})
 	case *actor.Stopped:
@@ -1040,6 +1044,114 @@ func TestRegistry_AnActorWhoseReceivePanicsIsStoppedNotRestarted(t *testing.T) {
 	assert.Equal(t, event{2, "started"}, next(t, p.events, "fresh activation"))
 	assert.Equal(t, got{2, msg{seq: 2}}, next(t, p.got, "message to the fresh instance"))
 	assert.EqualValues(t, 2, p.produced.Load())
+}
+
+// SPEC R6, R5: the messages an owner had not begun when it panicked are
+// not lost with it: they reach its next activation, in the order sent, a
+// request's answer included, and so does a message sent after the panic.
+// Before, they were dropped with the stopped actor (or sent on to its dead
+// id until the registry learnt of the stop), and a caller waited forever.
+func TestRegistry_MessagesAnActorHadNotBegunWhenItPanickedReachItsNextActivation(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	entered, release := make(chan struct{}), make(chan struct{})
+	b.Send(hold{entered: entered, release: release})
+	next(t, entered, "the actor holding")
+	require.Equal(t, event{1, "started"}, next(t, p.events, "start"))
+
+	// Queued behind the hold, straight in the actor's mailbox: the panic,
+	// then a message and a request it never begins.
+	b.Send(boom{})
+	b.Send(msg{seq: 1})
+	in := actors.NewInbox(sys)
+	defer in.Close()
+	b.Request(msg{seq: 2}, in)
+	close(release)
+
+	require.Equal(t, event{1, "stopping"}, next(t, p.events, "the panicked actor stopping"))
+	require.Equal(t, event{1, "stopped"}, next(t, p.events, "the panicked actor stopped"))
+	b.Send(msg{seq: 3})
+	require.Equal(t, event{2, "started"}, next(t, p.events, "the next activation"))
+	for _, seq := range []int{1, 2, 3} {
+		assert.Equal(t, got{2, msg{seq: seq}}, next(t, p.got, fmt.Sprintf("message %d", seq)))
+	}
+	rep, err := in.Receive(ctxT(t))
+	require.NoError(t, err)
+	assert.Equal(t, reply{m: msg{seq: 2}, inst: 2}, rep, "the request's answer")
+	none(t, p.got, "message")
+}
+
+// SPEC R6: an owner that panics while starting is not activated again
+// (it would panic at every activation, and the messages it never began
+// would go round forever): its identity is released, and the wait for an
+// answer it held ends with an error that names the fault. The identity
+// can then be bound again.
+func TestRegistry_AnActorThatPanicsWhileStartingReleasesItsIdentity(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	p.startPanic = func(inst int) bool { return inst == 2 }
+	b := bind(t, sys, ident("a"), p.config(0))
+	b.Send(msg{seq: 1})
+	next(t, p.got, "first message")
+
+	b.Send(boom{})
+	_, err := b.Ask(ctxT(t), msg{seq: 2})
+	require.ErrorIs(t, err, actors.ErrUnbound)
+	var fe *actors.FaultError
+	require.ErrorAs(t, err, &fe)
+	assert.True(t, fe.Starting)
+	assert.Equal(t, ident("a"), fe.Identity)
+	assert.Contains(t, err.Error(), "boom in Started")
+	select {
+	case <-b.Released():
+	default:
+		t.Fatal("the binding is not released")
+	}
+	require.ErrorIs(t, b.Err(), actors.ErrUnbound)
+	_, err = b.Activate(ctxT(t))
+	require.ErrorAs(t, err, &fe)
+	none(t, p.got, "message")
+
+	b2 := bind(t, sys, ident("a"), p.config(0))
+	rep, err := b2.Ask(ctxT(t), msg{seq: 3})
+	require.NoError(t, err)
+	assert.Equal(t, reply{m: msg{seq: 3}, inst: 3}, rep)
+}
+
+// SPEC R6, R5: under faults, no message sent through a binding is lost or
+// reordered: senders each send a numbered sequence, some messages make
+// the actor panic, and every other one reaches some activation, each
+// sender's in the order sent.
+func TestRegistry_FaultsLoseAndReorderNoMessage(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	const senders, per = 4, 300
+	var wg sync.WaitGroup
+	for from := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range per {
+				if seq%37 == 5 && from == 0 {
+					b.Send(boom{})
+				}
+				b.Send(msg{from: from, seq: seq})
+			}
+		}()
+	}
+	wg.Wait()
+	last := make([]int, senders)
+	for i := range last {
+		last[i] = -1
+	}
+	for range senders * per {
+		g := next(t, p.got, "message")
+		require.Equal(t, last[g.m.from]+1, g.m.seq, "sender %d's messages in order", g.m.from)
+		last[g.m.from] = g.m.seq
+	}
+	assert.Greater(t, p.produced.Load(), int32(5), "the actor panicked and came back")
 }
 
 // ---- Unbind ----------------------------------------------------------------

@@ -220,6 +220,16 @@ func (x *agentActor) Idle() bool {
 		(x.sess == nil || !x.sess.Parked())
 }
 
+// OwnMessage implements actors.OwnMessages: a job's commits and end come
+// from the actor's own goroutines.
+func (x *agentActor) OwnMessage(msg any) bool {
+	switch msg.(type) {
+	case *jobCommit, *jobDone:
+		return true
+	}
+	return false
+}
+
 // activate loads the session (SPEC R4) and fires AgentInitialized. A
 // failure is kept and answered to every request; the actor then stops, so
 // that the next message tries again.

@@ -450,14 +450,18 @@ func (a *Agent) unanswered(reply *localReply) (any, error) {
 
 // closedErr is the error of a call whose agent's identity was released:
 // actors.ErrClosed if its System closed (which released it), else
-// ErrClosed.
+// ErrClosed, wrapping the *actors.FaultError of an actor that panicked
+// while starting.
 func (a *Agent) closedErr() error {
 	select {
 	case <-a.sys.Done():
 		return actors.ErrClosed
 	default:
-		return ErrClosed
 	}
+	if fe := (*actors.FaultError)(nil); errors.As(a.binding.Err(), &fe) {
+		return fmt.Errorf("%w: %w", ErrClosed, fe)
+	}
+	return ErrClosed
 }
 
 // outcome reports whether reply holds its outcome already (a job handed
