@@ -83,7 +83,11 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hook.NewRegistry(cfg.Hooks...)}
+	hooks := hook.NewRegistry(cfg.Hooks...)
+	if err := hooks.Check("agent", "an orchestrator's events go to graph.Config.Hooks or swarm.Config.Hooks", events()...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks}
 	sys := cfg.System
 	if sys == nil {
 		var err error

@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -509,4 +510,34 @@ func TestHistoryValid_AfterSeveralPasses(t *testing.T) {
 	assert.Equal(t, 2, runs.get("a"), "a runs in pass 1 and pass 2 only")
 	assert.Equal(t, 3, runs.get("c"))
 	assert.Equal(t, 2, m.Calls())
+}
+
+// SPEC A1: an agent refuses, when it is built, a hook for an event it
+// never fires (an orchestrator's BeforeNodeCall gate given to an agent),
+// which would otherwise never run.
+func TestNew_RefusesAHookForAnEventTheAgentNeverFires(t *testing.T) {
+	gate := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
+		_, err := ev.Interrupt("approval", nil)
+		return err
+	})
+	_, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(), Hooks: []hook.Provider{gate}})
+	require.ErrorIs(t, err, agent.ErrConfig)
+	require.ErrorIs(t, err, hook.ErrNotFired)
+	assert.Contains(t, err.Error(), "multiagent.BeforeNodeCallEvent")
+	assert.Contains(t, err.Error(), "graph.Config.Hooks")
+
+	// Every event of SPEC A1 is accepted.
+	ok := hook.ProviderFunc(func(r *hook.Registry) {
+		hook.Add(r, func(context.Context, *agent.AgentInitializedEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.BeforeInvocationEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.AfterInvocationEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.MessageAddedEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.BeforeModelCallEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.AfterModelCallEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.BeforeToolsEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.BeforeToolCallEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.AfterToolCallEvent) error { return nil })
+		hook.Add(r, func(context.Context, *agent.AfterToolsEvent) error { return nil })
+	})
+	newAgent(t, agent.Config{Model: model.Scripted(model.TextTurn("hi")), Hooks: []hook.Provider{ok}})
 }

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"reflect"
+
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/tool"
@@ -185,3 +187,14 @@ func (e *AfterToolsEvent) EndTurn(msg string) { e.endTurn = &msg }
 
 // HookReversed marks After* events.
 func (*AfterToolsEvent) HookReversed() {}
+
+// events are the event types an agent fires (SPEC A1).
+func events() []reflect.Type {
+	return []reflect.Type{
+		reflect.TypeFor[AgentInitializedEvent](), reflect.TypeFor[BeforeInvocationEvent](),
+		reflect.TypeFor[AfterInvocationEvent](), reflect.TypeFor[MessageAddedEvent](),
+		reflect.TypeFor[BeforeModelCallEvent](), reflect.TypeFor[AfterModelCallEvent](),
+		reflect.TypeFor[BeforeToolsEvent](), reflect.TypeFor[BeforeToolCallEvent](),
+		reflect.TypeFor[AfterToolCallEvent](), reflect.TypeFor[AfterToolsEvent](),
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
-	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -54,7 +53,10 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	if cfg.MaxNodeExecutions < 0 || cfg.ExecutionTimeout < 0 || cfg.NodeTimeout < 0 || cfg.IdleTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative limit", ErrBuild)
 	}
-	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
+	hooks, err := multiagent.NewHooks(Kind, cfg.ID, ownerPath, cfg.Hooks...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBuild, err)
+	}
 	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
 		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: t.nodes, Shape: t.shape(), Policy: newPolicy(t), Hooks: hooks,
 		Session: cfg.Session, MaxNodeExecutions: cfg.MaxNodeExecutions, ExecutionTimeout: cfg.ExecutionTimeout,

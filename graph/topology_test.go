@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 )
@@ -111,7 +112,18 @@ func TestGraph_BuildErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
-	_, err := graph.NewBuilder().Build(ctx, graph.Config{System: freshSystem(t)})
+	// An agent's approval given to the graph would never run: the node's
+	// tool would run unapproved.
+	approval := hook.Func(func(ctx context.Context, ev *agent.BeforeToolCallEvent) error {
+		_, err := ev.Interrupt("approval", nil)
+		return err
+	})
+	_, err := graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, graph.Config{System: freshSystem(t), Hooks: []hook.Provider{approval}})
+	require.ErrorIs(t, err, graph.ErrBuild)
+	require.ErrorIs(t, err, hook.ErrNotFired)
+	assert.Contains(t, err.Error(), "agent.BeforeToolCallEvent")
+	assert.Contains(t, err.Error(), "a graph fires none (an agent's events go to the Hooks of the node's agent.Config)")
+	_, err = graph.NewBuilder().Build(ctx, graph.Config{System: freshSystem(t)})
 	assert.ErrorIs(t, err, graph.ErrBuild)
 }
 

@@ -12,4 +12,7 @@
 //
 // The event types themselves live with the component that fires them
 // (package agent for the agent loop, package multiagent for orchestrators).
+// An owner refuses, when it is built, a callback for an event type it never
+// fires (Registry.Check, ErrNotFired): an agent's BeforeToolCallEvent
+// approval given to a graph would otherwise never run.
 package hook

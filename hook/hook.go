@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/braidhq/braid/interrupt"
@@ -107,6 +108,45 @@ func Has[E any](r *Registry) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.callbacks(reflect.TypeFor[E]())) > 0
+}
+
+// ErrNotFired: a callback is registered for an event type that the owner
+// it was given to never fires (an agent's BeforeToolCallEvent given to a
+// graph, say): it would never run, and an approval it implements would be
+// skipped without a word.
+var ErrNotFired = errors.New("the owner never fires this event")
+
+// NotFiredError is the error of Check: the event type with callbacks, the
+// owner that never fires it, and where such a hook belongs.
+type NotFiredError struct {
+	Event reflect.Type
+	Owner string
+	Hint  string
+}
+
+func (e *NotFiredError) Error() string {
+	msg := fmt.Sprintf("hook for %s: %s: a %s fires none", e.Event, ErrNotFired, e.Owner)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+func (e *NotFiredError) Unwrap() error { return ErrNotFired }
+
+// Check returns a *NotFiredError for the first event type, in registration
+// order, that has callbacks in r and is not one of fired (the events of
+// owner, described by hint). Owners check their registry when they are
+// built.
+func (r *Registry) Check(owner, hint string, fired ...reflect.Type) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, tc := range r.byType {
+		if !slices.Contains(fired, tc.t) {
+			return &NotFiredError{Event: tc.t, Owner: owner, Hint: hint}
+		}
+	}
+	return nil
 }
 
 // PanicError is the error of a callback that panicked.

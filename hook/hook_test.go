@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -264,4 +265,24 @@ func TestHas(t *testing.T) {
 	assert.True(t, hook.Has[pingEvent](r))
 	assert.False(t, hook.Has[pongEvent](r))
 	assert.False(t, hook.Has[pingEvent](nil))
+}
+
+// Check names the first event type with callbacks that the owner never
+// fires, with the owner and the hint; callbacks only for fired events pass.
+func TestCheck_NamesTheFirstEventTypeItsOwnerNeverFires(t *testing.T) {
+	type fired struct{}
+	type other struct{}
+	r := hook.NewRegistry(hook.Func(func(context.Context, *fired) error { return nil }))
+	require.NoError(t, r.Check("thing", "", reflect.TypeFor[fired]()))
+	require.NoError(t, hook.NewRegistry().Check("thing", ""))
+
+	hook.Add(r, func(context.Context, *other) error { return nil })
+	err := r.Check("thing", "give it elsewhere", reflect.TypeFor[fired]())
+	require.ErrorIs(t, err, hook.ErrNotFired)
+	var nf *hook.NotFiredError
+	require.ErrorAs(t, err, &nf)
+	assert.Equal(t, reflect.TypeFor[other](), nf.Event)
+	assert.Equal(t, "thing", nf.Owner)
+	assert.Contains(t, err.Error(), "hook_test.other")
+	assert.Contains(t, err.Error(), "a thing fires none (give it elsewhere)")
 }

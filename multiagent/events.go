@@ -3,6 +3,7 @@ package multiagent
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -82,6 +83,22 @@ type Hooks struct {
 	Registry *hook.Registry
 	// Source is the orchestrator's id; OwnerPath its owner path.
 	Source, OwnerPath string
+}
+
+// NewHooks registers the providers of an orchestrator of kind ("graph",
+// "swarm") and refuses, with a *hook.NotFiredError, a callback for an event
+// that an orchestrator never fires: an agent's events (a BeforeToolCall
+// approval, say) belong to the node's agent.
+func NewHooks(kind, source, ownerPath string, providers ...hook.Provider) (*Hooks, error) {
+	r := hook.NewRegistry(providers...)
+	err := r.Check(kind, "an agent's events go to the Hooks of the node's agent.Config",
+		reflect.TypeFor[MultiAgentInitializedEvent](), reflect.TypeFor[BeforeMultiAgentInvocationEvent](),
+		reflect.TypeFor[AfterMultiAgentInvocationEvent](), reflect.TypeFor[BeforeNodeCallEvent](),
+		reflect.TypeFor[AfterNodeCallEvent]())
+	if err != nil {
+		return nil, err
+	}
+	return &Hooks{Registry: r, Source: source, OwnerPath: ownerPath}, nil
 }
 
 // BeforeNode implements actors.GateHooks.

@@ -20,8 +20,11 @@
 //
 // A SessionManager binds a store to one session id. Each OpenAgent (or
 // Open) returns a writer of its own that knows the version it loaded, so
-// two agents built on one manager are two writers, and of two resuming one
-// interrupt exactly one proceeds. agent.Config.Session takes a manager.
+// two writers on one manager (two processes' agents, say) resuming one
+// interrupt cannot both proceed: exactly one does, the other gets
+// ErrConflict. (In one actors.System a second agent of the same session and
+// id is refused sooner, with actors.ErrBound: one live owner per identity.)
+// agent.Config.Session takes a manager.
 //
 // Export and Import turn a session into person-readable JSON and back
 // (`braid session export` and `import`), so a session can move between

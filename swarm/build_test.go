@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/swarm"
@@ -41,6 +42,10 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 		{name: "window without minimum", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 3}, want: "together"},
 		{name: "minimum over window", b: swarm.NewBuilder().AddAgent(a()),
 			cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 2, RepetitiveHandoffMinUniqueAgents: 3}, want: "exceeds"},
+		// An agent's approval given to the swarm would never run.
+		{name: "hook for an agent's event", b: swarm.NewBuilder().AddAgent(a()),
+			cfg: swarm.Config{Hooks: []hook.Provider{hook.Func(func(context.Context, *agent.BeforeToolCallEvent) error { return nil })}},
+			want: "agent.BeforeToolCallEvent: the owner never fires this event: a swarm fires none (an agent's events go to the Hooks of the node's agent.Config)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg

@@ -3,11 +3,11 @@ package swarm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
-	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -54,7 +54,10 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	}
 	pol := newPolicy(t, limits{maxHandoffs: cfg.MaxHandoffs, maxIterations: cfg.MaxIterations,
 		window: cfg.RepetitiveHandoffDetectionWindow, minUnique: cfg.RepetitiveHandoffMinUniqueAgents})
-	hooks := &multiagent.Hooks{Registry: hook.NewRegistry(cfg.Hooks...), Source: cfg.ID, OwnerPath: ownerPath}
+	hooks, err := multiagent.NewHooks(Kind, cfg.ID, ownerPath, cfg.Hooks...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBuild, err)
+	}
 	o, err := actors.NewOrchestrator(ctx, cfg.System, actors.OrchestratorConfig{
 		Kind: Kind, ID: cfg.ID, OwnerPath: ownerPath, Nodes: nodes, Shape: t.shape(), Policy: pol, Hooks: hooks,
 		Session: cfg.Session, ExecutionTimeout: cfg.ExecutionTimeout, NodeTimeout: cfg.NodeTimeout, IdleTimeout: cfg.IdleTimeout,
