@@ -44,7 +44,7 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 			cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 2, RepetitiveHandoffMinUniqueAgents: 3}, want: "exceeds"},
 		// An agent's approval given to the swarm would never run.
 		{name: "hook for an agent's event", b: swarm.NewBuilder().AddAgent(a()),
-			cfg: swarm.Config{Hooks: []hook.Provider{hook.Func(func(context.Context, *agent.BeforeToolCallEvent) error { return nil })}},
+			cfg:  swarm.Config{Hooks: []hook.Provider{hook.Func(func(context.Context, *agent.BeforeToolCallEvent) error { return nil })}},
 			want: "agent.BeforeToolCallEvent: the owner never fires this event: a swarm fires none (an agent's events go to the Hooks of the node's agent.Config)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
