@@ -44,6 +44,19 @@ type Interrupt struct {
 	Source   Source
 }
 
+// String is the interrupt for people (logs, %v): its id, name, source and
+// reason as JSON, and its answer if it has one.
+func (i Interrupt) String() string {
+	s := fmt.Sprintf("interrupt %s name=%q source=%s", i.ID, i.Name, i.Source)
+	if i.HasReason() {
+		s += " reason=" + string(i.Reason)
+	}
+	if i.Answered {
+		s += " response=" + string(i.Response.raw)
+	}
+	return s
+}
+
 // HasReason reports whether a reason was given.
 func (i Interrupt) HasReason() bool { return len(i.Reason) > 0 }
 

@@ -56,6 +56,19 @@ func (v Value) String() (string, bool) {
 	return s, true
 }
 
+// Format prints the JSON text for %v and %s (and %q quotes it), so that
+// an Interrupt or a Response printed with fmt shows its reason or answer
+// as JSON, not as bytes; the zero Value prints nothing. (String is not
+// fmt.Stringer's: it returns a JSON string's contents.)
+func (v Value) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 'q':
+		fmt.Fprintf(f, "%q", string(v.raw))
+	default:
+		_, _ = f.Write(v.raw)
+	}
+}
+
 // Decode unmarshals the answer into dst.
 func (v Value) Decode(dst any) error {
 	if !v.Valid() {

@@ -2,6 +2,7 @@ package interrupt
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -181,4 +182,19 @@ func TestValue_JSONMarshalling(t *testing.T) {
 	h = holder{}
 	require.NoError(t, json.Unmarshal([]byte(`{}`), &h))
 	assert.False(t, h.V.Valid(), "absent stays no answer")
+}
+
+// An interrupt's reason and an answer print as JSON with fmt, not as bytes.
+func TestValue_PrintsAsJSONText(t *testing.T) {
+	v, err := ValueOf(map[string]string{"node": "b"})
+	require.NoError(t, err)
+	assert.Equal(t, `{"node":"b"}`, fmt.Sprintf("%v", v))
+	assert.Equal(t, `{"node":"b"}`, fmt.Sprint(v))
+	assert.Equal(t, `"{\"node\":\"b\"}"`, fmt.Sprintf("%q", v))
+	in := Interrupt{ID: "i", Name: "approval", Reason: v.Raw(), Source: SourceHook}
+	assert.Equal(t, `interrupt i name="approval" source=hook reason={"node":"b"}`, fmt.Sprintf("%v", in))
+	in.Response, in.Answered = mustValue(t, "y"), true
+	assert.Equal(t, `interrupt i name="approval" source=hook reason={"node":"b"} response="y"`, fmt.Sprint(in))
+	assert.Contains(t, fmt.Sprintf("%v", Response{ID: "i", Value: mustValue(t, "y")}), `"y"`)
+	assert.Equal(t, "", fmt.Sprint(Value{}))
 }
