@@ -354,7 +354,7 @@ func TestAgentActor_HooksReadTheirOwnAgentWithoutDeadlock(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		seen = append(seen, st.State.String())
+		seen = append(seen, string(st.State))
 		_, err = a.Invoke(ctx, agent.Text("again"))
 		assert.ErrorIs(t, err, agent.ErrReentrant)
 		assert.ErrorIs(t, a.SetState(ctx, "k", 1), agent.ErrReentrant)
@@ -380,7 +380,7 @@ func TestAgentActor_HooksReadTheirOwnAgentWithoutDeadlock(t *testing.T) {
 	assert.Equal(t, resp.ID, answering[0].ID)
 	// Without a session the actor's committed state is that of the end of
 	// the last invocation: the first pass's handle sees no prompt yet.
-	assert.Equal(t, []string{"view:1", "handle:0", "AGENT_STATE_RUNNING", "view:1", "handle:1", "AGENT_STATE_RUNNING"}, seen)
+	assert.Equal(t, []string{"view:1", "handle:0", "RUNNING", "view:1", "handle:1", "RUNNING"}, seen)
 }
 
 func okTool(name string) tool.Tool {
@@ -753,7 +753,7 @@ func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
 	defer cancel()
 	require.Eventually(t, func() bool {
 		st, err := a.Status(ctx)
-		return err == nil && st.State == braidv1.AgentState_AGENT_STATE_RUNNING && st.Queued == 1
+		return err == nil && st.State == agent.ActivityRunning && st.Queued == 1
 	}, time.Minute, time.Millisecond, "the SetState queues behind the running job")
 	snap, err := a.Snapshot(ctx)
 	require.NoError(t, err)
@@ -777,4 +777,31 @@ func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
 	v, ok := agenttest.State(t, a).Get("after")
 	assert.True(t, ok)
 	assert.JSONEq(t, "true", string(v))
+}
+
+// Status says what the agent does in the agent's own terms: idle before a
+// run, interrupted while it waits for answers, idle once resumed.
+func TestStatus_TellsIdleInterruptedIdle(t *testing.T) {
+	ctx := context.Background()
+	a, _ := approvalAgent(t, freshSystem(t), persistence.NewMemoryStore(), nil, nil)
+	st, err := a.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.ActivityIdle, st.State)
+
+	res, err := a.Invoke(ctx, agent.Text("delete a"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	st, err = a.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.ActivityInterrupted, st.State)
+	assert.True(t, st.Interrupted())
+	assert.False(t, st.Incomplete())
+	require.Len(t, st.Interrupts, 1)
+
+	_, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	st, err = a.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, agent.ActivityIdle, st.State)
+	assert.Empty(t, st.Interrupts)
 }

@@ -142,7 +142,7 @@ func (a *Agent) Binding() *actors.Binding { return a.binding }
 // Status is what an agent's actor is doing.
 type Status struct {
 	// State is idle, running, interrupted or incomplete.
-	State braidv1.AgentState
+	State Activity
 	// Interrupts are the unanswered interrupts while interrupted.
 	Interrupts []interrupt.Interrupt
 	// Queued counts invocations waiting behind the running one.
@@ -151,14 +151,43 @@ type Status struct {
 	Messages int
 }
 
+// Activity is what an agent is doing (Status.State).
+type Activity string
+
+// Activities.
+const (
+	// ActivityIdle: nothing runs or waits.
+	ActivityIdle Activity = "IDLE"
+	// ActivityRunning: an invocation (or a direct tool call, a history
+	// reset) runs.
+	ActivityRunning Activity = "RUNNING"
+	// ActivityInterrupted: it waits for answers to its interrupts.
+	ActivityInterrupted Activity = "INTERRUPTED"
+	// ActivityIncomplete: it holds work a crash cut off (see Incomplete).
+	ActivityIncomplete Activity = "INCOMPLETE"
+)
+
+// activityFromWire converts the protobuf state; an unknown one is idle.
+func activityFromWire(s braidv1.AgentState) Activity {
+	switch s {
+	case braidv1.AgentState_AGENT_STATE_RUNNING:
+		return ActivityRunning
+	case braidv1.AgentState_AGENT_STATE_INTERRUPTED:
+		return ActivityInterrupted
+	case braidv1.AgentState_AGENT_STATE_INCOMPLETE:
+		return ActivityIncomplete
+	}
+	return ActivityIdle
+}
+
 // Interrupted reports whether the agent waits for interrupt responses.
-func (s Status) Interrupted() bool { return s.State == braidv1.AgentState_AGENT_STATE_INTERRUPTED }
+func (s Status) Interrupted() bool { return s.State == ActivityInterrupted }
 
 // Incomplete reports whether the agent holds work that was cut off (its
 // process was killed in a tool cycle, or during a resume whose answers
 // were all saved) and waits for nothing: Invoke it with the empty Input
 // to carry on. A prompt is refused until then (ErrIncompleteRun).
-func (s Status) Incomplete() bool { return s.State == braidv1.AgentState_AGENT_STATE_INCOMPLETE }
+func (s Status) Incomplete() bool { return s.State == ActivityIncomplete }
 
 // Status asks the actor what it is doing; it answers at once, even while
 // an invocation runs.
@@ -171,7 +200,7 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 	if !ok {
 		return Status{}, fmt.Errorf("agent %q: unexpected reply %T", a.ID(), rep)
 	}
-	s := Status{State: w.GetState(), Queued: int(w.GetQueued()), Messages: int(w.GetMessages())}
+	s := Status{State: activityFromWire(w.GetState()), Queued: int(w.GetQueued()), Messages: int(w.GetMessages())}
 	for _, iw := range w.GetInterrupts() {
 		in, err := actors.InterruptFromWire(iw)
 		if err != nil {
