@@ -40,6 +40,10 @@ type Config struct {
 	Session *persistence.SessionManager
 	// System is the actor system (nil: actors.Default()).
 	System *actors.System
+	// The limits below are Strands': unlike graph.Config's, where 0 is no
+	// limit, 0 here is the default, and a swarm always has these limits
+	// (for practically none, give a large value).
+	//
 	// MaxHandoffs ends the run FAILED ("Max handoffs reached: N") when an
 	// agent hands off after N handoffs were made (default 20).
 	MaxHandoffs int
