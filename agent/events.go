@@ -2,6 +2,7 @@ package agent
 
 import (
 	"reflect"
+	"sync"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -188,8 +189,8 @@ func (e *AfterToolsEvent) EndTurn(msg string) { e.endTurn = &msg }
 // HookReversed marks After* events.
 func (*AfterToolsEvent) HookReversed() {}
 
-// events are the event types an agent fires (SPEC A1).
-func events() []reflect.Type {
+// events are the event types an agent fires (SPEC A1), made once.
+var events = sync.OnceValue(func() []reflect.Type {
 	return []reflect.Type{
 		reflect.TypeFor[AgentInitializedEvent](), reflect.TypeFor[BeforeInvocationEvent](),
 		reflect.TypeFor[AfterInvocationEvent](), reflect.TypeFor[MessageAddedEvent](),
@@ -197,4 +198,4 @@ func events() []reflect.Type {
 		reflect.TypeFor[BeforeToolsEvent](), reflect.TypeFor[BeforeToolCallEvent](),
 		reflect.TypeFor[AfterToolCallEvent](), reflect.TypeFor[AfterToolsEvent](),
 	}
-}
+})
