@@ -582,7 +582,10 @@ func (x *registryActor) Receive(c actor.Context) {
 		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.unbinding != nil {
 			return // released: dropped
 		}
-		r := &route{id: m.id, live: e.live, msg: m.msg, sender: m.sender}
+		// Counted: a send meanwhile goes through the registry, after it,
+		// not straight to the next activation before it is delivered.
+		r := &route{id: m.id, live: e.live, msg: m.msg, sender: m.sender, counted: true}
+		e.live.routed.Add(1)
 		e.held = slices.Insert(e.held, e.bounced, r)
 		e.bounced++
 	case *stoppedReport:
