@@ -48,30 +48,72 @@ type fileInfo struct {
 // (the SQLite store, braid.db); the tools and the listing leave it out.
 const sessionsDir = ".braid"
 
-// runDemo runs "braid demo [flags]", the agent demo, or "braid demo graph
-// [flags]", the graph demo (runGraphDemo).
-func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) > 0 && args[0] == "graph" {
-		return runGraphDemo(ctx, args[1:], stdin, stdout)
-	}
+// demoHead is the first part of braid demo's usage; its flags follow.
+const demoHead = `usage: braid demo [-yes|-no|-later] [-dir DIR] [-model SPEC]
+       braid demo graph [-yes|-no] [-model SPEC]
+
+  demo        the "delete files older than 5 days" agent on a folder of
+              sample files; it asks (y/N) before deleting, and keeps the
+              run in a SQLite store under the folder (DIR/.braid)
+  demo graph  the seed's Graph example, inspector -> cleanup: a
+              BeforeNodeCall hook asks (y/N) before cleanup runs
+`
+
+// demoFlags are braid demo's flags.
+type demoFlags struct {
+	fset           *flag.FlagSet
+	yes, no, later *bool
+	dir, model     *string
+}
+
+func newDemoFlags() *demoFlags {
 	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fset.SetOutput(stdout)
-	yes := fset.Bool("yes", false, "approve without asking")
-	no := fset.Bool("no", false, "deny without asking")
-	later := fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the SQLite store)")
-	dir := fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder); its .braid folder keeps the session")
-	modelSpec := provider.Flag(fset)
-	if err := fset.Parse(args); err != nil {
+	return &demoFlags{
+		fset:  fset,
+		yes:   fset.Bool("yes", false, "approve without asking"),
+		no:    fset.Bool("no", false, "deny without asking"),
+		later: fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the SQLite store)"),
+		dir:   fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder); its .braid folder keeps the session"),
+		model: provider.Flag(fset),
+	}
+}
+
+// demoUsage is braid demo's usage, with its flags.
+func demoUsage() string { return flagUsage(newDemoFlags().fset, demoHead) }
+
+// runDemo runs "braid demo [flags]", the agent demo, or "braid demo graph
+// [flags]", the graph demo (runGraphDemo). A first argument other than
+// graph, help or a flag, and any argument after the flags, is a
+// *usageError: nothing runs.
+func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) > 0 {
+		switch {
+		case args[0] == "graph":
+			return runGraphDemo(ctx, args[1:], stdin, stdout)
+		case args[0] == "help":
+			fmt.Fprint(stdout, demoUsage())
+			return flag.ErrHelp
+		case !strings.HasPrefix(args[0], "-"):
+			return usageErr(demoUsage(), "unknown subcommand %q (braid demo takes graph, or flags)", args[0])
+		}
+	}
+	f := newDemoFlags()
+	if err := parseFlags(f.fset, args, demoUsage(), stdout); err != nil {
 		return err
 	}
+	yes, no, later, dir := f.yes, f.no, f.later, f.dir
+	if err := checkDemoArgs(f.fset, *f.model); err != nil {
+		return err
+	}
+	bad := func(msg string) error { return usageErr(demoUsage(), "%s", msg) }
 	if *yes && *no {
-		return errors.New("-yes and -no exclude each other")
+		return bad("-yes and -no exclude each other")
 	}
 	if *later && (*yes || *no) {
-		return errors.New("-later leaves the answer for the next run: give -yes or -no then")
+		return bad("-later leaves the answer for the next run: give -yes or -no then")
 	}
 	if *later && *dir == "" {
-		return errors.New("-later needs -dir, so that the next run finds the session")
+		return bad("-later needs -dir, so that the next run finds the session")
 	}
 	ws := *dir
 	if ws == "" {
@@ -95,7 +137,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	chosen, err := provider.New(ctx, *modelSpec, demoModel())
+	chosen, err := provider.New(ctx, *f.model, demoModel())
 	if err != nil {
 		return err
 	}
@@ -178,6 +220,22 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 		pending = res.Interrupts
 	}
+}
+
+// checkDemoArgs refuses, as a *usageError, arguments left after a demo's
+// flags and a -model spec that does not parse.
+func checkDemoArgs(fset *flag.FlagSet, modelSpec string) error {
+	if fset.NArg() > 0 {
+		hint := ""
+		if fset.Arg(0) == "graph" {
+			hint = " (graph comes first: braid demo graph [flags])"
+		}
+		return usageErr(flagUsage(fset, demoHead), "%s takes no argument, got %q%s", fset.Name(), fset.Arg(0), hint)
+	}
+	if _, err := provider.Parse(modelSpec); err != nil {
+		return usageErr(flagUsage(fset, demoHead), "-model: %w", err)
+	}
+	return nil
 }
 
 func finish(stdout io.Writer, ws string, res *agent.Result) error {
@@ -427,18 +485,21 @@ func printTree(w io.Writer, ws string) {
 // any answer but "y" cancels the cleanup node.
 func runGraphDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fset := flag.NewFlagSet("demo graph", flag.ContinueOnError)
-	fset.SetOutput(stdout)
 	yes := fset.Bool("yes", false, "approve without asking")
 	no := fset.Bool("no", false, "deny without asking")
 	modelSpec := provider.Flag(fset)
-	if err := fset.Parse(args); err != nil {
+	if len(args) > 0 && args[0] == "help" {
+		fmt.Fprint(stdout, flagUsage(fset, demoHead))
+		return flag.ErrHelp
+	}
+	if err := parseFlags(fset, args, flagUsage(fset, demoHead), stdout); err != nil {
+		return err
+	}
+	if err := checkDemoArgs(fset, *modelSpec); err != nil {
 		return err
 	}
 	if *yes && *no {
-		return errors.New("-yes and -no exclude each other")
-	}
-	if fset.NArg() > 0 {
-		return fmt.Errorf("demo graph takes no argument, got %q", fset.Arg(0))
+		return usageErr(flagUsage(fset, demoHead), "-yes and -no exclude each other")
 	}
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	if err != nil {

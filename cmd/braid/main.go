@@ -4,8 +4,11 @@
 //	braid demo graph [-yes|-no]               the seed's Graph example: approval before its cleanup node
 //	braid session list [-status]|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
 //	braid session import FILE|delete ID [-dir DIR|-postgres DSN]    move or remove a session
+//	braid help [demo|session]                 the usage of braid or of a command
 //
-// Run "braid help" for the list of commands.
+// Run "braid help" for the list of commands. The exit status is 0 when the
+// command did what it was asked (or printed the help asked for), 1 when it
+// failed, 2 on a usage error (see exitUsage).
 package main
 
 import (
@@ -16,6 +19,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+)
+
+// The process's exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	// exitUsage: the command line is wrong (a missing or unknown command or
+	// subcommand, a bad flag or flag value, a missing or extra argument);
+	// nothing ran.
+	exitUsage = 2
 )
 
 func main() {
@@ -24,41 +38,112 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run runs the command line args and returns the process's exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "demo":
 		return exit(stderr, "braid demo:", runDemo(ctx, args[1:], stdin, stdout))
 	case "session":
-		return exit(stderr, "braid session:", runSession(ctx, args[1:], stdout, stderr))
+		return exit(stderr, "braid session:", runSession(ctx, args[1:], stdout))
 	default:
 		if isHelp(args[0]) {
-			usage(stdout)
-			return 0
+			return exit(stderr, "braid help:", runHelp(args[1:], stdout))
 		}
-		fmt.Fprintf(stderr, "braid: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
+		return exit(stderr, "braid:", usageErr(topUsage, "unknown command %q", args[0]))
 	}
 }
 
-// exit reports a command's error and returns the process's exit code: 0
-// when it asked for help (-h, which printed the flags), 1 on error.
-func exit(stderr io.Writer, prefix string, err error) int {
+// runHelp runs "braid help [command]": the usage of braid, or of command.
+func runHelp(args []string, stdout io.Writer) error {
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	default:
-		fmt.Fprintln(stderr, prefix, err)
-		return 1
+	case len(args) == 0:
+		usage(stdout)
+		return nil
+	case len(args) > 1:
+		return usageErr(topUsage, "help takes one command, got %q", strings.Join(args, " "))
 	}
+	switch args[0] {
+	case "demo":
+		_, err := fmt.Fprint(stdout, demoUsage())
+		return err
+	case "session":
+		_, err := fmt.Fprint(stdout, sessionUsage)
+		return err
+	}
+	if isHelp(args[0]) {
+		usage(stdout)
+		return nil
+	}
+	return usageErr(topUsage, "unknown command %q", args[0])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: braid <command> [flags]
+// usageError is a command line that a command cannot run (see exitUsage):
+// run prints it, then the command's usage, and exits 2.
+type usageError struct {
+	err   error
+	usage string // the command's usage text
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the cause (a flag's parse error, for one).
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErr returns a *usageError saying what is wrong, with the usage text
+// to print after it.
+func usageErr(usage, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), usage: usage}
+}
+
+// exit reports a command's error and returns the process's exit status:
+// 0 when there is none or it asked for help (-h, which printed the usage),
+// 2 for a *usageError (printed with its usage), 1 for any other error.
+func exit(stderr io.Writer, prefix string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, prefix, err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprint(stderr, "\n", ue.usage)
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// parseFlags parses args with fset, which prints nothing itself: -h (or
+// -help) prints usage to stdout and returns flag.ErrHelp; a bad flag or
+// value is a *usageError with usage.
+func parseFlags(fset *flag.FlagSet, args []string, usage string, stdout io.Writer) error {
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	err := fset.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return err
+	case err != nil:
+		return &usageError{err: err, usage: usage}
+	}
+	return nil
+}
+
+// flagUsage returns usage followed by fset's flags.
+func flagUsage(fset *flag.FlagSet, usage string) string {
+	var b strings.Builder
+	b.WriteString(usage)
+	b.WriteString("\n" + fset.Name() + " flags:\n")
+	fset.SetOutput(&b)
+	fset.PrintDefaults()
+	fset.SetOutput(io.Discard)
+	return b.String()
+}
+
+const topUsage = `usage: braid <command> [flags]
 
 commands:
   demo    run the "delete files older than 5 days" agent on the scripted model;
@@ -72,9 +157,15 @@ commands:
   session read stored sessions: list [-status], show <id>, export <id>; import an
           exported one (import <file>), or delete one (delete <id>)
           (flags: -dir DIR, the store's folder; -postgres DSN)
-  help    show this text
-`)
-}
+  help [command]
+          show this text, or a command's usage ("-h" after a command too)
+
+exit status: 0 done (or help shown), 1 the command failed, 2 a usage error
+(a missing or mistyped command or subcommand, a bad flag, a missing or extra
+argument: nothing ran)
+`
+
+func usage(w io.Writer) { fmt.Fprint(w, topUsage) }
 
 // isHelp reports whether a command's argument asks for its usage.
 func isHelp(arg string) bool {

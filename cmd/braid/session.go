@@ -37,58 +37,69 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
                    the import fails (creates the SQLite store if need be)
   delete <id>      deletes every record of a session, damaged ones included
 
-flags:
+flags (before or after the argument):
   -dir DIR         the SQLite store's folder, holding braid.db (default
                    $BRAID_STORE_DIR, else .braid)
   -postgres DSN    use a PostgreSQL store instead
+  -status          list only: see list
+
+exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran)
 `
 
 // runSession runs "braid session ...": list, show and export only read the
-// store; import and delete write to it.
-func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// store; import and delete write to it. A missing or unknown subcommand, a
+// flag the subcommand does not take, or a missing or extra argument is a
+// *usageError: nothing is opened.
+func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, sessionUsage)
-		return errors.New("missing subcommand")
+		return usageErr(sessionUsage, "missing subcommand")
 	}
 	sub := args[0]
 	if isHelp(sub) {
 		fmt.Fprint(stdout, sessionUsage)
 		return nil
 	}
+	switch sub {
+	case "list", "show", "export", "import", "delete":
+	default:
+		return usageErr(sessionUsage, "unknown subcommand %q", sub)
+	}
 	fset := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
-	fset.SetOutput(stderr)
 	def := os.Getenv("BRAID_STORE_DIR")
 	if def == "" {
 		def = ".braid"
 	}
 	dir := fset.String("dir", def, "the SQLite store's folder")
 	dsn := fset.String("postgres", "", "a PostgreSQL DSN, to use a PostgreSQL store instead")
-	withStatus := fset.Bool("status", false, "list: also each session's status (reads every record)")
-	pos, err := parseInterspersed(fset, args[1:])
+	withStatus := new(bool)
+	if sub == "list" {
+		withStatus = fset.Bool("status", false, "also each session's status (reads every record)")
+	}
+	pos, err := parseInterspersed(fset, args[1:], stdout)
 	if err != nil {
 		return err
+	}
+	bad := func(format string, args ...any) error {
+		return usageErr(sessionUsage, format, args...)
 	}
 	var id string
 	switch sub {
 	case "list":
 		if len(pos) != 0 {
-			return errors.New("list takes no argument")
+			return bad("list takes no argument, got %q", pos[0])
 		}
 	case "import":
 		if len(pos) != 1 {
-			return errors.New("import takes one file (- for standard input)")
+			return bad("import takes one file (- for standard input)")
 		}
-	case "show", "export", "delete":
+	default: // show, export, delete
 		if len(pos) != 1 {
-			return fmt.Errorf("%s takes one session id", sub)
+			return bad("%s takes one session id", sub)
 		}
 		id = pos[0]
 		if err := persistence.ValidateID("session", id); err != nil {
-			return err
+			return bad("%w", err)
 		}
-	default:
-		fmt.Fprint(stderr, sessionUsage)
-		return fmt.Errorf("unknown subcommand %q", sub)
 	}
 	var exp *persistence.SessionExport
 	if sub == "import" {
@@ -362,11 +373,12 @@ func clip(s string) string {
 
 // parseInterspersed parses args with fset, flags before and after the
 // arguments alike ("show ID -dir DIR" as "show -dir DIR ID"), and returns
-// the arguments; after "--" everything is an argument.
-func parseInterspersed(fset *flag.FlagSet, args []string) ([]string, error) {
+// the arguments; after "--" everything is an argument. Help and bad flags
+// are parseFlags's.
+func parseInterspersed(fset *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	var pos []string
 	for {
-		if err := fset.Parse(args); err != nil {
+		if err := parseFlags(fset, args, sessionUsage, stdout); err != nil {
 			return nil, err
 		}
 		rest := fset.Args()
