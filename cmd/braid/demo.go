@@ -48,6 +48,14 @@ type fileInfo struct {
 // (the SQLite store, braid.db); the tools and the listing leave it out.
 const sessionsDir = ".braid"
 
+// workspaceMarker is the file, in the session folder, that marks a
+// workspace the demo made (claimWorkspace writes it before seeding).
+const workspaceMarker = "demo-workspace"
+
+// errNotDemoWorkspace: -dir names a folder that holds files the demo did
+// not create; the demo, which deletes files, does not run there.
+var errNotDemoWorkspace = errors.New("the folder holds files that braid demo did not create")
+
 // demoHead is the first part of braid demo's usage; its flags follow.
 const demoHead = `usage: braid demo [-yes|-no|-later] [-dir DIR] [-model SPEC]
        braid demo graph [-yes|-no] [-model SPEC]
@@ -73,7 +81,7 @@ func newDemoFlags() *demoFlags {
 		yes:   fset.Bool("yes", false, "approve without asking"),
 		no:    fset.Bool("no", false, "deny without asking"),
 		later: fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the SQLite store)"),
-		dir:   fset.String("dir", "", "workspace folder to create the sample files in (default: a new temporary folder); its .braid folder keeps the session"),
+		dir:   fset.String("dir", "", "workspace folder to create the sample files in: a new or empty folder, or one an earlier braid demo made, to resume its run (default: a new temporary folder); its .braid folder keeps the session"),
 		model: provider.Flag(fset),
 	}
 }
@@ -123,6 +131,9 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 		defer os.RemoveAll(tmp)
 		ws = tmp
+	}
+	if err := claimWorkspace(ws); err != nil {
+		return err
 	}
 
 	// The session lives in the SQLite store under the workspace: an
@@ -324,7 +335,7 @@ func inWorkspace(ws, p string) (string, error) {
 }
 
 func inspectTool(ws string) tool.Tool {
-	return tool.New("inspect_files", "List the files under the given paths (relative to the workspace) with their age in days",
+	return tool.New("inspect_files", "List the demo's sample files under the given paths (relative to the workspace) with their age in days",
 		func(ctx context.Context, tc *tool.Context, in pathsInput) (map[string]any, error) {
 			var files []fileInfo
 			now := time.Now()
@@ -340,11 +351,11 @@ func inspectTool(ws string) tool.Tool {
 					if err != nil || d.IsDir() {
 						return err
 					}
-					info, err := d.Info()
-					if err != nil {
-						return err
-					}
 					relPath, err := filepath.Rel(ws, p)
+					if err != nil || !isSample(relPath) {
+						return err // the user's files are not the demo's
+					}
+					info, err := d.Info()
 					if err != nil {
 						return err
 					}
@@ -359,16 +370,25 @@ func inspectTool(ws string) tool.Tool {
 		})
 }
 
+// deleteTool deletes sample files of ws; it deletes none when a path is
+// outside ws or not a sample file.
 func deleteTool(ws string) tool.Tool {
-	return tool.New("delete_files", "Delete files at the given paths (relative to the workspace)",
+	return tool.New("delete_files", "Delete the demo's sample files at the given paths (relative to the workspace)",
 		func(ctx context.Context, tc *tool.Context, in pathsInput) (map[string]any, error) {
-			var deleted []string
-			for _, p := range in.Paths {
-				full, err := inWorkspace(ws, p)
+			full := make([]string, len(in.Paths))
+			for i, p := range in.Paths {
+				f, err := inWorkspace(ws, p)
 				if err != nil {
 					return nil, err
 				}
-				if err := os.Remove(full); err != nil {
+				if !isSample(p) {
+					return nil, fmt.Errorf("path %q is not one of the demo's sample files: the demo deletes nothing else", p)
+				}
+				full[i] = f
+			}
+			var deleted []string
+			for i, p := range in.Paths {
+				if err := os.Remove(full[i]); err != nil {
 					return nil, err
 				}
 				deleted = append(deleted, p)
@@ -426,21 +446,73 @@ func demoModel() model.Model {
 	})
 }
 
-// seedWorkspace writes the sample files: three old, two recent.
+// sampleFiles are the demo's files, with their ages: three old, two
+// recent. The tools see and delete these only.
+var sampleFiles = []struct {
+	path string // relative to the workspace, slash-separated
+	age  time.Duration
+}{
+	{"logs/app-2026-11-02.log", 30 * 24 * time.Hour},
+	{"logs/app-2026-11-27.log", 6 * 24 * time.Hour},
+	{"logs/app-today.log", time.Hour},
+	{"tmp/cache.bin", 12 * 24 * time.Hour},
+	{"notes.txt", 2 * 24 * time.Hour},
+}
+
+// isSample reports whether rel, a path relative to the workspace, is one
+// of the sample files.
+func isSample(rel string) bool {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	for _, f := range sampleFiles {
+		if f.path == rel {
+			return true
+		}
+	}
+	return false
+}
+
+// claimWorkspace makes sure ws is the demo's to seed and delete in: a
+// folder that does not exist is created, an empty one is taken; either is
+// marked (workspaceMarker) as the demo's. A folder so marked by an earlier
+// run is the demo's already (its stored run is resumed). Any other folder
+// (one holding the user's files) is refused with errNotDemoWorkspace, and
+// nothing in it is touched.
+func claimWorkspace(ws string) error {
+	marker := filepath.Join(ws, sessionsDir, workspaceMarker)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(ws)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(ws, 0o755); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("workspace: %w", err)
+	case len(entries) > 0:
+		var names []string
+		for _, e := range entries[:min(len(entries), 3)] {
+			names = append(names, e.Name())
+		}
+		if len(entries) > 3 {
+			names = append(names, "...")
+		}
+		return fmt.Errorf("-dir %s: %w (%s), and the demo deletes files: give a new or empty folder, "+
+			"or one an earlier braid demo made; or leave -dir out for a temporary folder", ws, errNotDemoWorkspace, strings.Join(names, ", "))
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	return os.WriteFile(marker, []byte("braid demo made this folder: it seeds, and may delete, its sample files here\n"), 0o644)
+}
+
+// seedWorkspace writes the sample files (claimWorkspace has made ws the
+// demo's).
 func seedWorkspace(ws string) error {
 	now := time.Now()
-	files := []struct {
-		path string
-		age  time.Duration
-	}{
-		{"logs/app-2026-11-02.log", 30 * 24 * time.Hour},
-		{"logs/app-2026-11-27.log", 6 * 24 * time.Hour},
-		{"logs/app-today.log", time.Hour},
-		{"tmp/cache.bin", 12 * 24 * time.Hour},
-		{"notes.txt", 2 * 24 * time.Hour},
-	}
-	for _, f := range files {
-		p := filepath.Join(ws, f.path)
+	for _, f := range sampleFiles {
+		p := filepath.Join(ws, filepath.FromSlash(f.path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -259,4 +260,72 @@ func TestRun_HelpPrintsUsageAndExitsZero(t *testing.T) {
 		assert.Regexp(t, `usage|Usage`, all, "%v", args)
 	}
 	assert.NoDirExists(t, filepath.Join(dir, ".braid"))
+}
+
+// The demo deletes files, so -dir naming a folder that holds the user's
+// files (not one an earlier braid demo made) is refused, exit status 1:
+// nothing in it is written, changed or deleted, and no store is created.
+func TestDemo_RefusesAFolderItDidNotMake(t *testing.T) {
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("mine\n"), 0o644))
+	thesis := filepath.Join(ws, "thesis.docx")
+	require.NoError(t, os.WriteFile(thesis, []byte("precious\n"), 0o644))
+	old := time.Now().Add(-20 * 24 * time.Hour)
+	require.NoError(t, os.Chtimes(thesis, old, old))
+
+	var out bytes.Buffer
+	err := runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out)
+	require.ErrorIs(t, err, errNotDemoWorkspace)
+	assert.Contains(t, err.Error(), "notes.txt, thesis.docx")
+
+	var so, se bytes.Buffer
+	assert.Equal(t, exitFailure, run(context.Background(), []string{"demo", "-yes", "-dir", ws}, strings.NewReader(""), &so, &se))
+	assert.Contains(t, se.String(), "braid demo: -dir "+ws+": the folder holds files that braid demo did not create")
+
+	assert.Equal(t, []string{"notes.txt", "thesis.docx"}, remaining(t, ws))
+	for file, want := range map[string]string{"notes.txt": "mine\n", "thesis.docx": "precious\n"} {
+		b, err := os.ReadFile(filepath.Join(ws, file))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(b), file)
+	}
+	assert.NoDirExists(t, filepath.Join(ws, ".braid"))
+}
+
+// -dir naming a folder that does not exist yet creates it and runs there;
+// a later run on it (the folder the demo made) runs again.
+func TestDemo_CreatesANewFolderAndRunsAgainInIt(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "a", "ws")
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-no", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Len(t, remaining(t, ws), 5)
+	out.Reset()
+	require.NoError(t, runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), "Done: the old files are deleted.")
+	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+}
+
+// Files the user puts into a demo workspace are not the demo's: the agent
+// neither lists nor deletes them, however old, and delete_files refuses
+// any path but a sample file's (deleting none of the paths it was given).
+func TestDemo_ToolsTouchOnlyTheSampleFiles(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-no", "-dir", ws}, strings.NewReader(""), &out))
+	old := time.Now().Add(-20 * 24 * time.Hour)
+	for _, p := range []string{"thesis.docx", "logs/mine.log"} {
+		full := filepath.Join(ws, p)
+		require.NoError(t, os.WriteFile(full, []byte("precious\n"), 0o644))
+		require.NoError(t, os.Chtimes(full, old, old))
+	}
+
+	out.Reset()
+	require.NoError(t, runDemo(context.Background(), []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), "Do you want to delete [logs/app-2026-11-02.log logs/app-2026-11-27.log tmp/cache.bin] (y/N): y (-yes)")
+	assert.Equal(t, []string{"logs/app-today.log", "logs/mine.log", "notes.txt", "thesis.docx"}, remaining(t, ws))
+
+	_, err := deleteTool(ws).Run(context.Background(), nil, json.RawMessage(`{"paths":["notes.txt","thesis.docx"]}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"thesis.docx" is not one of the demo's sample files`)
+	assert.FileExists(t, filepath.Join(ws, "notes.txt"), "a refused call deletes none of its paths")
+	assert.FileExists(t, filepath.Join(ws, "thesis.docx"))
 }
