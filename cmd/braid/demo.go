@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,24 +163,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	}
 	defer a.Close(context.WithoutCancel(ctx))
 
-	answers := bufio.NewReader(stdin)
-	ask := func(question string) string {
-		fmt.Fprint(stdout, question)
-		switch {
-		case *yes:
-			fmt.Fprintln(stdout, "y (-yes)")
-			return "y"
-		case *no:
-			fmt.Fprintln(stdout, "n (-no)")
-			return "n"
-		}
-		line, err := answers.ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(stdout, "\n(no answer: taken as N)")
-			return "n"
-		}
-		return strings.TrimSpace(line)
-	}
+	prompt := newPrompter(stdin, stdout, *yes, *no)
 
 	status, err := a.Status(ctx)
 	if err != nil {
@@ -219,7 +201,15 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 			if err := in.DecodeReason(&reason); err != nil {
 				return err
 			}
-			answer := ask(fmt.Sprintf("Do you want to delete %v (y/N): ", reason.Paths))
+			answer, err := prompt.ask(ctx, fmt.Sprintf("Do you want to delete %v (y/N): ", reason.Paths))
+			if err != nil {
+				// The run waits in the store for its answer, as with -later.
+				if *dir == "" {
+					return fmt.Errorf("stopped at the approval (%w): nothing was deleted", err)
+				}
+				return fmt.Errorf("stopped at the approval (%w): nothing was deleted; the run waits in %s for its answer: braid demo -dir %s -yes (or -no)",
+					err, filepath.Join(ws, sessionsDir), ws)
+			}
 			responses = append(responses, interrupt.Respond(in.ID, answer))
 		}
 		res, err := streamOnce(ctx, a, agent.Resume(responses...), stdout)
@@ -585,24 +575,7 @@ func runGraphDemo(ctx context.Context, args []string, stdin io.Reader, stdout io
 	}
 	defer g.Close(context.WithoutCancel(ctx))
 
-	answers := bufio.NewReader(stdin)
-	ask := func(question string) string {
-		fmt.Fprint(stdout, question)
-		switch {
-		case *yes:
-			fmt.Fprintln(stdout, "y (-yes)")
-			return "y"
-		case *no:
-			fmt.Fprintln(stdout, "n (-no)")
-			return "n"
-		}
-		line, err := answers.ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(stdout, "\n(no answer: taken as N)")
-			return "n"
-		}
-		return strings.TrimSpace(line)
-	}
+	prompt := newPrompter(stdin, stdout, *yes, *no)
 
 	fmt.Fprintln(stdout, "graph: inspector -> cleanup; a BeforeNodeCall hook asks before cleanup runs")
 	fmt.Fprintln(stdout, "resources:")
@@ -621,7 +594,11 @@ func runGraphDemo(ctx context.Context, args []string, stdin io.Reader, stdout io
 			if err := in.DecodeReason(&reason); err != nil {
 				return err
 			}
-			responses = append(responses, interrupt.Respond(in.ID, ask(fmt.Sprintf("Do you want to cleanup %v (y/N): ", reason.Resources))))
+			answer, err := prompt.ask(ctx, fmt.Sprintf("Do you want to cleanup %v (y/N): ", reason.Resources))
+			if err != nil {
+				return fmt.Errorf("stopped at the approval (%w): nothing was cleaned up", err)
+			}
+			responses = append(responses, interrupt.Respond(in.ID, answer))
 		}
 		res, err = streamGraph(ctx, g, agent.Resume(responses...), stdout)
 	}

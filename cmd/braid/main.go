@@ -8,7 +8,7 @@
 //
 // Run "braid help" for the list of commands. The exit status is 0 when the
 // command did what it was asked (or printed the help asked for), 1 when it
-// failed, 2 on a usage error (see exitUsage).
+// failed, 2 on a usage error (see exitUsage), 130 when Ctrl-C stopped it.
 package main
 
 import (
@@ -30,6 +30,9 @@ const (
 	// subcommand, a bad flag or flag value, a missing or extra argument);
 	// nothing ran.
 	exitUsage = 2
+	// exitInterrupted: Ctrl-C (SIGINT) stopped the command, as shells
+	// report a process the signal ended (128 + 2).
+	exitInterrupted = 130
 )
 
 func main() {
@@ -46,14 +49,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "demo":
-		return exit(stderr, "braid demo:", runDemo(ctx, args[1:], stdin, stdout))
+		return exit(ctx, stderr, "braid demo:", runDemo(ctx, args[1:], stdin, stdout))
 	case "session":
-		return exit(stderr, "braid session:", runSession(ctx, args[1:], stdout))
+		return exit(ctx, stderr, "braid session:", runSession(ctx, args[1:], stdout))
 	default:
 		if isHelp(args[0]) {
-			return exit(stderr, "braid help:", runHelp(args[1:], stdout))
+			return exit(ctx, stderr, "braid help:", runHelp(args[1:], stdout))
 		}
-		return exit(stderr, "braid:", usageErr(topUsage, "unknown command %q", args[0]))
+		return exit(ctx, stderr, "braid:", usageErr(topUsage, "unknown command %q", args[0]))
 	}
 }
 
@@ -101,8 +104,9 @@ func usageErr(usage, format string, args ...any) error {
 
 // exit reports a command's error and returns the process's exit status:
 // 0 when there is none or it asked for help (-h, which printed the usage),
-// 2 for a *usageError (printed with its usage), 1 for any other error.
-func exit(stderr io.Writer, prefix string, err error) int {
+// 2 for a *usageError (printed with its usage), 130 when ctx (the command's,
+// which Ctrl-C cancels) has ended, 1 for any other error.
+func exit(ctx context.Context, stderr io.Writer, prefix string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -111,6 +115,9 @@ func exit(stderr io.Writer, prefix string, err error) int {
 	if errors.As(err, &ue) {
 		fmt.Fprint(stderr, "\n", ue.usage)
 		return exitUsage
+	}
+	if ctx.Err() != nil {
+		return exitInterrupted
 	}
 	return exitFailure
 }
@@ -162,7 +169,7 @@ commands:
 
 exit status: 0 done (or help shown), 1 the command failed, 2 a usage error
 (a missing or mistyped command or subcommand, a bad flag, a missing or extra
-argument: nothing ran)
+argument: nothing ran), 130 stopped by Ctrl-C
 `
 
 func usage(w io.Writer) { fmt.Fprint(w, topUsage) }

@@ -43,7 +43,8 @@ flags (before or after the argument):
   -postgres DSN    use a PostgreSQL store instead
   -status          list only: see list
 
-exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran)
+exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
+130 stopped by Ctrl-C
 `
 
 // runSession runs "braid session ...": list, show and export only read the
