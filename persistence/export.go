@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/braidhq/braid/model"
 )
 
 // SessionExport is one session as person-readable JSON: what
@@ -27,7 +29,9 @@ type RecordExport struct {
 }
 
 // Export reads every record of a session. A session with no record is
-// ErrNotFound; a damaged record is its *DamageError.
+// ErrNotFound; a damaged record is its *DamageError, whether the store
+// finds the damage or CheckRecord does (data or a message that the
+// session manager would refuse to load).
 func Export(ctx context.Context, store Store, sessionID string) (*SessionExport, error) {
 	recs, err := store.Session(ctx, sessionID)
 	if err != nil {
@@ -38,6 +42,9 @@ func Export(ctx context.Context, store Store, sessionID string) (*SessionExport,
 	}
 	out := &SessionExport{SessionID: sessionID, Records: make([]RecordExport, len(recs))}
 	for i, r := range recs {
+		if err := CheckRecord(r.Key, r.Data, r.Messages); err != nil {
+			return nil, err
+		}
 		msgs := r.Messages
 		if msgs == nil {
 			msgs = []json.RawMessage{}
@@ -46,6 +53,51 @@ func Export(ctx context.Context, store Store, sessionID string) (*SessionExport,
 			Version: r.Version, UpdatedAt: r.UpdatedAt, Data: r.Data, Messages: msgs}
 	}
 	return out, nil
+}
+
+// CheckRecord reads the data and messages of key's record strictly, the
+// way the session manager reads them when it loads the record (SPEC S5),
+// and returns a *DamageError naming key and the part ("data", "message 3")
+// that it would refuse; nil when the record would load.
+//
+// An agent's record (KindAgent) gets the checks of
+// SessionManager.OpenAgent: its data in the stored form ("state" and
+// "interrupts" required, no unknown key, interrupt.ParseState's form for
+// the interrupts), naming no other session or owner than key, and each
+// message read by model.ParseMessage and valid. An orchestrator's record
+// (KindMultiAgent), whose form the actors package reads and checks when it
+// restores a run, is checked here for the session and owner its data
+// names only.
+func CheckRecord(key Key, data json.RawMessage, messages []json.RawMessage) error {
+	if key.Kind != KindAgent {
+		var names struct{ Session, Owner string }
+		if json.Unmarshal(data, &names) == nil {
+			if err := key.CheckOwner(names.Session, names.Owner); err != nil {
+				return Damaged(key, "data", "%v", err)
+			}
+		}
+		return nil
+	}
+	d, err := parseAgentData(data)
+	if err != nil {
+		return Damaged(key, "data", "%v", err)
+	}
+	if d.State == nil || d.Interrupts == nil {
+		return Damaged(key, "data", `"state" and "interrupts" are required`)
+	}
+	if err := key.CheckOwner(d.Session, d.Owner); err != nil {
+		return Damaged(key, "data", "%v", err)
+	}
+	for i, raw := range messages {
+		m, err := model.ParseMessage(raw)
+		if err == nil {
+			err = m.Validate()
+		}
+		if err != nil {
+			return Damaged(key, fmt.Sprintf("message %d", i), "%v", err)
+		}
+	}
+	return nil
 }
 
 // compact returns b without insignificant space (an export is indented),
@@ -60,10 +112,12 @@ func compact(b json.RawMessage) json.RawMessage {
 
 // Import writes an exported session into store as new records, in one save:
 // a record that exists already fails it with a *ConflictError, and nothing
-// is written. Versions start again at 1, in new incarnations. Records of another schema version
-// are refused as damage, and so are records whose data names another
-// session or owner than the export puts them under (an export edited to
-// another session id or record id, SPEC S5): nothing is written.
+// is written. Versions start again at 1, in new incarnations. Records of
+// another schema version are refused as damage, and so are records that
+// CheckRecord refuses: data or a message that the session manager would
+// refuse to load, or data that names another session or owner than the
+// export puts it under (an export edited to another session id or record
+// id, SPEC S5). Nothing is written then.
 func Import(ctx context.Context, store Store, exp *SessionExport) error {
 	changes, err := exportChanges(exp)
 	if err != nil {
@@ -74,8 +128,8 @@ func Import(ctx context.Context, store Store, exp *SessionExport) error {
 }
 
 // CheckExport makes the checks Import makes before it writes, without a
-// store: ids (ErrBadID), schema versions, records that name another key,
-// and each record's JSON (a *DamageError naming it). An export it passes
+// store: ids (ErrBadID), schema versions, each record's data and messages
+// (CheckRecord) and JSON (a *DamageError naming it). An export it passes
 // may still conflict with what a store holds.
 func CheckExport(exp *SessionExport) error {
 	changes, err := exportChanges(exp)
@@ -95,11 +149,8 @@ func exportChanges(exp *SessionExport) ([]Change, error) {
 		if r.SchemaVersion != SchemaVersion {
 			return nil, SchemaDamage(key, "export", r.SchemaVersion)
 		}
-		var names struct{ Session, Owner string }
-		if json.Unmarshal(r.Data, &names) == nil {
-			if err := key.CheckOwner(names.Session, names.Owner); err != nil {
-				return nil, Damaged(key, "export", "%v", err)
-			}
+		if err := CheckRecord(key, r.Data, r.Messages); err != nil {
+			return nil, err
 		}
 		c := Change{Key: key, Data: compact(r.Data), Messages: make([]json.RawMessage, len(r.Messages)), Incarnation: NewIncarnation()}
 		for j, m := range r.Messages {

@@ -247,9 +247,12 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 	}
 	status := "idle"
 	for _, r := range recs {
+		if persistence.CheckRecord(r.Key, r.Data, r.Messages) != nil {
+			return "damaged", nil // as the session manager would find it
+		}
 		var waiting, cut bool
 		if r.Key.Kind == persistence.KindMultiAgent {
-			run, err := actors.ReadRun(r.Data, r.Messages)
+			run, err := readRun(r.Key, r.Data, r.Messages)
 			if err != nil {
 				return "damaged", nil
 			}
@@ -276,13 +279,14 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 }
 
 // showSession prints each record: its history, one line per message, and
-// the interrupts it waits for.
+// the interrupts it waits for. exp is as persistence.Export returns it,
+// its agents' records checked as the session manager loads them.
 func showSession(exp *persistence.SessionExport, w io.Writer) error {
 	fmt.Fprintf(w, "session %s\n", exp.SessionID)
 	for _, r := range exp.Records {
 		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, r.ID, r.Version, r.UpdatedAt.Local().Format(time.DateTime))
 		if r.Kind == persistence.KindMultiAgent {
-			if err := showRun(r, w); err != nil {
+			if err := showRun(exp.SessionID, r, w); err != nil {
 				return err
 			}
 			continue
@@ -319,11 +323,25 @@ func showSession(exp *persistence.SessionExport, w io.Writer) error {
 	return nil
 }
 
-// showRun prints an orchestrator's record: its status and its nodes'.
-func showRun(r persistence.RecordExport, w io.Writer) error {
-	run, err := actors.ReadRun(r.Data, r.Messages)
+// readRun reads key's record, an orchestrator's, for people
+// (actors.ReadRun, which is not as strict as the orchestrator's restore);
+// one that does not read as a run is a *persistence.DamageError.
+func readRun(key persistence.Key, data json.RawMessage, log []json.RawMessage) (*actors.RunRecord, error) {
+	run, err := actors.ReadRun(data, log)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", r.Kind, r.ID, err)
+		return nil, &persistence.DamageError{Key: key, Part: "data", Err: fmt.Errorf("%w: %w", persistence.ErrDamaged, err)}
+	}
+	if run.Type == "" || run.ID == "" || run.Status == "" {
+		return nil, persistence.Damaged(key, "data", "not an orchestrator's run (no type, id or status)")
+	}
+	return run, nil
+}
+
+// showRun prints an orchestrator's record: its status and its nodes'.
+func showRun(sessionID string, r persistence.RecordExport, w io.Writer) error {
+	run, err := readRun(persistence.Key{SessionID: sessionID, Kind: r.Kind, ID: r.ID}, r.Data, r.Messages)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "  %s %s: %s", run.Type, run.ID, run.Status)
 	if run.Message != "" {

@@ -242,3 +242,84 @@ func execSQL(t *testing.T, dir, stmt string) {
 	_, err = db.Exec(stmt)
 	require.NoError(t, err)
 }
+
+// SPEC S5: `braid session show`, `export` and `list -status` read an
+// agent's record as the session manager loads it: data it would refuse
+// (an unknown key, whether or not the rest is sound) is a damaged record
+// named by session, owner and part, exit status 1, with nothing printed on
+// stdout; `import` refuses such an export, or one with a damaged message,
+// and writes nothing (no store created, no session added).
+func TestSession_ShowExportImportRefuseDamagedRecords(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	store := filepath.Join(ws, ".braid")
+	cli := func(args ...string) (int, string, string) {
+		var so, se bytes.Buffer
+		code := run(ctx, append([]string{"session"}, args...), nil, &so, &se)
+		return code, so.String(), se.String()
+	}
+	code, exported, se := cli("export", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	var exp persistence.SessionExport
+	require.NoError(t, json.Unmarshal([]byte(exported), &exp))
+	require.Len(t, exp.Records, 1)
+	sound := string(compactJSON(t, exp.Records[0].Data))
+
+	for _, data := range []string{`{"bogus":1}`, strings.TrimSuffix(sound, "}") + `,"bogus":1}`} {
+		execSQL(t, store, `UPDATE braid_records SET data = '`+data+`' WHERE session_id = 'demo'`)
+		for _, sub := range []string{"show", "export"} {
+			code, so, se := cli(sub, "-dir", store, "demo")
+			assert.Equal(t, exitFailure, code, "%s %s", sub, data)
+			assert.Contains(t, se, `braid session: session "demo" agent "default": data: damaged session data`, "%s %s", sub, data)
+			assert.Contains(t, se, `"bogus"`, "%s %s", sub, data)
+			assert.Empty(t, so, "%s %s", sub, data)
+		}
+		code, so, se := cli("list", "-status", "-dir", store)
+		require.Equal(t, 0, code, se)
+		assert.Regexp(t, `(?m)^demo\s+1\s.*\sdamaged$`, so, data)
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	for part, edit := range map[string]func(*persistence.RecordExport){
+		"data": func(r *persistence.RecordExport) { r.Data = json.RawMessage(`{"bogus":1}`) },
+		"message 0": func(r *persistence.RecordExport) {
+			r.Messages[0] = json.RawMessage(`{"role":"user","content":[{"text":"hi"}],"bogus":1}`)
+		},
+	} {
+		damaged := exp
+		damaged.Records = []persistence.RecordExport{exp.Records[0]}
+		damaged.Records[0].Messages = append([]json.RawMessage(nil), exp.Records[0].Messages...)
+		edit(&damaged.Records[0])
+		b, err := json.Marshal(damaged)
+		require.NoError(t, err)
+		file := filepath.Join(t.TempDir(), "damaged.json")
+		require.NoError(t, os.WriteFile(file, b, 0o600))
+
+		code, _, se := cli("import", "-dir", other, file)
+		assert.Equal(t, exitFailure, code, part)
+		assert.Contains(t, se, `session "demo" agent "default": `+part+`: damaged session data`, part)
+		assert.NoDirExists(t, other, "%s: a refused import creates no store", part)
+	}
+}
+
+// `braid session show` refuses an orchestrator's record that does not read
+// as a run, naming it, exit status 1; `list -status` calls it damaged.
+func TestSession_ShowRefusesARunRecordThatDoesNotRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	_, err = st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+		Key: persistence.Key{SessionID: "gs", Kind: persistence.KindMultiAgent, ID: "g"}, Data: json.RawMessage(`{"bogus":1}`)})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	var so, se bytes.Buffer
+	assert.Equal(t, exitFailure, run(ctx, []string{"session", "show", "-dir", dir, "gs"}, nil, &so, &se))
+	assert.Contains(t, se.String(), `braid session: session "gs" multi_agent "g": data: damaged session data: not an orchestrator's run`)
+	so.Reset()
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
+	assert.Regexp(t, `(?m)^gs\s+1\s.*\sdamaged$`, so.String())
+}
