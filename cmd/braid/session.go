@@ -34,7 +34,8 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
   import <file>    writes an exported session ("-": standard input) into
                    the store, under the session id it was exported from;
                    a session of that id already stored is left alone and
-                   the import fails (creates the SQLite store if need be)
+                   the import fails: delete it first to replace it
+                   (creates the SQLite store if need be)
   delete <id>      deletes every record of a session, damaged ones included
 
 flags (before or after the argument):
@@ -117,7 +118,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	case "list":
 		return listSessions(ctx, store, *withStatus, stdout)
 	case "import":
-		if err := persistence.Import(ctx, store, exp); err != nil {
+		if err := importSession(ctx, store, exp); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "imported session %s: %d records\n", exp.SessionID, len(exp.Records))
@@ -185,6 +186,23 @@ func readExport(file string) (*persistence.SessionExport, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &exp, nil
+}
+
+// errSessionExists: an import names a session that the store holds.
+var errSessionExists = errors.New("the session already exists in the store")
+
+// importSession writes exp into store (persistence.Import). A session of
+// that id already stored (a record of it: the import's new records
+// conflict with it) is errSessionExists, which says how to replace it;
+// nothing is written then.
+func importSession(ctx context.Context, store persistence.Store, exp *persistence.SessionExport) error {
+	err := persistence.Import(ctx, store, exp)
+	var ce *persistence.ConflictError
+	if errors.As(err, &ce) && ce.Expected == 0 {
+		return fmt.Errorf("session %q: %w (import does not replace it: to replace it, delete it first with braid session delete %s)",
+			exp.SessionID, errSessionExists, exp.SessionID)
+	}
+	return err
 }
 
 // deleteSession deletes a stored session, whatever damage its records

@@ -73,9 +73,10 @@ func TestSession_ShowPrintsAGraphRun(t *testing.T) {
 // demo stops at its approval, its session is exported to a file and
 // deleted, a fresh folder's store (created by the import) and the first
 // one get it back, and the demo resumes it from there without asking the
-// model again. An import over a stored session, a file that is not an
-// export, and an export edited to another session id are refused and
-// write nothing (SPEC S5); deleting a session that is not stored says so.
+// model again. An import over a stored session (which says the session
+// exists and to delete it first), a file that is not an export, and an
+// export edited to another session id are refused and write nothing
+// (SPEC S5); deleting a session that is not stored says so.
 func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
@@ -115,7 +116,9 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 
 	code, _, se = cli("import", "-dir", other, file)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, se, "conflict")
+	assert.Contains(t, se, `braid session: session "demo": the session already exists in the store`)
+	assert.Contains(t, se, "delete it first with braid session delete demo")
+	assert.NotContains(t, se, "another writer")
 	moved := filepath.Join(t.TempDir(), "moved.json")
 	require.NoError(t, os.WriteFile(moved, []byte(strings.Replace(exported, `"sessionId": "demo"`, `"sessionId": "copy"`, 1)), 0o600))
 	notExport := filepath.Join(t.TempDir(), "other.json")
