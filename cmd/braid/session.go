@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/interrupt"
@@ -400,10 +401,12 @@ func describe(m model.Message) string {
 	return strings.Join(parts, " ")
 }
 
+// clip returns s on one line, cut to 100 characters ("..." its last 3)
+// at a character (rune) boundary, so that the cut text stays valid UTF-8.
 func clip(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 100 {
-		return s[:97] + "..."
+	if utf8.RuneCountInString(s) > 100 {
+		return string([]rune(s)[:97]) + "..."
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -325,4 +326,20 @@ func TestSession_ShowRefusesARunRecordThatDoesNotRead(t *testing.T) {
 	so.Reset()
 	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
 	assert.Regexp(t, `(?m)^gs\s+1\s.*\sdamaged$`, so.String())
+}
+
+// `braid session show` clips long text at a character boundary: the cut
+// text is valid UTF-8 (cutting at byte 97 split "é" in two), 100
+// characters with the "...", and short text is left whole.
+func TestClip_CutsAtACharacterBoundary(t *testing.T) {
+	for _, s := range []string{strings.Repeat("é", 150), "a" + strings.Repeat("日本", 80), strings.Repeat("x", 99) + "ü😀 end"} {
+		got := clip(s)
+		assert.True(t, utf8.ValidString(got), "%q", got)
+		assert.Equal(t, 100, utf8.RuneCountInString(got), "%q", got)
+		assert.True(t, strings.HasSuffix(got, "..."), "%q", got)
+		assert.True(t, strings.HasPrefix(s, strings.TrimSuffix(got, "...")), "%q", got)
+	}
+	assert.Equal(t, "short é line two", clip("short é\nline two"))
+	exact := strings.Repeat("é", 100)
+	assert.Equal(t, exact, clip(exact), "100 characters are not cut")
 }
