@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,13 +147,21 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 
 // openStore opens the store: postgres when a DSN is given, else the
 // SQLite store in dir, which must exist unless create is set (reading
-// creates nothing).
+// creates nothing). Only a store that does not exist is "no store"; one
+// that cannot be looked at (permission denied, a path through a file) is
+// reported as it is.
 func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.Store, error) {
 	if dsn != "" {
 		return postgres.New(ctx, postgres.Config{DSN: dsn})
 	}
-	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); err != nil && !create {
-		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+	if !create {
+		_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+		case err != nil:
+			return nil, fmt.Errorf("store in %s: %w", dir, err)
+		}
 	}
 	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
 }

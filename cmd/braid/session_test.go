@@ -343,3 +343,35 @@ func TestClip_CutsAtACharacterBoundary(t *testing.T) {
 	exact := strings.Repeat("é", 100)
 	assert.Equal(t, exact, clip(exact), "100 characters are not cut")
 }
+
+// Only a store that does not exist is "no store in DIR"; one that cannot
+// be looked at is reported as it is: a -dir under a regular file (stat
+// fails with ENOTDIR, whoever runs the test), and, when not root (root
+// reads any folder), a folder of mode 0 (permission denied).
+func TestSession_AnUnreadableStoreIsNotCalledMissing(t *testing.T) {
+	cli := func(dir string) (int, string) {
+		var so, se bytes.Buffer
+		return run(context.Background(), []string{"session", "list", "-dir", dir}, nil, &so, &se), se.String()
+	}
+	code, se := cli(filepath.Join(t.TempDir(), "missing"))
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "no store in")
+
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
+	code, se = cli(filepath.Join(file, "store"))
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "not a directory")
+	assert.NotContains(t, se, "no store")
+
+	if os.Geteuid() == 0 {
+		return
+	}
+	locked := t.TempDir()
+	require.NoError(t, os.Chmod(locked, 0))
+	t.Cleanup(func() { _ = os.Chmod(locked, 0o700) })
+	code, se = cli(locked)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "permission denied")
+	assert.NotContains(t, se, "no store")
+}
