@@ -50,6 +50,8 @@ func TestRun_UsageErrorsExitTwoAndRunNothing(t *testing.T) {
 		{[]string{"session", "show", "-dir", store, "-status", "x"}, "flag provided but not defined: -status"},
 		{[]string{"session", "export", "x", "-status", "-dir", store}, "flag provided but not defined: -status"},
 		{[]string{"session", "delete", "-status", "-dir", store, "x"}, "flag provided but not defined: -status"},
+		{[]string{"session", "list", "-dir", store, "-postgres", "postgres://nowhere.invalid/db"}, "-dir and -postgres exclude each other"},
+		{[]string{"session", "import", "-postgres", "postgres://nowhere.invalid/db", "f.json", "-dir", store}, "-dir and -postgres exclude each other"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, exitUsage, run(context.Background(), tc.args, strings.NewReader("y\n"), &out, &errOut), "%v", tc.args)

@@ -43,7 +43,9 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
 flags (before or after the argument):
   -dir DIR         the SQLite store's folder, holding braid.db (default
                    $BRAID_STORE_DIR, else .braid)
-  -postgres DSN    use a PostgreSQL store instead
+  -postgres DSN    use a PostgreSQL store instead (not with -dir);
+                   opening it creates its tables when they are missing,
+                   so list, show and export create them too
   -status          list only: see list
 
 exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
@@ -85,6 +87,11 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	bad := func(format string, args ...any) error {
 		return usageErr(sessionUsage, format, args...)
+	}
+	dirGiven := false
+	fset.Visit(func(f *flag.Flag) { dirGiven = dirGiven || f.Name == "dir" })
+	if dirGiven && *dsn != "" {
+		return bad("-dir and -postgres exclude each other: give one store")
 	}
 	var id string
 	switch sub {
