@@ -558,19 +558,28 @@ type RunNode struct {
 }
 
 // ReadRun reads an orchestrator's stored record (data and log), as saved
-// by this build; nodes come in id order.
+// by this build, as strictly as the orchestrator reads it when it restores
+// the run (SPEC S5: an unknown or repeated key, a wrong type or an unknown
+// status is an error); nodes come in id order.
 func ReadRun(data []byte, log []json.RawMessage) (*RunRecord, error) {
 	var d orchData
-	if err := json.Unmarshal(data, &d); err != nil {
+	if err := persistence.DecodeExact(data, &d); err != nil {
 		return nil, fmt.Errorf("run record: %w", err)
+	}
+	known := func(s string) bool { _, ok := braidv1.NodeStatus_value[s]; return ok }
+	if !known(d.Status) {
+		return nil, fmt.Errorf("run record: unknown status %q", d.Status)
 	}
 	last := map[string]*nodeEntry{}
 	for i, raw := range log {
 		var e logEntry
-		if err := json.Unmarshal(raw, &e); err != nil {
+		if err := persistence.DecodeExact(raw, &e); err != nil {
 			return nil, fmt.Errorf("run record: log entry %d: %w", i, err)
 		}
 		if e.Node != nil {
+			if !known(e.Node.Status) {
+				return nil, fmt.Errorf("run record: log entry %d: unknown status %q", i, e.Node.Status)
+			}
 			last[e.Node.ID] = e.Node
 		}
 	}

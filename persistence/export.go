@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/braidhq/braid/model"
 )
 
 // SessionExport is one session as person-readable JSON: what
@@ -78,26 +76,8 @@ func CheckRecord(key Key, data json.RawMessage, messages []json.RawMessage) erro
 		}
 		return nil
 	}
-	d, err := parseAgentData(data)
-	if err != nil {
-		return Damaged(key, "data", "%v", err)
-	}
-	if d.State == nil || d.Interrupts == nil {
-		return Damaged(key, "data", `"state" and "interrupts" are required`)
-	}
-	if err := key.CheckOwner(d.Session, d.Owner); err != nil {
-		return Damaged(key, "data", "%v", err)
-	}
-	for i, raw := range messages {
-		m, err := model.ParseMessage(raw)
-		if err == nil {
-			err = m.Validate()
-		}
-		if err != nil {
-			return Damaged(key, fmt.Sprintf("message %d", i), "%v", err)
-		}
-	}
-	return nil
+	_, err := readAgentRecord(key, data, messages)
+	return err
 }
 
 // compact returns b without insignificant space (an export is indented),

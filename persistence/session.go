@@ -283,26 +283,37 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 		}
 		return &AgentSession{Owner: o}, nil, nil
 	}
-	d, err := parseAgentData(rec.Data)
+	out, err := readAgentRecord(o.key, rec.Data, rec.Messages)
 	if err != nil {
-		return nil, nil, Damaged(o.key, "data", "%v", err)
-	}
-	if d.State == nil || d.Interrupts == nil {
-		return nil, nil, Damaged(o.key, "data", `"state" and "interrupts" are required`)
-	}
-	if err := o.key.CheckOwner(d.Session, d.Owner); err != nil {
-		return nil, nil, Damaged(o.key, "data", "%v", err)
-	}
-	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(rec.Messages))}
-	for i, raw := range rec.Messages {
-		if out.Messages[i], err = model.ParseMessage(raw); err != nil {
-			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
-		}
-		if err := out.Messages[i].Validate(); err != nil {
-			return nil, nil, Damaged(o.key, fmt.Sprintf("message %d", i), "%v", err)
-		}
+		return nil, nil, err
 	}
 	return &AgentSession{Owner: o}, out, nil
+}
+
+// readAgentRecord decodes an agent's stored record strictly (SPEC S5): a
+// *DamageError names key and the part that does not read back exactly as
+// stored.
+func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) (*AgentRecord, error) {
+	d, err := parseAgentData(data)
+	if err != nil {
+		return nil, Damaged(key, "data", "%v", err)
+	}
+	if d.State == nil || d.Interrupts == nil {
+		return nil, Damaged(key, "data", `"state" and "interrupts" are required`)
+	}
+	if err := key.CheckOwner(d.Session, d.Owner); err != nil {
+		return nil, Damaged(key, "data", "%v", err)
+	}
+	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(messages))}
+	for i, raw := range messages {
+		if out.Messages[i], err = model.ParseMessage(raw); err != nil {
+			return nil, Damaged(key, fmt.Sprintf("message %d", i), "%v", err)
+		}
+		if err := out.Messages[i].Validate(); err != nil {
+			return nil, Damaged(key, fmt.Sprintf("message %d", i), "%v", err)
+		}
+	}
+	return out, nil
 }
 
 // Save saves the agent at a save point. The history is append-only: the

@@ -359,8 +359,8 @@ func showSession(exp *persistence.SessionExport, w io.Writer) error {
 }
 
 // readRun reads key's record, an orchestrator's, for people
-// (actors.ReadRun, which is not as strict as the orchestrator's restore);
-// one that does not read as a run is a *persistence.DamageError.
+// (actors.ReadRun, as strict as the orchestrator's restore); one that does
+// not read as a run is a *persistence.DamageError.
 func readRun(key persistence.Key, data json.RawMessage, log []json.RawMessage) (*actors.RunRecord, error) {
 	run, err := actors.ReadRun(data, log)
 	if err != nil {

@@ -322,7 +322,7 @@ func TestSession_ShowRefusesARunRecordThatDoesNotRead(t *testing.T) {
 
 	var so, se bytes.Buffer
 	assert.Equal(t, exitFailure, run(ctx, []string{"session", "show", "-dir", dir, "gs"}, nil, &so, &se))
-	assert.Contains(t, se.String(), `braid session: session "gs" multi_agent "g": data: damaged session data: not an orchestrator's run`)
+	assert.Contains(t, se.String(), `braid session: session "gs" multi_agent "g": data: damaged session data: run record: does not read back as written`)
 	so.Reset()
 	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
 	assert.Regexp(t, `(?m)^gs\s+1\s.*\sdamaged$`, so.String())
