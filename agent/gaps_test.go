@@ -29,7 +29,6 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
-	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -181,7 +180,7 @@ func gpSession(t *testing.T) (*persistence.MemoryStore, *persistence.SessionMana
 func gpRequireIdle(t *testing.T, a *agent.Agent) {
 	t.Helper()
 	st := agenttest.Status(t, a)
-	assert.Equal(t, braidv1.AgentState_AGENT_STATE_IDLE, st.State, "the agent waits for nothing")
+	assert.Equal(t, agent.ActivityIdle, st.State, "the agent waits for nothing")
 	assert.Empty(t, st.Interrupts)
 	snap := agenttest.Snapshot(t, a)
 	assert.Nil(t, snap.Pending, "no pending work")
