@@ -527,13 +527,7 @@ func (x *registryActor) Receive(c actor.Context) {
 		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.stopping {
 			return
 		}
-		// Nothing is sent to it from now on: routes wait in held, direct
-		// sends stop, and passivateReq goes once those in progress are in
-		// its mailbox.
-		e.stopping = true
-		e.live.pid.Store(nil)
-		e.live.draining.Store(true)
-		x.passivateWhenDrained(c, m.id, e)
+		x.stop(c, m.id, e)
 	case *drained:
 		e, ok := x.entries[m.id]
 		if !ok || e.pid == nil || !e.stopping || e.unbinding != nil || e.asked {
@@ -573,10 +567,7 @@ func (x *registryActor) Receive(c actor.Context) {
 		if e.stopping {
 			return // a passivation's request, sent or to come, stops it; an unbind stopped it
 		}
-		e.stopping = true
-		e.live.pid.Store(nil)
-		e.live.draining.Store(true)
-		x.passivateWhenDrained(c, m.id, e)
+		x.stop(c, m.id, e)
 	case *bounce:
 		e, ok := x.entries[m.id]
 		if !ok || e.pid == nil || !e.pid.Equal(m.pid) || e.unbinding != nil {
@@ -665,6 +656,17 @@ func (x *registryActor) produce() actor.Actor {
 		return sh
 	}
 	return &shell{}
+}
+
+// stop begins a passivation (or the stop of a faulted actor): nothing is
+// sent to the actor from now on (routes wait in held, direct sends stop),
+// and passivateReq goes once the direct sends in progress are in its
+// mailbox.
+func (x *registryActor) stop(c actor.Context, id Identity, e *entry) {
+	e.stopping = true
+	e.live.pid.Store(nil)
+	e.live.draining.Store(true)
+	x.passivateWhenDrained(c, id, e)
 }
 
 // passivateWhenDrained sends the passivation request once no direct send
