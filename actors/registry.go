@@ -597,8 +597,8 @@ func (x *registryActor) Receive(c actor.Context) {
 		if e.unbinding == nil && fault != nil && fault.Starting {
 			// It would panic again at every activation.
 			e.live.cause = fault
+			x.release(m.id, e) // first: a held Activate answered below reads the cause
 			dropHeld(e)
-			x.release(m.id, e)
 			return
 		}
 		if e.unbinding != nil {
