@@ -694,6 +694,27 @@ func respond(c actor.Context, msg proto.Message) {
 // Idle implements Passivator: no invocation runs or waits.
 func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
 
+// AnswerFault implements FaultAnswerer: the invocation or status request
+// whose handling panicked is answered with the fault, unless it is the
+// current invocation or queued (the actor's stop answers those). (A
+// protobuf MultiAgentInvoke is not: its answer waits on a channel of its
+// own; a fault before it is queued leaves its sender to its context.)
+func (x *orchActor) AnswerFault(c actor.Context, msg any, err *FaultError) {
+	switch m := msg.(type) {
+	case *orchInvoke:
+		if m != x.cur && !slices.Contains(x.queue, m) {
+			m.answer(x.sys, orchReply{err: err})
+		}
+	case *orchStatus:
+		select {
+		case m.reply <- orchReply{err: err}:
+		default: // answered already
+		}
+	case *braidv1.MultiAgentStatusRequest, *braidv1.MultiAgentCancel:
+		respond(c, DefaultCodec().Encode(err))
+	}
+}
+
 // OwnMessage implements OwnMessages: the ends of its hooks and the
 // reports of its nodes (child actors, which stop with it).
 func (x *orchActor) OwnMessage(msg any) bool {

@@ -52,6 +52,16 @@ func (e *FaultError) Error() string {
 	return fmt.Sprintf("%s: its actor panicked: %v", e.Identity, e.Value)
 }
 
+// FaultAnswerer is implemented by an owner that can answer the message
+// whose handling panicked (its caller would wait for nothing): the shell
+// calls AnswerFault with it right after the panic, on the actor's
+// goroutine, unless it was the start. An owner that does not implement it
+// has the message's sender, if it has one, sent the *FaultError (which
+// Binding.Ask returns as its error).
+type FaultAnswerer interface {
+	AnswerFault(c actor.Context, msg any, err *FaultError)
+}
+
 // OwnMessages is implemented by an owner some of whose messages come from
 // its own goroutines (a job's end, a node's report): after the owner
 // panicked they are dropped with it, where any other message it had not
@@ -241,6 +251,10 @@ func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
 			err = b.Err()
 		}
 		return nil, err
+	}
+	if fe, ok := rep.(*FaultError); ok {
+		b.r.sys.inboxes.put(in)
+		return nil, fe
 	}
 	b.r.sys.inboxes.put(in)
 	return rep, nil
@@ -809,10 +823,26 @@ func (s *shell) receive(c actor.Context) {
 			if s.timer != nil {
 				s.timer.Stop()
 			}
-			c.Send(s.registry, &faultReport{id: s.id, pid: c.Self(), err: &FaultError{Identity: s.id, Value: r, Starting: starting}})
+			fe := &FaultError{Identity: s.id, Value: r, Starting: starting}
+			c.Send(s.registry, &faultReport{id: s.id, pid: c.Self(), err: fe})
+			if !starting {
+				s.answerFault(c, fe)
+			}
 		}
 	}()
 	s.inner.Receive(c)
+}
+
+// answerFault answers the message whose handling panicked (FaultAnswerer).
+func (s *shell) answerFault(c actor.Context, fe *FaultError) {
+	defer func() { _ = recover() }() // the owner's state is what the panic left
+	if a, ok := s.inner.(FaultAnswerer); ok {
+		a.AnswerFault(c, c.Message(), fe)
+		return
+	}
+	if sender := c.Sender(); sender != nil {
+		c.Send(sender, fe)
+	}
 }
 
 // receiveFaulted: the owner panicked and the registry stops the actor the

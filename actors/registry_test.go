@@ -1092,6 +1092,27 @@ func TestRegistry_MessagesAnActorHadNotBegunWhenItPanickedReachItsNextActivation
 	none(t, p.got, "message")
 }
 
+// SPEC R5, R6: the caller of the very message whose handling panicked gets
+// an answer too: an Ask ends at once with the *FaultError naming the
+// identity and the panic (an owner that knows its messages answers them
+// itself, actors.FaultAnswerer), not when its context ends; the next
+// message reaches a fresh activation.
+func TestRegistry_AnAskWhoseMessagePanicsEndsWithTheFault(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	_, err := b.Ask(context.Background(), boom{})
+	var fe *actors.FaultError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, ident("a"), fe.Identity)
+	assert.Equal(t, "boom", fe.Value)
+	assert.False(t, fe.Starting)
+
+	rep, err := b.Ask(ctxT(t), msg{seq: 1})
+	require.NoError(t, err)
+	assert.Equal(t, reply{m: msg{seq: 1}, inst: 2}, rep)
+}
+
 // SPEC R6: an owner that panics while starting is not activated again
 // (it would panic at every activation, and the messages it never began
 // would go round forever): its identity is released, and the wait for an

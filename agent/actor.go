@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -218,6 +219,27 @@ func (x *agentActor) Receive(c actor.Context) {
 func (x *agentActor) Idle() bool {
 	return x.running == nil && len(x.queue) == 0 && (x.sess != nil || x.loadErr != nil) &&
 		(x.sess == nil || !x.sess.Parked())
+}
+
+// AnswerFault implements actors.FaultAnswerer: the request whose handling
+// panicked is answered with the fault, unless it is queued or running (the
+// actor's stop answers those) or answered already; a protobuf request is
+// answered unless a request of its sender waits in the queue.
+func (x *agentActor) AnswerFault(c actor.Context, msg any, err *actors.FaultError) {
+	waiting := func(match func(*request) bool) bool {
+		return (x.running != nil && match(x.running)) || slices.ContainsFunc(x.queue, match)
+	}
+	if r, ok := msg.(*request); ok {
+		if !waiting(func(q *request) bool { return q == r }) {
+			r.reply.finish(nil, err)
+		}
+		return
+	}
+	sender := c.Sender()
+	if sender == nil || waiting(func(q *request) bool { p, ok := q.reply.(*protoReply); return ok && p.to != nil && p.to.Equal(sender) }) {
+		return
+	}
+	x.respond(c, ErrorToWire(err))
 }
 
 // OwnMessage implements actors.OwnMessages: a job's commits and end come
@@ -612,6 +634,7 @@ type protoReply struct {
 	sys    *actors.System
 	to     *actor.PID
 	stream bool
+	done   bool // finished: a second finish sends nothing
 }
 
 func (r *protoReply) streaming() bool { return r.stream }
@@ -630,9 +653,10 @@ func (r *protoReply) emit(ev Event) bool {
 }
 
 func (r *protoReply) finish(res any, err error) {
-	if r.to == nil {
+	if r.to == nil || r.done {
 		return
 	}
+	r.done = true
 	if err != nil {
 		r.sys.Root().Send(r.to, ErrorToWire(err))
 		return
@@ -670,6 +694,7 @@ type localReply struct {
 	lends  bool
 	res    any
 	err    error
+	done   bool // finished: a second finish does nothing (on the actor's goroutine)
 	// taken is set when the actor receives the request: from then on
 	// its outcome always comes (the actor, or the job, finishes it), so
 	// a caller waits for it even after the identity is released.
@@ -709,6 +734,10 @@ func (r *localReply) emit(ev Event) bool {
 }
 
 func (r *localReply) finish(res any, err error) {
+	if r.done {
+		return
+	}
+	r.done = true
 	r.res, r.err = res, err
 	r.signal <- nil
 }
