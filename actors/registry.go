@@ -755,6 +755,19 @@ type shell struct {
 // idleTick: the shell's idle timer fired.
 type idleTick struct{}
 
+// passivateNow: the owner asks to be passivated now (Passivate).
+type passivateNow struct{}
+
+// Passivate asks the registry to passivate the calling owner now, by the
+// protocol of its idle timeout: once its Passivator reports it idle, the
+// registry stops sending to it, waits for the sends in progress, and stops
+// it; what is sent meanwhile waits for the next activation. It is how an
+// owner stops so that the next message starts it afresh (an agent whose
+// load failed): unlike a PoisonPill, nothing sent to it in the meantime is
+// lost. Call it from the owner's Receive; an owner that does not implement
+// Passivator, or is not idle, is not passivated.
+func Passivate(c actor.Context) { c.Send(c.Self(), passivateNow{}) }
+
 func (s *shell) Receive(c actor.Context) {
 	if s.inner == nil { // stopped, or made by no activation (see produce)
 		if _, ok := c.Message().(*actor.Started); ok {
@@ -783,6 +796,11 @@ func (s *shell) Receive(c actor.Context) {
 			return // the registry answers with passivateReq, or stops it
 		}
 		s.timer.Reset(s.idle)
+		return
+	case passivateNow:
+		if p, ok := s.inner.(Passivator); ok && p.Idle() {
+			c.Send(s.registry, &idleReport{id: s.id, pid: c.Self()})
+		}
 		return
 	case *passivateReq:
 		if p, ok := s.inner.(Passivator); ok && p.Idle() {
@@ -857,7 +875,7 @@ func (s *shell) receiveFaulted(c actor.Context) {
 		s.stopped(c)
 	case *passivateReq:
 		c.Stop(c.Self())
-	case idleTick, actor.SystemMessage, actor.AutoReceiveMessage:
+	case idleTick, passivateNow, actor.SystemMessage, actor.AutoReceiveMessage:
 	default:
 		if own, ok := s.inner.(OwnMessages); ok && own.OwnMessage(msg) {
 			return

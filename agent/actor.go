@@ -308,10 +308,12 @@ func (x *agentActor) failed(c actor.Context) bool {
 	return true
 }
 
+// die stops the actor whose load failed, so that the next message loads
+// again; what is sent to it meanwhile waits for that activation.
 func (x *agentActor) die(c actor.Context) {
 	if !x.dead {
 		x.dead = true
-		c.Poison(c.Self())
+		actors.Passivate(c)
 	}
 }
 

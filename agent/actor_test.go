@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -804,4 +805,59 @@ func TestStatus_TellsIdleInterruptedIdle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.ActivityIdle, st.State)
 	assert.Empty(t, st.Interrupts)
+}
+
+// flakyLoads is a store whose loads fail while failing is set.
+type flakyLoads struct {
+	*persistence.MemoryStore
+	failing atomic.Bool
+}
+
+func (s *flakyLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if s.failing.Load() {
+		return nil, errors.New("disk on fire")
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R4, R5: an agent whose session fails to load on activation answers
+// every call with the load's error and stops, so that the next call loads
+// again; calls made while it stops are answered too (by it, or by the next
+// activation), none is lost. Here the load fails after a passivation:
+// concurrent calls all end, and once the store is back the agent works.
+func TestAgentActor_FailedLoadAnswersEveryCallAndTheNextActivationLoadsAgain(t *testing.T) {
+	events := make(chan actors.Lifecycle, 1024)
+	sys, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) { events <- l }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	store := &flakyLoads{MemoryStore: persistence.NewMemoryStore()}
+	sm, err := persistence.NewSessionManager(store, "flaky")
+	require.NoError(t, err)
+	a := newAgent(t, agent.Config{System: sys, Session: sm, IdleTimeout: 10 * time.Millisecond,
+		Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) { return model.TextTurn("ok"), nil })})
+	require.Equal(t, actors.Activated, waitLifecycle(t, events))
+	require.Equal(t, actors.Passivated, waitLifecycle(t, events))
+
+	store.failing.Store(true)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.Status(context.Background()) // no deadline: a lost call hangs the test
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "disk on fire")
+	}
+
+	store.failing.Store(false)
+	res, err := a.Invoke(context.Background(), agent.Text("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, "ok", res.Message.Text())
 }
