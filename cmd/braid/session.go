@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -280,17 +281,34 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 	if err != nil {
 		return "", err
 	}
-	status := "idle"
-	for _, r := range recs {
+	// First every record's damage, and the runs that ended FAILED: a
+	// FAILED run is over, so what runs under it (its nodes' agents and
+	// nested runs, whose record ids begin with its own and ":") waits for
+	// nothing, whatever their records say.
+	runs := make([]*actors.RunRecord, len(recs))
+	var failed []string
+	for i, r := range recs {
 		if persistence.CheckRecord(r.Key, r.Data, r.Messages) != nil {
 			return "damaged", nil // as the session manager would find it
 		}
-		var waiting, cut bool
 		if r.Key.Kind == persistence.KindMultiAgent {
 			run, err := readRun(r.Key, r.Data, r.Messages)
 			if err != nil {
 				return "damaged", nil
 			}
+			runs[i] = run
+			if run.Status == "FAILED" {
+				failed = append(failed, r.Key.ID+":")
+			}
+		}
+	}
+	status := "idle"
+	for i, r := range recs {
+		if slices.ContainsFunc(failed, func(p string) bool { return strings.HasPrefix(r.Key.ID, p) }) {
+			continue
+		}
+		var waiting, cut bool
+		if run := runs[i]; run != nil {
 			waiting, cut = run.Status == "INTERRUPTED", run.Status == "EXECUTING"
 		} else {
 			var data struct {

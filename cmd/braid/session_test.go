@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/sqlite"
+	"github.com/braidhq/braid/tool"
 )
 
 // `braid session show` prints an orchestrator's record: the run's status,
@@ -374,4 +376,46 @@ func TestSession_AnUnreadableStoreIsNotCalledMissing(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, se, "permission denied")
 	assert.NotContains(t, se, "no store")
+}
+
+// `braid session list -status`: a run that ended FAILED waits for nothing,
+// even when a node's agent under it holds an interrupt (its tool asked
+// for approval while a sibling node failed); show says the node was
+// interrupted, not that the run waits.
+func TestSession_ListStatusCallsAFailedRunIdleWhateverItsNodesHold(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	m, err := persistence.NewSessionManager(st, "fs")
+	require.NoError(t, err)
+	ask := tool.New("ask", "asks for approval", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if _, err := tc.Interrupt("approval", nil); err != nil {
+			return "", err
+		}
+		return "approved", nil
+	})
+	asker := agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.Scripted(
+		model.ToolTurn(model.Call("t1", "ask", nil)), model.TextTurn("done"))})
+	fails := agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) { return nil, errors.New("boom") })
+	info := agentnode.Agent(agent.Config{Model: model.Scripted(model.TextTurn("info"))})
+	g, err := graph.NewBuilder().AddNode("info", info).AddNode("fails", fails).AddNode("asks", asker).
+		AddEdge("info", "fails").AddEdge("info", "asks").
+		Build(ctx, graph.Config{ID: "g", Session: m, System: sys})
+	require.NoError(t, err)
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+	require.Equal(t, multiagent.StatusInterrupted, res.Node("asks").Status)
+	require.NoError(t, sys.Close(ctx))
+	require.NoError(t, st.Close())
+
+	var so, se bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
+	assert.Regexp(t, `(?m)^fs\s+\d+\s.*\sidle$`, so.String())
+	so.Reset()
+	require.Equal(t, 0, run(ctx, []string{"session", "show", "-dir", dir, "fs"}, nil, &so, &se), se.String())
+	assert.Contains(t, so.String(), "graph g: FAILED")
 }
