@@ -82,15 +82,7 @@ func TestSession_ShowPrintsAGraphRun(t *testing.T) {
 // (SPEC S5); deleting a session that is not stored says so.
 func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	ctx := context.Background()
-	ws := t.TempDir()
-	var out bytes.Buffer
-	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
-	store := filepath.Join(ws, ".braid")
-	cli := func(args ...string) (int, string, string) {
-		var so, se bytes.Buffer
-		code := run(ctx, append([]string{"session"}, args...), nil, &so, &se)
-		return code, so.String(), se.String()
-	}
+	ws, store := waitingDemo(t)
 
 	code, exported, se := cli("export", "-dir", store, "demo")
 	require.Equal(t, 0, code, se)
@@ -142,7 +134,7 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.NotContains(t, so, "copy", "the refused import wrote nothing")
 
-	out.Reset()
+	var out bytes.Buffer
 	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
 	assert.Contains(t, out.String(), "resuming the run saved in")
 	assert.Contains(t, out.String(), "this invocation: 1 model calls, 1 tool runs")
@@ -256,16 +248,7 @@ func execSQL(t *testing.T, dir, stmt string) {
 // stdout; `import` refuses such an export, or one with a damaged message,
 // and writes nothing (no store created, no session added).
 func TestSession_ShowExportImportRefuseDamagedRecords(t *testing.T) {
-	ctx := context.Background()
-	ws := t.TempDir()
-	var out bytes.Buffer
-	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
-	store := filepath.Join(ws, ".braid")
-	cli := func(args ...string) (int, string, string) {
-		var so, se bytes.Buffer
-		code := run(ctx, append([]string{"session"}, args...), nil, &so, &se)
-		return code, so.String(), se.String()
-	}
+	_, store := waitingDemo(t)
 	code, exported, se := cli("export", "-dir", store, "demo")
 	require.Equal(t, 0, code, se)
 	var exp persistence.SessionExport
@@ -418,4 +401,22 @@ func TestSession_ListStatusCallsAFailedRunIdleWhateverItsNodesHold(t *testing.T)
 	so.Reset()
 	require.Equal(t, 0, run(ctx, []string{"session", "show", "-dir", dir, "fs"}, nil, &so, &se), se.String())
 	assert.Contains(t, so.String(), "graph g: FAILED")
+}
+
+// waitingDemo runs the demo up to its approval in a new workspace, and
+// returns the workspace and its store's folder.
+func waitingDemo(t *testing.T) (ws, store string) {
+	t.Helper()
+	ws = t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(context.Background(), []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	return ws, filepath.Join(ws, ".braid")
+}
+
+// cli runs `braid session args...` and returns its exit status, stdout and
+// stderr.
+func cli(args ...string) (int, string, string) {
+	var so, se bytes.Buffer
+	code := run(context.Background(), append([]string{"session"}, args...), nil, &so, &se)
+	return code, so.String(), se.String()
 }
