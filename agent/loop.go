@@ -32,6 +32,11 @@ type invocation struct {
 	emit   func(Event) bool
 	usage  model.Usage
 
+	// fresh: the pass began with no interrupt state and no pending work
+	// (a prompt, not a resume or a carried-on run): if it fails, what it
+	// did is void (SPEC A3).
+	fresh bool
+
 	mu        sync.Mutex // guards the fields below, written by concurrent tools
 	metrics   Metrics
 	failErr   error
@@ -149,6 +154,7 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	a := inv.a
 	resuming := in.IsResume()
 	loaded := a.pendingCopy() // work cut off before this invocation
+	inv.fresh = !resuming && loaded == nil && !a.interrupts.Activated()
 	if resuming {
 		if err := a.interrupts.Resume(in.responses); err != nil {
 			return nil, err
@@ -421,6 +427,13 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	gathered := model.Message{Role: model.RoleUser, Content: cycle.resultBlocks()}
 	at := &AfterToolsEvent{Agent: a.view(), Message: gathered}
 	herr := hook.Run(ctx, a.hooks, at)
+	if interrupted && herr != nil && inv.fresh {
+		// A prompt's pass that fails is void, interrupts included: they
+		// are not activated (nobody will be told of them), and the
+		// invocation takes back its prompt (SPEC A3), as it does when
+		// AfterTools fails in a cycle that did not interrupt.
+		return nil, fmt.Errorf("AfterTools hook: %w", herr)
+	}
 	if interrupted {
 		a.setPending(cycle.pending())
 		res, err := inv.stopForInterrupts(ctx, assistant)

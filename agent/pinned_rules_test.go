@@ -512,3 +512,54 @@ func TestAtMostOnce_RetryHasItsOwnStartMark(t *testing.T) {
 	assert.True(t, reason.StartedAt.After(firstEnded), "the start of the run cut off (%v), not of the first run (ended %v)", reason.StartedAt, firstEnded)
 	assert.Equal(t, 2, runs, "not run again without an answer")
 }
+
+// SPEC A3, I9: a prompt whose tool cycle stops for an interrupt and whose
+// AfterTools callback then fails is a failed fresh invocation: the caller
+// gets the hook's error, the prompt is taken back (in the session too),
+// and the interrupts nobody was told of are void, so the next prompt is
+// accepted and asks again.
+func TestFreshInvocationFailingInAfterToolsAfterAnInterruptTakesItAllBack(t *testing.T) {
+	sm, store := auditSession(t, "a3-after-tools")
+	t1, runs := countingTool("one")
+	t2, _ := countingTool("two")
+	m := toolThenText("done", model.Call("t1", "one", nil), model.Call("t2", "two", nil))
+	failed := false
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{t1, t2}, Session: sm, Hooks: []hook.Provider{
+		approveHook("one", "approve"),
+		hook.Func(func(_ context.Context, ev *agent.AfterToolsEvent) error {
+			if failed {
+				return nil
+			}
+			failed = true
+			return assert.AnError
+		}),
+	}})
+	var streamed []agent.Event
+	for ev, err := range a.Stream(context.Background(), agent.Text("go")) {
+		if err != nil {
+			require.ErrorIs(t, err, assert.AnError)
+			break
+		}
+		streamed = append(streamed, ev)
+	}
+	for _, ev := range streamed {
+		_, isInterrupt := ev.(*agent.InterruptEvent)
+		assert.False(t, isInterrupt, "no interrupt event for a void interrupt")
+	}
+	assert.Equal(t, 0, runs.total())
+	assert.Empty(t, agenttest.Messages(t, a), "the prompt is taken back")
+	assert.Equal(t, 0, storedMessages(store, "a3-after-tools", agent.DefaultID), "in the session too")
+	assert.False(t, agenttest.Interrupted(t, a))
+
+	res, err := a.Invoke(context.Background(), agent.Text("go again"))
+	require.NoError(t, err, "a retry is a prompt, not a resume")
+	assert.Equal(t, agent.StopInterrupt, res.StopReason, "the retry asks again")
+	require.Len(t, res.Interrupts, 1)
+
+	// A new process sees the same: one interrupt, of the retry.
+	b := reopen(t, a, store, "a3-after-tools", agent.Config{Model: m, Tools: []tool.Tool{t1, t2}})
+	st, err := b.Status(context.Background())
+	require.NoError(t, err)
+	require.Len(t, st.Interrupts, 1)
+	assert.Equal(t, res.Interrupts[0].ID, st.Interrupts[0].ID)
+}
