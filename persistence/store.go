@@ -61,8 +61,9 @@ func (k Key) Validate() error {
 }
 
 // ValidateID rejects ids that every store cannot keep alike (SPEC S2):
-// empty, longer than 255 bytes, not valid UTF-8, ".", "..", or containing
-// '/', '\', NUL or another control character. It does no I/O.
+// empty, longer than 255 bytes, not valid UTF-8, or containing '/', '\',
+// NUL or another control character. Ids are keys, never file names, so
+// "." and ".." are ids like any other. It does no I/O.
 func ValidateID(what, id string) error {
 	switch {
 	case id == "":
@@ -71,8 +72,6 @@ func ValidateID(what, id string) error {
 		return &IDError{What: what, ID: strings.ToValidUTF8(id[:32], "?") + "...", Why: "longer than 255 bytes"}
 	case !utf8.ValidString(id):
 		return &IDError{What: what, ID: strings.ToValidUTF8(id, "?"), Why: "not valid UTF-8"}
-	case id == "." || id == "..":
-		return &IDError{What: what, ID: id, Why: "a path element"}
 	case strings.ContainsAny(id, `/\`):
 		return &IDError{What: what, ID: id, Why: "contains a path separator"}
 	}

@@ -393,7 +393,7 @@ func testBadIDs(t *testing.T, h Harness) {
 	good := agentKey()
 	cancelled, cancel := context.WithCancel(bg)
 	cancel()
-	bad := []string{"", strings.Repeat("x", 256), "\xff", "a/b", `a\b`, ".", "..", "a\x00b", "a\nb", "a\u0085b", "\x7f"}
+	bad := []string{"", strings.Repeat("x", 256), "\xff", "a/b", `a\b`, "a\x00b", "a\nb", "a\u0085b", "\x7f"}
 	for _, ctx := range []context.Context{bg, cancelled} {
 		for _, id := range bad {
 			for _, k := range []persistence.Key{
@@ -415,6 +415,17 @@ func testBadIDs(t *testing.T, h Harness) {
 			assert.ErrorIs(t, err, persistence.ErrBadID, "kind %q", kind)
 			_, err = h.Store.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0)})
 			assert.ErrorIs(t, err, persistence.ErrBadID, "kind %q", kind)
+		}
+	}
+	// The edges of what is allowed are ids like any other.
+	for _, id := range []string{".", "..", "a b", " ", "é", "\u00a0", "a..b", "-"} {
+		for _, k := range []persistence.Key{
+			{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
+			{SessionID: "edge-" + uuid.NewString(), Kind: persistence.KindMultiAgent, ID: id},
+		} {
+			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(1)})
+			assertRecord(t, load(t, h.Store, k), k, 1, data(1), nil)
+			require.NoError(t, h.Store.Delete(bg, k), "%q", id)
 		}
 	}
 	long := persistence.Key{SessionID: strings.Repeat("é", 109) + uuid.NewString() + "x", Kind: persistence.KindAgent, ID: strings.Repeat("z", 255)}
