@@ -65,3 +65,56 @@ func TestOrchestrator_WithoutSessionFaultedIsNotRestartedWithFreshState(t *testi
 	_, err = o.Invoke(ctx, task)
 	assert.ErrorIs(t, err, actors.ErrOrchestratorFaulted)
 }
+
+// SPEC R5, R6: a protobuf MultiAgentInvoke whose run faults is answered
+// with an error naming the fault, streamed or not: its sender (another
+// actor, another process) never waits for nothing.
+func TestOrchestrator_ProtobufInvokeThatFaultsIsAnsweredWithTheFault(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		sys := newSystem(t)
+		ctx := ctxT(t)
+		pol := &resetPanics{armed: true}
+		node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+			return []model.ContentBlock{model.Text("done")}, nil
+		})
+		o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o",
+			Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: pol})
+		require.NoError(t, err)
+		task, err := agent.InputToWire(agent.Text("go"))
+		require.NoError(t, err)
+		inbox := actors.NewInbox(sys)
+		o.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Stream: stream}, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err, "stream %v", stream)
+		e, ok := rep.(*braidv1.Error)
+		require.True(t, ok, "stream %v: %T", stream, rep)
+		assert.Contains(t, e.GetMessage(), "boom in ResetPolicy", "stream %v", stream)
+		inbox.Close()
+		require.NoError(t, o.Close(ctx))
+	}
+}
+
+// SPEC R2: a MultiAgentInvoke sent without a sender (fire and forget, as
+// a plain Send from another process does) runs, and its outcome, which
+// has nobody to go to, is dropped without harm.
+func TestOrchestrator_ProtobufInvokeWithoutSenderRuns(t *testing.T) {
+	sys := newSystem(t)
+	ctx := ctxT(t)
+	ran := make(chan struct{}, 2)
+	node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		ran <- struct{}{}
+		return []model.ContentBlock{model.Text("done")}, nil
+	})
+	o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o",
+		Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: &resetPanics{}})
+	require.NoError(t, err)
+	defer o.Close(ctx)
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	o.Binding().Send(&braidv1.MultiAgentInvoke{Input: task})
+	<-ran
+	// The next invocation is queued behind it, so it returns after it.
+	res, err := o.Invoke(ctx, task)
+	require.NoError(t, err)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
+}

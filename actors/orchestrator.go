@@ -646,7 +646,10 @@ func (x *orchActor) Receive(c actor.Context) {
 		reply := make(chan orchReply, 1)
 		root := x.sys.Root()
 		x.sys.Go(func() {
-			r := <-reply // every queued invocation is answered, a stop included
+			r := <-reply // every invocation is answered: a stop, a fault included
+			if sender == nil {
+				return // sent without a sender: nobody to tell
+			}
 			if r.err != nil {
 				root.Send(sender, DefaultCodec().Encode(r.err))
 				return
@@ -696,9 +699,9 @@ func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
 
 // AnswerFault implements FaultAnswerer: the invocation or status request
 // whose handling panicked is answered with the fault, unless it is the
-// current invocation or queued (the actor's stop answers those). (A
-// protobuf MultiAgentInvoke is not: its answer waits on a channel of its
-// own; a fault before it is queued leaves its sender to its context.)
+// current invocation or queued (the actor's stop answers those). A
+// protobuf MultiAgentInvoke is queued before anything that can panic
+// runs, so the stop answers it.
 func (x *orchActor) AnswerFault(c actor.Context, msg any, err *FaultError) {
 	switch m := msg.(type) {
 	case *orchInvoke:
