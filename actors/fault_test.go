@@ -3,6 +3,8 @@ package actors_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +14,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -117,4 +120,80 @@ func TestOrchestrator_ProtobufInvokeWithoutSenderRuns(t *testing.T) {
 	res, err := o.Invoke(ctx, task)
 	require.NoError(t, err)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
+}
+
+// flakyLoads is a store whose loads fail while failing is set.
+type flakyLoads struct {
+	*persistence.MemoryStore
+	failing atomic.Bool
+}
+
+func (s *flakyLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if s.failing.Load() {
+		return nil, errors.New("disk on fire")
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R4, R5: an orchestrator whose run fails to load on activation
+// answers the call with the load's error and passivates, so that the next
+// call loads again: once the store is back the orchestrator works, with
+// no idle timeout and without being built again.
+func TestOrchestrator_FailedLoadIsTriedAgainByTheNextCall(t *testing.T) {
+	events := make(chan actors.Lifecycle, 64)
+	cfg := actors.DefaultConfig()
+	cfg.Observer = func(id actors.Identity, l actors.Lifecycle) {
+		if id.Kind == "test" {
+			events <- l
+		}
+	}
+	sys, err := actors.NewSystem(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	ctx := ctxT(t)
+	next := func() actors.Lifecycle {
+		t.Helper()
+		select {
+		case l := <-events:
+			return l
+		case <-ctx.Done():
+			t.Fatal("no lifecycle event")
+			return 0
+		}
+	}
+	store := &flakyLoads{MemoryStore: persistence.NewMemoryStore()}
+	sm, err := persistence.NewSessionManager(store, "flaky-orch")
+	require.NoError(t, err)
+	pol := &resetPanics{}
+	node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		return []model.ContentBlock{model.Text("done")}, nil
+	})
+	o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o", Session: sm,
+		Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: pol})
+	require.NoError(t, err)
+	defer o.Close(ctx)
+	require.Equal(t, actors.Activated, next())
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	_, err = o.Invoke(ctx, task)
+	require.NoError(t, err)
+
+	// A fault stops the actor; its next activation must load the run.
+	pol.armed = true
+	_, err = o.Invoke(ctx, task)
+	require.ErrorContains(t, err, "boom in ResetPolicy")
+	require.Equal(t, actors.Stopped, next())
+	pol.armed = false
+
+	store.failing.Store(true)
+	_, err = o.Status(ctx)
+	require.ErrorContains(t, err, "disk on fire")
+	require.Equal(t, actors.Activated, next())
+	require.Equal(t, actors.Passivated, next(), "passivated at once, not left answering the error")
+
+	store.failing.Store(false)
+	res, err := o.Invoke(ctx, task)
+	require.NoError(t, err)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
+	require.Equal(t, actors.Activated, next())
 }

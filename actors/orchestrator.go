@@ -540,7 +540,8 @@ type orchActor struct {
 	sys    *System
 	opened []openedNode
 
-	loadErr error
+	loadErr error // the activation failed: every call gets it (loadFailed)
+	dying   bool  // loadErr was answered and the actor asked to passivate
 	owner   *persistence.Owner
 	shape   string // the Shape of the orchestrator that saved the run ("": unknown)
 	nodes   map[string]*nodeRec
@@ -623,6 +624,7 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *orchStatus:
 		if x.loadErr != nil {
 			m.reply <- orchReply{err: x.loadErr}
+			x.loadFailed(c)
 			return
 		}
 		m.reply <- orchReply{res: x.result()}
@@ -662,6 +664,7 @@ func (x *orchActor) Receive(c actor.Context) {
 	case *braidv1.MultiAgentStatusRequest: // from another actor (or process)
 		if x.loadErr != nil {
 			respond(c, DefaultCodec().Encode(x.loadErr))
+			x.loadFailed(c)
 			return
 		}
 		respond(c, x.result())
@@ -681,10 +684,24 @@ func (x *orchActor) Receive(c actor.Context) {
 func (x *orchActor) enqueue(c actor.Context, inv *orchInvoke) {
 	if x.loadErr != nil {
 		inv.answer(x.sys, orchReply{err: x.loadErr})
+		x.loadFailed(c)
 		return
 	}
 	x.queue = append(x.queue, inv)
 	x.next(c)
+}
+
+// loadFailed: a call was answered with the activation's error. An
+// orchestrator with a session then passivates, so that the next call
+// loads the run again (a store that was down may be back; what is sent
+// meanwhile waits for that activation); one without a session stays
+// faulted (ErrOrchestratorFaulted), since no activation can bring its run
+// back.
+func (x *orchActor) loadFailed(c actor.Context) {
+	if !x.dying && x.cfg.Session != nil {
+		x.dying = true
+		Passivate(c)
+	}
 }
 
 // respond answers the sender of the message being received, if it has one.
