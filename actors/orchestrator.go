@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,6 +174,7 @@ type OrchestratorConfig struct {
 // Orchestrator is a client handle to an orchestrator's actor (SPEC R1).
 type Orchestrator struct {
 	cfg     OrchestratorConfig
+	shape   string // storedShape(cfg.Shape)
 	sys     *System
 	binding *Binding
 	opened  []openedNode // read-only once bound
@@ -253,7 +256,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	} else {
 		id.Path += "#" + sys.UniqueID()
 	}
-	o := &Orchestrator{cfg: cfg, sys: sys, closed: make(chan struct{})}
+	o := &Orchestrator{cfg: cfg, sys: sys, closed: make(chan struct{}), shape: storedShape(cfg.Shape)}
 	// The nodes are opened here, on the caller's goroutine, not in the
 	// actor: opening binds their owners in the registry and asks them
 	// where they stand, which an actor must not wait for.
@@ -278,7 +281,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	activations := 0
 	b, err := sys.Registry().Bind(ctx, id, BindConfig{IdleTimeout: cfg.IdleTimeout, Producer: func() actor.Actor {
 		activations++ // the registry's goroutine only
-		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, again: activations > 1}
+		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, cfgShape: o.shape, again: activations > 1}
 	}})
 	if err != nil {
 		o.closeNodes(context.WithoutCancel(ctx))
@@ -540,13 +543,14 @@ type orchActor struct {
 	sys    *System
 	opened []openedNode
 
-	loadErr error // the activation failed: every call gets it (loadFailed)
-	dying   bool  // loadErr was answered and the actor asked to passivate
-	owner   *persistence.Owner
-	shape   string // the Shape of the orchestrator that saved the run ("": unknown)
-	nodes   map[string]*nodeRec
-	order   []string   // node ids in config order
-	recs    []*nodeRec // nodes, in order (RunView.NodeAt)
+	loadErr  error // the activation failed: every call gets it (loadFailed)
+	dying    bool  // loadErr was answered and the actor asked to passivate
+	owner    *persistence.Owner
+	shape    string // storedShape of the Shape of the orchestrator that saved the run ("": unknown)
+	cfgShape string // storedShape(cfg.Shape), computed once
+	nodes    map[string]*nodeRec
+	order    []string   // node ids in config order
+	recs     []*nodeRec // nodes, in order (RunView.NodeAt)
 
 	// the run
 	status   braidv1.NodeStatus
@@ -751,7 +755,7 @@ func (x *orchActor) activate(c actor.Context) {
 	x.nodes = make(map[string]*nodeRec, len(cfg.Nodes))
 	x.table = map[string]*routed{}
 	x.byNode = map[string][]*routed{}
-	x.shape = cfg.Shape
+	x.shape = x.cfgShape
 	if cfg.Session == nil && x.again {
 		// Its run was nowhere but in the actor that stopped.
 		x.loadErr = fmt.Errorf("%s %q: %w", cfg.Kind, cfg.ID, ErrOrchestratorFaulted)
@@ -911,11 +915,29 @@ func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
 // was cut off) and an orchestrator of another Shape saved it.
 func (x *orchActor) shapeErr() error {
 	pending := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
-	if !pending || x.shape == "" || x.shape == x.cfg.Shape {
+	if !pending || x.shape == "" || x.shape == x.cfgShape {
 		return nil
 	}
 	return fmt.Errorf("%w: %s %q: the stored run was saved by a %s of another shape (%s), and this one is %s; finish it with the %s that saved it, or use another session",
 		ErrTopology, x.cfg.Kind, x.cfg.ID, x.cfg.Kind, clipShape(x.shape), clipShape(x.cfg.Shape), x.cfg.Kind)
+}
+
+// maxShapeText is the longest Shape a run's record keeps as it is; a
+// longer one is kept as its digest, so that a save, which writes the
+// record's data, costs the same for a graph of ten nodes or of ten
+// thousand (SPEC S1).
+const maxShapeText = 1024
+
+// storedShape is the form of a Shape a run's record keeps: the Shape
+// itself, or "sha256:" and the hex SHA-256 of a Shape longer than
+// maxShapeText. Two Shapes are the same when their stored forms are, and
+// storedShape of a stored form is itself.
+func storedShape(s string) string {
+	if len(s) <= maxShapeText {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // clipShape shortens a Shape for an error message.
@@ -929,7 +951,7 @@ func clipShape(s string) string {
 
 // reset starts a fresh run of task.
 func (x *orchActor) reset(task *braidv1.AgentInput) {
-	x.shape = x.cfg.Shape
+	x.shape = x.cfgShape
 	x.task = task
 	x.rewrite = true
 	x.table = map[string]*routed{}

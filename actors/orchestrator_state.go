@@ -341,7 +341,7 @@ func (x *orchActor) reload() error {
 	clear(x.joint)
 	x.joint = x.joint[:0]
 	x.owner = owner
-	x.shape = x.cfg.Shape
+	x.shape = x.cfgShape
 	if rec != nil {
 		err = x.restore(owner.Key(), rec.Data, rec.Messages)
 	} else if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
@@ -384,7 +384,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 	if err := key.CheckOwner(d.Session, d.Owner); err != nil {
 		return persistence.Damaged(key, "data", "%v", err)
 	}
-	x.shape = d.Shape
+	x.shape = storedShape(d.Shape) // a record of an earlier build may keep a long one whole
 	known := make(map[string]bool, len(x.cfg.Nodes))
 	for _, n := range x.cfg.Nodes {
 		known[n.ID] = true
