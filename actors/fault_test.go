@@ -3,8 +3,6 @@ package actors_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +13,7 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -122,19 +121,6 @@ func TestOrchestrator_ProtobufInvokeWithoutSenderRuns(t *testing.T) {
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 }
 
-// flakyLoads is a store whose loads fail while failing is set.
-type flakyLoads struct {
-	*persistence.MemoryStore
-	failing atomic.Bool
-}
-
-func (s *flakyLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	if s.failing.Load() {
-		return nil, errors.New("disk on fire")
-	}
-	return s.MemoryStore.Load(ctx, key)
-}
-
 // SPEC R4, R5: an orchestrator whose run fails to load on activation
 // answers the call with the load's error and passivates, so that the next
 // call loads again: once the store is back the orchestrator works, with
@@ -161,7 +147,7 @@ func TestOrchestrator_FailedLoadIsTriedAgainByTheNextCall(t *testing.T) {
 			return 0
 		}
 	}
-	store := &flakyLoads{MemoryStore: persistence.NewMemoryStore()}
+	store := persistencetest.NewFailingLoads()
 	sm, err := persistence.NewSessionManager(store, "flaky-orch")
 	require.NoError(t, err)
 	pol := &resetPanics{}
@@ -185,13 +171,13 @@ func TestOrchestrator_FailedLoadIsTriedAgainByTheNextCall(t *testing.T) {
 	require.Equal(t, actors.Stopped, next())
 	pol.armed = false
 
-	store.failing.Store(true)
+	store.Failing.Store(true)
 	_, err = o.Status(ctx)
-	require.ErrorContains(t, err, "disk on fire")
+	require.ErrorIs(t, err, persistencetest.ErrLoadsFail)
 	require.Equal(t, actors.Activated, next())
 	require.Equal(t, actors.Passivated, next(), "passivated at once, not left answering the error")
 
-	store.failing.Store(false)
+	store.Failing.Store(false)
 	res, err := o.Invoke(ctx, task)
 	require.NoError(t, err)
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())

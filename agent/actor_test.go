@@ -24,6 +24,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -807,19 +808,6 @@ func TestStatus_TellsIdleInterruptedIdle(t *testing.T) {
 	assert.Empty(t, st.Interrupts)
 }
 
-// flakyLoads is a store whose loads fail while failing is set.
-type flakyLoads struct {
-	*persistence.MemoryStore
-	failing atomic.Bool
-}
-
-func (s *flakyLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	if s.failing.Load() {
-		return nil, errors.New("disk on fire")
-	}
-	return s.MemoryStore.Load(ctx, key)
-}
-
 // SPEC R4, R5: an agent whose session fails to load on activation answers
 // every call with the load's error and stops, so that the next call loads
 // again; calls made while it stops are answered too (by it, or by the next
@@ -830,7 +818,7 @@ func TestAgentActor_FailedLoadAnswersEveryCallAndTheNextActivationLoadsAgain(t *
 	sys, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) { events <- l }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	store := &flakyLoads{MemoryStore: persistence.NewMemoryStore()}
+	store := persistencetest.NewFailingLoads()
 	sm, err := persistence.NewSessionManager(store, "flaky")
 	require.NoError(t, err)
 	a := newAgent(t, agent.Config{System: sys, Session: sm, IdleTimeout: 10 * time.Millisecond,
@@ -838,7 +826,7 @@ func TestAgentActor_FailedLoadAnswersEveryCallAndTheNextActivationLoadsAgain(t *
 	require.Equal(t, actors.Activated, waitLifecycle(t, events))
 	require.Equal(t, actors.Passivated, waitLifecycle(t, events))
 
-	store.failing.Store(true)
+	store.Failing.Store(true)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for range 64 {
@@ -853,10 +841,10 @@ func TestAgentActor_FailedLoadAnswersEveryCallAndTheNextActivationLoadsAgain(t *
 	close(errs)
 	for err := range errs {
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "disk on fire")
+		assert.Contains(t, err.Error(), persistencetest.ErrLoadsFail.Error(), "the error crossed the protobuf status reply: its text")
 	}
 
-	store.failing.Store(false)
+	store.Failing.Store(false)
 	res, err := a.Invoke(context.Background(), agent.Text("hi"))
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res.Message.Text())

@@ -1,0 +1,38 @@
+package persistencetest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/braidhq/braid/persistence"
+)
+
+// ErrLoadsFail is what a FailingLoads store's loads return while Failing
+// is set.
+var ErrLoadsFail = errorString("disk on fire")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// FailingLoads is a MemoryStore whose loads fail with ErrLoadsFail while
+// Failing is set: a store that is down for a while, to test what an
+// owner's activation does when its load fails and once the store is back.
+type FailingLoads struct {
+	*persistence.MemoryStore
+	Failing atomic.Bool
+}
+
+// NewFailingLoads returns a FailingLoads over a new MemoryStore, loading.
+func NewFailingLoads() *FailingLoads {
+	return &FailingLoads{MemoryStore: persistence.NewMemoryStore()}
+}
+
+// Load fails while Failing is set, and loads from the MemoryStore
+// otherwise.
+func (s *FailingLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if s.Failing.Load() {
+		return nil, ErrLoadsFail
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
