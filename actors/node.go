@@ -257,9 +257,11 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		ctx, cancel = context.WithTimeout(base, n.timeout)
 	}
 	n.cancel = cancel
-	if local != nil {
-		ctx = context.WithValue(ctx, localKey{}, local)
-	}
+	// Always set, nil included: the caller's values reach the runner, and
+	// a caller that is itself a node run (a nested orchestrator's parent,
+	// or a node that invokes another orchestrator) carries its own
+	// node's input, which must not stand in for this run's.
+	ctx = context.WithValue(ctx, localKey{}, local)
 	out := &localOut{}
 	ctx = context.WithValue(ctx, localOutKey{}, out)
 	joint := &jointOut{}
