@@ -251,3 +251,21 @@ func TestGraph_ResultsDoNotAliasTheRun(t *testing.T) {
 	assert.Len(t, first.Interrupts, 1)
 	assert.Equal(t, []string{"a"}, first.ExecutionOrder)
 }
+
+// SPEC I7: Resume() with no responses on a graph that waits for nothing
+// (a fresh one, or one whose run finished) is rejected like any other
+// resume while not interrupted, with ErrNotInterrupted, as an agent
+// rejects it.
+func TestGraph_EmptyResumeWhileNotInterruptedIsNotInterrupted(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{})
+	_, err := g.Invoke(ctx, agent.Resume())
+	require.ErrorIs(t, err, interrupt.ErrNotInterrupted, "a graph that never ran")
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	_, err = g.Invoke(ctx, agent.Resume())
+	require.ErrorIs(t, err, interrupt.ErrNotInterrupted, "a finished run")
+	assert.Equal(t, 1, r.count("model:a"))
+}

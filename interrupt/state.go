@@ -165,12 +165,15 @@ func (s *State) checkLocked(responses []Response) error {
 }
 
 // CheckResponses runs the checks of a resume (SPEC I7) for an owner that
-// keeps its interrupts in a table of its own (an orchestrator): the list
-// is not empty, the owner is interrupted (activated), and every response
+// keeps its interrupts in a table of its own (an orchestrator): the owner
+// is interrupted (activated), the list is not empty, and every response
 // has an id that known reports, a response field, and an id of its own.
 // It changes nothing.
 func CheckResponses(responses []Response, activated bool, known func(id string) bool) error {
 	if len(responses) == 0 {
+		if !activated {
+			return ErrNotInterrupted // Resume() with nothing to answer
+		}
 		return ErrEmptyResume
 	}
 	if !activated {

@@ -104,6 +104,7 @@ func TestState_Resume_RejectsInvalidInputAtomically(t *testing.T) {
 		{"not interrupted", false, []Response{valid}, ErrNotInterrupted, idA, ""},
 		{"nil list", true, nil, ErrEmptyResume, "", ""},
 		{"empty list", true, []Response{}, ErrEmptyResume, "", ""},
+		{"empty list while not interrupted", false, []Response{}, ErrNotInterrupted, "", ""},
 		{"unknown id", true, []Response{Respond("nope", "yes")}, ErrUnknownID, "nope",
 			"interrupt_id=<nope> | no interrupt found"},
 		{"unknown id after a valid one", true, []Response{valid, Respond(idB, "new"), Respond("nope", 1)}, ErrUnknownID, "nope",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/swarm"
@@ -351,4 +352,19 @@ func TestSwarm_NonTextTaskBlocksArePassedToEveryNode(t *testing.T) {
 		assert.Equal(t, []string{"text", "image"}, kinds[id], id)
 		assert.Contains(t, texts[id], "User request: what is in this picture?", id)
 	}
+}
+
+// SPEC I7: Resume() with no responses on a swarm that waits for nothing
+// is rejected with ErrNotInterrupted, as an agent rejects it.
+func TestSwarm_EmptyResumeWhileNotInterruptedIsNotInterrupted(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	s := build(t, swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{})), swarm.Config{})
+	_, err := s.Invoke(ctx, agent.Resume())
+	require.ErrorIs(t, err, interrupt.ErrNotInterrupted)
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	_, err = s.Invoke(ctx, agent.Resume())
+	require.ErrorIs(t, err, interrupt.ErrNotInterrupted)
 }
