@@ -138,3 +138,32 @@ func TestSwarm_AnsweredGateIsNotRaisedAgainAfterNodeInterrupt(t *testing.T) {
 	assert.Equal(t, 1, r.count("gate:a"), "no second gate")
 	assert.Equal(t, "a done: answer 7", res.Node("a").Text())
 }
+
+// SPEC M6, I7: re-answering a node's gate with "no" while the node's
+// agent waits in its tool cancels the node and the run. A new prompt
+// starts a new run in which that agent runs afresh; it must not fail on
+// the cancelled run's interrupt, which nothing can answer any more.
+func TestSwarm_NewRunAfterAGateDeniedAnInterruptedAgentRunsItAfresh(t *testing.T) {
+	t.Skip("known defect: a swarm node cancelled by a changed gate answer leaves its agent interrupted; the next run fails that node with ErrResumeRequired")
+	ctx := context.Background()
+	r := newRecorder()
+	s := build(t, swarm.NewBuilder().AddAgent(askingAgent(r, "a", handoff{})), swarm.Config{Hooks: []hook.Provider{gate(r, "a")}})
+	res, err := s.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	gateID := res.Interrupts[0].ID
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCancelled, res.Status)
+
+	res, err = s.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1, "the new run's gate")
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	assert.NoError(t, res.Node("a").Err)
+	assert.Equal(t, multiagent.StatusInterrupted, res.Status, "the new run's agent asks again")
+}
