@@ -267,8 +267,9 @@ func listSessions(ctx context.Context, store persistence.Store, withStatus bool,
 	return tw.Flush()
 }
 
-// sessionStatus says what a stored session is doing: "waiting" when a
-// record waits for answers to its interrupts, else "incomplete" when a
+// sessionStatus says what a stored session is doing: "waiting" when an
+// owner waits for answers to its interrupts (a run answers for everything
+// under it), else "incomplete" when a
 // run stopped short of its end (cut off by a crash, to carry on when
 // invoked again; or running now in some process), else "idle";
 // "damaged" when a record is (braid session show names it). Store errors
@@ -281,12 +282,14 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 	if err != nil {
 		return "", err
 	}
-	// First every record's damage, and the runs that ended FAILED: a
-	// FAILED run is over, so what runs under it (its nodes' agents and
-	// nested runs, whose record ids begin with its own and ":") waits for
-	// nothing, whatever their records say.
+	// First every record's damage, and the runs: a run's status says what
+	// everything under it (its nodes' agents and nested runs, whose record
+	// ids begin with its own and ":") is doing, whatever their records
+	// say. A FAILED run is over, so nothing under it waits; a run cut off
+	// (or running) carries on with the empty input before any answer,
+	// even when an agent under it already waits in its tool.
 	runs := make([]*actors.RunRecord, len(recs))
-	var failed []string
+	var under []string
 	for i, r := range recs {
 		if persistence.CheckRecord(r.Key, r.Data, r.Messages) != nil {
 			return "damaged", nil // as the session manager would find it
@@ -297,14 +300,12 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 				return "damaged", nil
 			}
 			runs[i] = run
-			if run.Status == "FAILED" {
-				failed = append(failed, r.Key.ID+":")
-			}
+			under = append(under, r.Key.ID+":")
 		}
 	}
 	status := "idle"
 	for i, r := range recs {
-		if slices.ContainsFunc(failed, func(p string) bool { return strings.HasPrefix(r.Key.ID, p) }) {
+		if slices.ContainsFunc(under, func(p string) bool { return strings.HasPrefix(r.Key.ID, p) }) {
 			continue
 		}
 		var waiting, cut bool

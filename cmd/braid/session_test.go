@@ -403,6 +403,65 @@ func TestSession_ListStatusCallsAFailedRunIdleWhateverItsNodesHold(t *testing.T)
 	assert.Contains(t, so.String(), "graph g: FAILED")
 }
 
+// `braid session list -status`: a run that has not ended (running now,
+// or cut off by a crash) is incomplete, even when a node's agent under it
+// already waits in its tool. Cut off there, the graph built again lists
+// no interrupt and refuses that agent's answer (ErrNotInterrupted) until
+// the run is carried on with the empty input; "waiting" sent the operator
+// to answer it. The store is read while a sibling node still runs: what
+// a crash at that point leaves.
+func TestSession_ListStatusCallsARunningRunIncompleteWhateverItsNodesHold(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	defer st.Close()
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	require.NoError(t, err)
+	defer sys.Close(ctx)
+	m, err := persistence.NewSessionManager(st, "rs")
+	require.NoError(t, err)
+	ask := tool.New("ask", "asks for approval", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if _, err := tc.Interrupt("approval", nil); err != nil {
+			return "", err
+		}
+		return "approved", nil
+	})
+	asker := agentnode.Agent(agent.Config{Tools: []tool.Tool{ask}, Model: model.Scripted(
+		model.ToolTurn(model.Call("t1", "ask", nil)), model.TextTurn("done"))})
+	release := make(chan struct{})
+	slow := agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) {
+		<-release
+		return []model.ContentBlock{model.Text("slow")}, nil
+	})
+	g, err := graph.NewBuilder().AddNode("asks", asker).AddNode("slow", slow).
+		Build(ctx, graph.Config{ID: "g", Session: m, System: sys})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { _, err := g.Invoke(ctx, agent.Text("go")); done <- err }()
+	defer func() {
+		close(release)
+		require.NoError(t, <-done)
+	}()
+	// Wait until the asks agent's record waits for its answer (it
+	// commits with the run's record), while slow still runs.
+	require.Eventually(t, func() bool {
+		exp, err := persistence.Export(ctx, st, "rs")
+		if err != nil {
+			return false
+		}
+		for _, r := range exp.Records {
+			if r.Kind == persistence.KindAgent && strings.Contains(string(r.Data), `"activated":true`) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond)
+	var so, se bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-status", "-dir", dir}, nil, &so, &se), se.String())
+	assert.Regexp(t, `(?m)^rs\s+\d+\s.*\sincomplete$`, so.String())
+}
+
 // waitingDemo runs the demo up to its approval in a new workspace, and
 // returns the workspace and its store's folder.
 func waitingDemo(t *testing.T) (ws, store string) {
