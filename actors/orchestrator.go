@@ -1235,7 +1235,6 @@ func (x *orchActor) abort(err error) {
 	x.stale = true
 }
 
-// report handles a node's report of a run.
 // foreignReport makes a report that came as a protobuf message (from
 // another actor or process, unlike the node actors' local reports, which
 // nodeActor checked) safe to keep: a missing result, or one whose bytes
@@ -1253,10 +1252,15 @@ func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
 	return c
 }
 
+// report handles a node's report of a run. Only the running invocation
+// waits for reports (its nodes run while it is in phase 2); any other
+// report (of a run this activation did not send, or sent by another actor
+// when nothing waits for it, such as for a node of a run a crash cut off)
+// is dropped.
 func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*persistence.Staged, local any) {
 	n := x.nodes[m.GetNodeId()]
-	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
-		return // a report of a run this activation did not send
+	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING || x.cur == nil || x.phase != 2 {
+		return // a report of a run this activation did not send, or that nothing waits for
 	}
 	if staged != nil {
 		x.joint = append(x.joint, staged...) // committed with the next save

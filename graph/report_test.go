@@ -1,0 +1,95 @@
+package graph_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
+	"github.com/braidhq/braid/tool"
+)
+
+// heldAgent is a node whose tool signals started and then waits until
+// release is closed (it returns "released") or its context ends.
+func heldAgent(started chan<- struct{}, release <-chan struct{}) actors.Node {
+	tl := tool.New("wait", "waits", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn("done"), nil
+		}
+		return model.ToolTurn(model.Call("t1", "wait", map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})
+}
+
+// SPEC R2, R6: a node report that comes from another actor when no
+// invocation waits for it (here: for the node of a run a Close cut off,
+// restored by a new graph that has not carried it on yet) is dropped:
+// the orchestrator's actor does not fault on it, and the run is carried
+// on as before.
+func TestGraphActor_AReportNoInvocationWaitsForIsDropped(t *testing.T) {
+	ctx := context.Background()
+	var graphStops atomic.Int32
+	cfg := actors.DefaultConfig()
+	cfg.Observer = func(id actors.Identity, l actors.Lifecycle) {
+		if id.Kind == "graph" && l == actors.Stopped {
+			graphStops.Add(1)
+		}
+	}
+	sys, err := actors.NewSystem(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := persistence.NewMemoryStore()
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	b := func() *graph.Builder { return graph.NewBuilder().AddNode("slow", heldAgent(started, release)) }
+
+	g := build(t, b(), graph.Config{System: sys, Session: manager(t, st, "s")})
+	cut := make(chan error, 1)
+	go func() {
+		_, err := g.Invoke(ctx, agent.Text("go"))
+		cut <- err
+	}()
+	<-started
+	require.NoError(t, g.Close(ctx))
+	require.ErrorIs(t, <-cut, actors.ErrOrchestratorClosed)
+
+	g2 := build(t, b(), graph.Config{System: sys, Session: manager(t, st, "s")})
+	before, err := g2.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusExecuting, before.Status, "the run was cut off")
+	stops := graphStops.Load()
+	for _, s := range []braidv1.NodeStatus{braidv1.NodeStatus_NODE_STATUS_COMPLETED, braidv1.NodeStatus_NODE_STATUS_EXECUTING} {
+		g2.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1, Result: &braidv1.NodeResult{NodeId: "slow", Status: s}})
+	}
+	after, err := g2.Status(ctx) // queued behind the reports
+	require.NoError(t, err)
+	assert.Equal(t, stops, graphStops.Load(), "the orchestrator's actor did not stop on the reports")
+	assert.Equal(t, multiagent.StatusExecuting, after.Status)
+	assert.Empty(t, after.Results, "the reports changed nothing")
+
+	close(release)
+	res, err := g2.Invoke(ctx, agent.Input{}) // carry the cut-off run on
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	require.NotNil(t, res.Node("slow"))
+	assert.Equal(t, multiagent.StatusCompleted, res.Node("slow").Status)
+}
