@@ -1237,12 +1237,19 @@ func (x *orchActor) abort(err error) {
 
 // foreignReport makes a report that came as a protobuf message (from
 // another actor or process, unlike the node actors' local reports, which
-// nodeActor checked) safe to keep: a missing result, or one whose bytes
-// are not JSON, becomes a failed result.
+// nodeActor checked) safe to keep: a missing result, one whose status is
+// not one a run ends with, or one whose bytes are not JSON, becomes a
+// failed result.
 func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
 	err := errors.New("the report has no result")
-	if m.GetResult() != nil {
-		err = checkWireJSON(m.GetResult().ProtoReflect())
+	if res := m.GetResult(); res != nil {
+		switch res.GetStatus() {
+		case braidv1.NodeStatus_NODE_STATUS_COMPLETED, braidv1.NodeStatus_NODE_STATUS_FAILED,
+			braidv1.NodeStatus_NODE_STATUS_CANCELLED, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
+			err = checkWireJSON(res.ProtoReflect())
+		default:
+			err = fmt.Errorf("the report's result has status %s, which no run ends with", res.GetStatus())
+		}
 	}
 	if err == nil {
 		return m

@@ -93,3 +93,46 @@ func TestGraphActor_AReportNoInvocationWaitsForIsDropped(t *testing.T) {
 	require.NotNil(t, res.Node("slow"))
 	assert.Equal(t, multiagent.StatusCompleted, res.Node("slow").Status)
 }
+
+// SPEC R2, R6, M2: a node report from another actor whose result has a
+// status no run ends with (none, PENDING, EXECUTING, a value the protocol
+// does not have) fails the node, as a report without a result does: the
+// run does not end COMPLETED with its node still EXECUTING, and a report
+// of that run that comes later (the node's own, when it ends) is dropped
+// instead of faulting the orchestrator's actor.
+func TestGraphActor_AReportWithAStatusNoRunEndsWithFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range []braidv1.NodeStatus{braidv1.NodeStatus_NODE_STATUS_UNSPECIFIED, braidv1.NodeStatus_NODE_STATUS_PENDING,
+		braidv1.NodeStatus_NODE_STATUS_EXECUTING, braidv1.NodeStatus(99)} {
+		started, release := make(chan struct{}, 1), make(chan struct{})
+		g := build(t, graph.NewBuilder().AddNode("slow", heldAgent(started, release)), graph.Config{})
+		type outcome struct {
+			res *multiagent.Result
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := g.Invoke(ctx, agent.Text("go"))
+			done <- outcome{res, err}
+		}()
+		<-started
+		g.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1, Result: &braidv1.NodeResult{NodeId: "slow", Status: s}})
+		o := <-done
+		require.NoError(t, o.err, "%s", s)
+		assert.Equal(t, multiagent.StatusFailed, o.res.Status, "%s", s)
+		require.NotNil(t, o.res.Node("slow"), "%s", s)
+		assert.Equal(t, multiagent.StatusFailed, o.res.Node("slow").Status, "%s", s)
+		require.Error(t, o.res.Node("slow").Err, "%s", s)
+		assert.Contains(t, o.res.Node("slow").Err.Error(), "no run ends with", "%s", s)
+
+		// The run's own report, late: dropped.
+		g.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1, Result: &braidv1.NodeResult{NodeId: "slow",
+			Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED}})
+		st, err := g.Status(ctx)
+		require.NoError(t, err, "%s: the orchestrator's actor lives on", s)
+		assert.Equal(t, multiagent.StatusFailed, st.Status, "%s", s)
+		assert.Equal(t, multiagent.StatusFailed, st.Node("slow").Status, "%s", s)
+		close(release)
+		require.NoError(t, g.Close(ctx))
+	}
+}
