@@ -1238,8 +1238,10 @@ func (x *orchActor) abort(err error) {
 // foreignReport makes a report that came as a protobuf message (from
 // another actor or process, unlike the node actors' local reports, which
 // nodeActor checked) safe to keep: a missing result, one whose status is
-// not one a run ends with, or one whose bytes are not JSON, becomes a
-// failed result.
+// not one a run ends with, an INTERRUPTED one without an unanswered
+// interrupt (the run would wait for answers no one can give), one with an
+// interrupt that is not one (its gate's included), or one whose bytes are
+// not JSON, becomes a failed result, and its gate is dropped.
 func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
 	err := errors.New("the report has no result")
 	if res := m.GetResult(); res != nil {
@@ -1250,13 +1252,42 @@ func foreignReport(m *braidv1.NodeReport) *braidv1.NodeReport {
 		default:
 			err = fmt.Errorf("the report's result has status %s, which no run ends with", res.GetStatus())
 		}
+		if err == nil {
+			err = checkReportInterrupts(m)
+		}
 	}
 	if err == nil {
 		return m
 	}
 	c := proto.Clone(m).(*braidv1.NodeReport)
 	c.Result = failedResult(m.GetNodeId(), fmt.Errorf("node %q: %v", m.GetNodeId(), err))
+	c.Gate, c.Gated = nil, false
 	return c
+}
+
+// checkReportInterrupts checks the interrupts of a foreign report: every
+// one decodes, an INTERRUPTED result lists at least one, and those it
+// lists are unanswered (a result lists the node's unanswered interrupts).
+func checkReportInterrupts(m *braidv1.NodeReport) error {
+	for _, w := range m.GetGate() {
+		if _, err := InterruptFromWire(w); err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+	}
+	res := m.GetResult()
+	for _, w := range res.GetInterrupts() {
+		in, err := InterruptFromWire(w)
+		if err != nil {
+			return err
+		}
+		if in.Answered {
+			return fmt.Errorf("the report's result lists interrupt %s, which is answered", in.ID)
+		}
+	}
+	if res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && len(res.GetInterrupts()) == 0 {
+		return errors.New("the report's result is INTERRUPTED without an interrupt")
+	}
+	return nil
 }
 
 // report handles a node's report of a run. Only the running invocation

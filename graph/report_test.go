@@ -136,3 +136,54 @@ func TestGraphActor_AReportWithAStatusNoRunEndsWithFailsTheNode(t *testing.T) {
 		require.NoError(t, g.Close(ctx))
 	}
 }
+
+// SPEC R2, I8, M4: a node report from another actor that says its node
+// is INTERRUPTED without an unanswered interrupt, or that carries an
+// interrupt that is not one (no id, an unknown source; in its result or
+// its gate), fails the node: the run does not stop INTERRUPTED waiting for
+// answers no one can give (it refused every prompt and every resume), and
+// its record never holds an interrupt it cannot save.
+func TestGraphActor_AReportWithoutInterruptsToAnswerFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	interrupted := func(ins ...*braidv1.Interrupt) *braidv1.NodeResult {
+		return &braidv1.NodeResult{NodeId: "slow", Status: braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, Interrupts: ins}
+	}
+	completed := &braidv1.NodeResult{NodeId: "slow", Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED}
+	for name, rep := range map[string]*braidv1.NodeReport{
+		"no interrupt":    {Result: interrupted()},
+		"no id":           {Result: interrupted(&braidv1.Interrupt{Name: "x", Source: "tool"})},
+		"unknown source":  {Result: interrupted(&braidv1.Interrupt{Id: "x", Name: "x", Source: "elsewhere"})},
+		"answered":        {Result: interrupted(&braidv1.Interrupt{Id: "x", Name: "x", Source: "tool", Response: []byte(`"y"`)})},
+		"gate without id": {Result: completed, Gate: []*braidv1.Interrupt{{Name: "x", Source: "multiagent-hook"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			g := build(t, graph.NewBuilder().AddNode("slow", heldAgent(started, release)),
+				graph.Config{Session: manager(t, persistence.NewMemoryStore(), "s")})
+			type outcome struct {
+				res *multiagent.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := g.Invoke(ctx, agent.Text("go"))
+				done <- outcome{res, err}
+			}()
+			<-started
+			rep.NodeId, rep.Run = "slow", 1
+			g.Binding().Send(rep)
+			o := <-done
+			require.NoError(t, o.err, name)
+			assert.Equal(t, multiagent.StatusFailed, o.res.Status, name)
+			assert.Empty(t, o.res.Interrupts, name)
+			require.NotNil(t, o.res.Node("slow"), name)
+			assert.Equal(t, multiagent.StatusFailed, o.res.Node("slow").Status, name)
+			require.Error(t, o.res.Node("slow").Err, name)
+
+			_, err := g.Invoke(ctx, agent.Text("again"))
+			assert.NoError(t, err, "%s: a new task is taken", name)
+			close(release)
+			require.NoError(t, g.Close(ctx))
+		})
+	}
+}
