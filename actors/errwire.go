@@ -80,6 +80,7 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrEmptyTask", ErrEmptyTask},
 		{"actors.ErrBadTask", ErrBadTask},
 		{"actors.ErrReentrant", ErrReentrant},
+		{"actors.ErrUnknownMessage", ErrUnknownMessage},
 	}
 }
 

@@ -680,6 +680,12 @@ func (x *orchActor) Receive(c actor.Context) {
 		x.report(c, foreignReport(m), nil, nil)
 	case *localReport:
 		x.report(c, m.rep, m.staged, m.local)
+	default:
+		// Another owner's message, or no protocol's: its sender, if it
+		// has one, is told instead of waiting for nothing (SPEC R2, R5).
+		if c.Sender() != nil {
+			respond(c, DefaultCodec().Encode(fmt.Errorf("%s %q: %w: %T", x.cfg.Kind, x.cfg.ID, ErrUnknownMessage, m)))
+		}
 	}
 }
 

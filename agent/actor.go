@@ -208,6 +208,12 @@ func (x *agentActor) Receive(c actor.Context) {
 		x.respond(c, x.status())
 	case *braidv1.AgentClose:
 		x.close(c)
+	default:
+		// Another owner's message, or no protocol's: its sender, if it
+		// has one, is told instead of waiting for nothing (SPEC R2, R5).
+		if c.Sender() != nil {
+			x.respond(c, ErrorToWire(fmt.Errorf("agent %q: %w: %T", x.core.cfg.ID, actors.ErrUnknownMessage, m)))
+		}
 	}
 }
 

@@ -849,3 +849,70 @@ func TestAgentActor_FailedLoadAnswersEveryCallAndTheNextActivationLoadsAgain(t *
 	require.NoError(t, err)
 	assert.Equal(t, "ok", res.Message.Text())
 }
+
+// askInbox sends msg to a's actor with inbox as its sender and returns the
+// reply, which must be a protobuf message that serializes. The time limit
+// only turns a hang into a failure.
+func askInbox(t *testing.T, a *agent.Agent, inbox *actors.Inbox, msg any) proto.Message {
+	t.Helper()
+	a.Binding().Request(msg, inbox)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := inbox.Receive(ctx)
+	require.NoError(t, err, "a reply to %T", msg)
+	pm, ok := rep.(proto.Message)
+	require.True(t, ok, "reply %T to %T", rep, msg)
+	_, err = proto.Marshal(pm)
+	require.NoError(t, err, "reply %T to %T", rep, msg)
+	return pm
+}
+
+// SPEC R2, R5, I7: a message the agent's actor does not take (another
+// owner's protobuf message, a reply, a plain Go value) is answered to its
+// sender with an Error that decodes to actors.ErrUnknownMessage, at once,
+// whether the agent is idle, interrupted or running; without a sender it
+// is dropped. Either way the agent is as it was and answers as before.
+func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
+	sys := freshSystem(t)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	foreign := []any{&braidv1.MultiAgentInvoke{}, &braidv1.MultiAgentStatusRequest{}, &braidv1.NodeRun{}, &braidv1.NodeReport{},
+		&braidv1.AgentResult{}, &braidv1.Error{}, "plain", 42, struct{}{}}
+	check := func(phase string, state braidv1.AgentState) {
+		t.Helper()
+		before := agenttest.Snapshot(t, a)
+		for _, m := range foreign {
+			a.Binding().Send(m)
+			err := asError(t, askInbox(t, a, inbox, m))
+			assert.ErrorIs(t, err, actors.ErrUnknownMessage, "%s: %T", phase, m)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%T", m), "%s: the error names the message", phase)
+		}
+		st, ok := askInbox(t, a, inbox, &braidv1.AgentStatusRequest{}).(*braidv1.AgentStatus)
+		require.True(t, ok, phase)
+		assert.Equal(t, state, st.GetState(), phase)
+		assert.Zero(t, st.GetQueued(), phase)
+		assert.Equal(t, before, agenttest.Snapshot(t, a), "%s: nothing changed", phase)
+	}
+
+	check("idle", braidv1.AgentState_AGENT_STATE_IDLE)
+	res := asResult(t, askInbox(t, a, inbox, wirePrompt(t, "delete a")))
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	check("interrupted", braidv1.AgentState_AGENT_STATE_INTERRUPTED)
+
+	resumed := actors.NewInbox(sys)
+	t.Cleanup(resumed.Close)
+	a.Binding().Request(wireResume(res.Interrupts[0].ID, "y"), resumed)
+	<-started // the tool runs, and waits for release
+	check("running", braidv1.AgentState_AGENT_STATE_RUNNING)
+	close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := resumed.Receive(ctx)
+	require.NoError(t, err)
+	pm, ok := rep.(proto.Message)
+	require.True(t, ok, "%T", rep)
+	assert.Equal(t, agent.StopEndTurn, asResult(t, pm).StopReason, "the invocation the messages came during is unharmed")
+	assert.Equal(t, 1, runs.total())
+}

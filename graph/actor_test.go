@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -324,4 +325,82 @@ func TestGraph_ExecutionTimeoutStopsScheduling(t *testing.T) {
 	assert.Equal(t, "Execution timed out: 0.1s", res.Message)
 	assert.Equal(t, multiagent.StatusCompleted, res.Node("slow").Status)
 	assert.Equal(t, 0, r.count("model:next"))
+}
+
+// SPEC R2, R5, I7: a message the graph's orchestrator does not take
+// (an agent's protobuf message, a node's run, a reply, a plain Go value)
+// is answered to its sender with an Error that decodes to
+// actors.ErrUnknownMessage, at once, whether the graph is idle, running or
+// interrupted; without a sender it is dropped. Either way the run is as
+// it was, and the invocation it came during ends as it would have.
+func TestGraphActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
+	ctx := context.Background()
+	sys := freshSystem(t)
+	r := newRecorder()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	b := graph.NewBuilder().AddNode("slow", heldAgent(started, release)).AddNode("b", textAgent(r, "b")).AddEdge("slow", "b")
+	g := build(t, b, graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	ask := func(msg any) proto.Message {
+		t.Helper()
+		g.Binding().Request(msg, inbox)
+		rep, err := inbox.Receive(ctxLimit(t))
+		require.NoError(t, err, "a reply to %T", msg)
+		pm, ok := rep.(proto.Message)
+		require.True(t, ok, "reply %T to %T", rep, msg)
+		_, err = proto.Marshal(pm)
+		require.NoError(t, err, "reply %T to %T", rep, msg)
+		return pm
+	}
+	foreign := []any{&braidv1.AgentInvoke{}, &braidv1.AgentStatusRequest{}, &braidv1.AgentCancel{}, &braidv1.NodeRun{NodeId: "slow", Run: 1},
+		&braidv1.MultiAgentResult{}, &braidv1.Error{}, "plain", 42, struct{}{}}
+	check := func(phase string, status braidv1.NodeStatus) {
+		t.Helper()
+		before, ok := ask(&braidv1.MultiAgentStatusRequest{}).(*braidv1.MultiAgentResult)
+		require.True(t, ok, phase)
+		require.Equal(t, status, before.GetStatus(), phase)
+		for _, m := range foreign {
+			g.Binding().Send(m)
+			rej, ok := ask(m).(*braidv1.Error)
+			require.True(t, ok, "%s: %T", phase, m)
+			err := agent.ErrorFromWire(rej)
+			assert.ErrorIs(t, err, actors.ErrUnknownMessage, "%s: %T", phase, m)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%T", m), "%s: the error names the message", phase)
+		}
+		after, ok := ask(&braidv1.MultiAgentStatusRequest{}).(*braidv1.MultiAgentResult)
+		require.True(t, ok, phase)
+		assert.True(t, proto.Equal(before, after), "%s: nothing changed:\n%v\n%v", phase, before, after)
+	}
+
+	check("idle", braidv1.NodeStatus_NODE_STATUS_PENDING)
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	invoked := actors.NewInbox(sys)
+	t.Cleanup(invoked.Close)
+	g.Binding().Request(&braidv1.MultiAgentInvoke{Input: task}, invoked)
+	<-started
+	check("running", braidv1.NodeStatus_NODE_STATUS_EXECUTING)
+	close(release)
+	rep, err := invoked.Receive(ctx)
+	require.NoError(t, err)
+	res, ok := rep.(*braidv1.MultiAgentResult)
+	require.True(t, ok, "%T", rep)
+	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus(), "b waits for its approval")
+	check("interrupted", braidv1.NodeStatus_NODE_STATUS_INTERRUPTED)
+
+	resume := &braidv1.AgentInput{Resume: true, Responses: []*braidv1.InterruptResponse{{InterruptId: res.GetInterrupts()[0].GetId(), Response: []byte(`"y"`)}}}
+	res, ok = ask(&braidv1.MultiAgentInvoke{Input: resume}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
+	assert.Equal(t, []string{"slow", "b"}, res.GetExecutionOrder())
+}
+
+// ctxLimit is a context that ends after a limit that only turns a hang
+// into a failure.
+func ctxLimit(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
