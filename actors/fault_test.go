@@ -183,3 +183,66 @@ func TestOrchestrator_FailedLoadIsTriedAgainByTheNextCall(t *testing.T) {
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 	require.Equal(t, actors.Activated, next())
 }
+
+// failingSaves fails the saves of orchestrator records while failing is
+// set.
+type failingSaves struct {
+	*persistence.MemoryStore
+	failing atomic.Bool
+}
+
+func (s *failingSaves) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	if s.failing.Load() {
+		for _, c := range changes {
+			if c.Key.Kind == persistence.KindMultiAgent {
+				return nil, errors.New("disk full")
+			}
+		}
+	}
+	return s.MemoryStore.Save(ctx, opts, changes...)
+}
+
+// SPEC R5, R6: a protobuf MultiAgentInvoke whose start faults (here:
+// after a failed save the orchestrator reloads its stored run first, and
+// with none stored that resets its policy, which panics) is answered with
+// the fault, streamed or not: it is still queued while it starts, so the
+// actor's stop answers it, rather than its sender (and the goroutine that
+// waits to answer it) waiting for ever. The orchestrator then works again.
+func TestOrchestrator_ProtobufInvokeWhoseStartFaultsIsAnsweredWithTheFault(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		sys := newSystem(t)
+		ctx := ctxT(t)
+		store := &failingSaves{MemoryStore: persistence.NewMemoryStore()}
+		sm, err := persistence.NewSessionManager(store, "faulty-start")
+		require.NoError(t, err)
+		pol := &resetPanics{}
+		node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+			return []model.ContentBlock{model.Text("done")}, nil
+		})
+		o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o", Session: sm,
+			Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: pol})
+		require.NoError(t, err)
+		task, err := agent.InputToWire(agent.Text("go"))
+		require.NoError(t, err)
+		store.failing.Store(true)
+		_, err = o.Invoke(ctx, task)
+		require.ErrorContains(t, err, "disk full", "stream %v", stream)
+		store.failing.Store(false)
+
+		pol.armed = true // the reload before the next invocation resets the policy
+		inbox := actors.NewInbox(sys)
+		o.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Stream: stream}, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err, "stream %v: a reply", stream)
+		e, ok := rep.(*braidv1.Error)
+		require.True(t, ok, "stream %v: %T", stream, rep)
+		assert.Contains(t, e.GetMessage(), "boom in ResetPolicy", "stream %v", stream)
+		inbox.Close()
+
+		pol.armed = false
+		res, err := o.Invoke(ctx, task)
+		require.NoError(t, err, "stream %v", stream)
+		assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus(), "stream %v", stream)
+		require.NoError(t, o.Close(ctx))
+	}
+}

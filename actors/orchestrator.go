@@ -728,7 +728,7 @@ func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
 // whose handling panicked is answered with the fault, unless it is the
 // current invocation or queued (the actor's stop answers those). A
 // protobuf MultiAgentInvoke is queued before anything that can panic
-// runs, so the stop answers it.
+// runs, and stays queued until it has begun, so the stop answers it.
 func (x *orchActor) AnswerFault(c actor.Context, msg any, err *FaultError) {
 	switch m := msg.(type) {
 	case *orchInvoke:
@@ -807,14 +807,18 @@ func (x *orchActor) activate(c actor.Context) {
 	}
 }
 
-// next starts the next queued invocation, if none runs.
+// next starts the next queued invocation, if none runs. An invocation
+// stays queued until begin returns: if begin panics (a policy reset by a
+// reload), the actor's stop answers it with the fault, as it answers the
+// rest of the queue.
 func (x *orchActor) next(c actor.Context) {
 	for x.cur == nil && len(x.queue) > 0 {
 		inv := x.queue[0]
+		err := x.begin(c, inv)
+		x.queue[0] = nil
 		x.queue = x.queue[1:]
-		if err := x.begin(c, inv); err != nil {
+		if err != nil {
 			inv.answer(x.sys, orchReply{err: err})
-			continue
 		}
 	}
 }
