@@ -916,3 +916,81 @@ func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
 	assert.Equal(t, agent.StopEndTurn, asResult(t, pm).StopReason, "the invocation the messages came during is unharmed")
 	assert.Equal(t, 1, runs.total())
 }
+
+// SPEC R2, R5, I7: every request of the agent's protocol sent with its
+// fields zero, empty or not JSON, first without a sender and then with
+// one, while the agent is idle and while it is interrupted: the one
+// without a sender is dropped or runs without harm (the actor answers the
+// next message), the one with a sender gets exactly one reply, a protobuf
+// message that serializes (an Error decodes to the typed error), and
+// whatever was refused left the agent as it was.
+func TestAgentActor_ZeroValueRequestsAreAnsweredOnceAndChangeNothing(t *testing.T) {
+	sys := freshSystem(t)
+	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	type want struct {
+		reply proto.Message // the reply's type
+		err   error         // for an Error, what it matches
+	}
+	notJSON := []byte(`{"role":`)
+	check := func(phase string, state braidv1.AgentState, cases map[proto.Message]want) {
+		t.Helper()
+		before := agenttest.Snapshot(t, a)
+		for msg, w := range cases {
+			a.Binding().Send(msg)
+			rep := askInbox(t, a, inbox, msg)
+			require.IsType(t, w.reply, rep, "%s: %T %v", phase, msg, msg)
+			if w.err != nil {
+				assert.ErrorIs(t, asError(t, rep), w.err, "%s: %T %v: %v", phase, msg, msg, asError(t, rep))
+			}
+			// Exactly one reply: the next one is the status asked for now.
+			st, ok := askInbox(t, a, inbox, &braidv1.AgentStatusRequest{}).(*braidv1.AgentStatus)
+			require.True(t, ok, "%s: %T %v: one reply only", phase, msg, msg)
+			assert.Equal(t, state, st.GetState(), "%s: %T %v", phase, msg, msg)
+		}
+		assert.Equal(t, before, agenttest.Snapshot(t, a), "%s: nothing changed", phase)
+	}
+	errReply := &braidv1.Error{}
+	common := map[proto.Message]want{
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{Messages: [][]byte{nil}}}:                     {errReply, agent.ErrBadInput},
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{Messages: [][]byte{notJSON}}, Stream: true}:   {errReply, agent.ErrBadInput},
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{}, Values: map[string][]byte{"k": notJSON}}:   {errReply, agent.ErrBadInput},
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{Responses: []*braidv1.InterruptResponse{{}}}}: {errReply, nil},
+		&braidv1.AgentSetMessages{Messages: [][]byte{nil}}:                                            {errReply, agent.ErrBadInput},
+		&braidv1.AgentSetMessages{Messages: [][]byte{notJSON}}:                                        {errReply, agent.ErrBadInput},
+		&braidv1.AgentCallTool{}:                         {errReply, agent.ErrUnknownTool},
+		&braidv1.AgentSetState{}:                         {errReply, agent.ErrBadInput},
+		&braidv1.AgentSetState{Key: "k"}:                 {errReply, agent.ErrBadInput},
+		&braidv1.AgentSetState{Key: "k", Value: notJSON}: {errReply, agent.ErrBadInput},
+		&braidv1.AgentSetState{Delete: true}:             {&braidv1.AgentDone{}, nil},
+		&braidv1.AgentCancel{}:                           {&braidv1.AgentCancelled{}, nil},
+		&braidv1.AgentCancel{Reason: braidv1.CancelReason(99), InvocationId: "none"}: {&braidv1.AgentCancelled{}, nil},
+		&braidv1.AgentSnapshotRequest{}:                                              {&braidv1.AgentSnapshot{}, nil},
+		&braidv1.AgentStatusRequest{}:                                                {&braidv1.AgentStatus{}, nil},
+	}
+	idle := map[proto.Message]want{
+		&braidv1.AgentInvoke{}:                                         {errReply, agent.ErrEmptyInput},
+		&braidv1.AgentInvoke{Stream: true}:                             {errReply, agent.ErrEmptyInput},
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{Resume: true}}: {errReply, interrupt.ErrNotInterrupted},
+		&braidv1.AgentSetMessages{}:                                    {&braidv1.AgentDone{}, nil}, // the history is empty already
+	}
+	interrupted := map[proto.Message]want{
+		&braidv1.AgentInvoke{}:                                            {errReply, interrupt.ErrResumeRequired},
+		&braidv1.AgentInvoke{Stream: true}:                                {errReply, interrupt.ErrResumeRequired},
+		&braidv1.AgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:    {errReply, interrupt.ErrResumeRequired},
+		&braidv1.AgentSetMessages{}:                                       {errReply, agent.ErrInterruptedReset},
+		&braidv1.AgentCallTool{Name: "delete_files", Input: []byte(`{}`)}: {errReply, agent.ErrInterruptedDirect},
+	}
+	for m, w := range common {
+		idle[m], interrupted[m] = w, w
+	}
+
+	check("idle", braidv1.AgentState_AGENT_STATE_IDLE, idle)
+	res := asResult(t, askInbox(t, a, inbox, wirePrompt(t, "delete a")))
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	check("interrupted", braidv1.AgentState_AGENT_STATE_INTERRUPTED, interrupted)
+	res = asResult(t, askInbox(t, a, inbox, wireResume(res.Interrupts[0].ID, "y")))
+	assert.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 1, runs.total())
+}
