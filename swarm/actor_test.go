@@ -73,7 +73,7 @@ func TestSwarmActor_DrivenByProtobufMessagesZeroValuesIncluded(t *testing.T) {
 		}
 	}
 	common := map[proto.Message]want{
-		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:                                  {errReply, interrupt.ErrEmptyResume},
+		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:                                  {errReply, interrupt.ErrNotInterrupted},
 		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Messages: [][]byte{[]byte(`{`)}}, Stream: true}: {errReply, nil},
 		&braidv1.MultiAgentStatusRequest{}:                                                                   {&braidv1.MultiAgentResult{}, nil},
 		&braidv1.MultiAgentCancel{}:                                                                          {&braidv1.MultiAgentCancelled{}, nil},
