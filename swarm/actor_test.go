@@ -73,20 +73,21 @@ func TestSwarmActor_DrivenByProtobufMessagesZeroValuesIncluded(t *testing.T) {
 		}
 	}
 	common := map[proto.Message]want{
-		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:                                  {errReply, interrupt.ErrNotInterrupted},
 		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Messages: [][]byte{[]byte(`{`)}}, Stream: true}: {errReply, nil},
-		&braidv1.MultiAgentStatusRequest{}:                                                                   {&braidv1.MultiAgentResult{}, nil},
-		&braidv1.MultiAgentCancel{}:                                                                          {&braidv1.MultiAgentCancelled{}, nil},
-		&braidv1.AgentStatusRequest{}:                                                                        {errReply, actors.ErrUnknownMessage},
+		&braidv1.MultiAgentStatusRequest{}: {&braidv1.MultiAgentResult{}, nil},
+		&braidv1.MultiAgentCancel{}:        {&braidv1.MultiAgentCancelled{}, nil},
+		&braidv1.AgentStatusRequest{}:      {errReply, actors.ErrUnknownMessage},
 	}
 	idle := map[proto.Message]want{
-		&braidv1.MultiAgentInvoke{}:             {errReply, actors.ErrEmptyTask},
-		&braidv1.MultiAgentInvoke{Stream: true}: {errReply, actors.ErrEmptyTask},
+		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:                                {errReply, interrupt.ErrNotInterrupted},
+		&braidv1.MultiAgentInvoke{}:                                                                        {errReply, actors.ErrEmptyTask},
+		&braidv1.MultiAgentInvoke{Stream: true}:                                                            {errReply, actors.ErrEmptyTask},
 		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Responses: []*braidv1.InterruptResponse{{}}}}: {errReply, interrupt.ErrNotInterrupted},
 	}
 	interrupted := map[proto.Message]want{
-		&braidv1.MultiAgentInvoke{}:             {errReply, interrupt.ErrResumeRequired},
-		&braidv1.MultiAgentInvoke{Stream: true}: {errReply, interrupt.ErrResumeRequired},
+		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Resume: true}}:                                {errReply, interrupt.ErrEmptyResume},
+		&braidv1.MultiAgentInvoke{}:                                                                        {errReply, interrupt.ErrResumeRequired},
+		&braidv1.MultiAgentInvoke{Stream: true}:                                                            {errReply, interrupt.ErrResumeRequired},
 		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Responses: []*braidv1.InterruptResponse{{}}}}: {errReply, interrupt.ErrEmptyID},
 		&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Responses: []*braidv1.InterruptResponse{
 			{InterruptId: interrupt.BeforeNodeCallID("b", "approval")}}}}: {errReply, interrupt.ErrMissingResponse},
