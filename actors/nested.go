@@ -49,7 +49,11 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 			}
 		}
 	}
-	res, err := r.call(ctx, in, emit)
+	// A prompt to a nested orchestrator whose run is unfinished (it waits
+	// for answers, or was cut off) from a parent's run that is over: that
+	// run is dropped, and the prompt starts a fresh one.
+	fresh := !run.GetRecover() && !run.GetResume()
+	res, err := r.call(ctx, in, fresh, emit)
 	if err != nil {
 		return FailedResult(run.GetNodeId(), err)
 	}
@@ -80,7 +84,7 @@ func pendingAnswers(in *braidv1.AgentInput, st *braidv1.MultiAgentResult) *braid
 // is cancelled and waited for: nothing of it goes on behind its parent's
 // back, and its result (CANCELLED, or what its nodes ended with) is the
 // node's.
-func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, error) {
+func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh bool, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, error) {
 	o := r.O
 	if o.isClosed() {
 		return nil, ErrOrchestratorClosed
@@ -91,7 +95,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	cancel := func() { o.binding.Send(&orchCancel{reply: make(chan bool, 1)}) } // after the invocation: same sender
 	if emit == nil {
 		reply := make(chan orchReply, 1)
-		o.binding.Send(&orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)})
+		o.binding.Send(&orchInvoke{in: in, reply: reply, caller: withRun(ctx, o), fresh: fresh})
 		select {
 		case rep := <-reply:
 			return rep.res, rep.err
@@ -117,7 +121,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, emit fu
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	o.binding.Send(&orchInvoke{in: in, events: inbox.PID(), caller: withRun(ctx, o)})
+	o.binding.Send(&orchInvoke{in: in, events: inbox.PID(), caller: withRun(ctx, o), fresh: fresh})
 	rctx, cancelled := first, false
 	for {
 		m, err := inbox.Receive(rctx)

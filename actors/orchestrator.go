@@ -196,6 +196,9 @@ type orchInvoke struct {
 	// the protobuf result or error (a MultiAgentInvoke with stream set).
 	events *actor.PID
 	wire   bool
+	// fresh: a prompt starts a fresh run even if the stored run waits for
+	// a resume or was cut off (MultiAgentInvoke.fresh).
+	fresh bool
 }
 
 // streamEnd ends a streamed invocation.
@@ -523,6 +526,7 @@ type nodeRec struct {
 	usage    *braidv1.Usage // summed model usage (nil: none yet); a restore takes its result's
 	msgs     int64          // executor progress (NodeRunner.Progress)
 	base     int64          // progress when the current run started
+	since    *int64         // progress when the node's executor was last given a prompt (nil: unknown)
 	gate     []*braidv1.Interrupt
 	local    any  // NodeStart.Local of the current run (in process only)
 	localRes any  // SetLocalResult of the last run (in process only)
@@ -646,7 +650,7 @@ func (x *orchActor) Receive(c actor.Context) {
 		// streamed one sends it the run's events first (SPEC M12).
 		sender := c.Sender()
 		if m.GetStream() && sender != nil {
-			x.enqueue(c, &orchInvoke{in: m.GetInput(), events: sender, wire: true})
+			x.enqueue(c, &orchInvoke{in: m.GetInput(), events: sender, wire: true, fresh: m.GetFresh()})
 			return
 		}
 		reply := make(chan orchReply, 1)
@@ -662,7 +666,7 @@ func (x *orchActor) Receive(c actor.Context) {
 			}
 			root.Send(sender, r.res)
 		})
-		x.enqueue(c, &orchInvoke{in: m.GetInput(), reply: reply})
+		x.enqueue(c, &orchInvoke{in: m.GetInput(), reply: reply, fresh: m.GetFresh()})
 	case *orchCancel:
 		m.reply <- x.cancel(c)
 	case *braidv1.MultiAgentStatusRequest: // from another actor (or process)
@@ -849,6 +853,11 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	resume := in.GetResume() || len(responses) > 0
 	interrupted := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
 	cutOff := x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING // a run a crash cut off
+	if inv.fresh && !resume && len(in.GetMessages()) > 0 {
+		// The stored run is over for whoever gave this prompt (the
+		// parent's run it belonged to ended): it is dropped.
+		interrupted, cutOff = false, false
+	}
 	switch {
 	case interrupted && !resume:
 		return &interrupt.ContentError{Types: contentKinds(in)}
@@ -1134,9 +1143,18 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		x.seq++
 		n.run++
 		n.started = x.seq
+		var unfinishedSince *int64
 		if !n.recover {
 			n.base = n.msgs
 			n.reset = s.Reset && !n.resume
+			if !n.resume {
+				// A prompt: the executor may still hold an invocation
+				// begun by a run that is over (NodeRun.unfinished_since
+				// says where it began), and this run's begins here.
+				unfinishedSince = n.since
+				since := n.base
+				n.since = &since
+			}
 		}
 		n.local = nil
 		if !n.resume {
@@ -1146,7 +1164,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
-			Recover: n.recover, Base: n.base, ResetExecutor: n.reset})
+			Recover: n.recover, Base: n.base, ResetExecutor: n.reset, UnfinishedSince: unfinishedSince})
 		n.resume, n.recover = false, false
 		x.inflight++
 	}

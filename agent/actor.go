@@ -88,7 +88,7 @@ type request struct {
 	msgs   []model.Message
 	tool   string // the tool, or the state key
 	input  json.RawMessage
-	del    bool // reqSetState: delete the key
+	del    bool // reqSetState: delete the key; reqSetMessages: drop unfinished work
 	reply  replier
 	local  localReply // the reply of an in-process caller (reply = &local)
 	// caller is the context an in-process caller asked with: the job's
@@ -184,7 +184,7 @@ func (x *agentActor) Receive(c actor.Context) {
 			x.respond(c, ErrorToWire(err))
 			return
 		}
-		x.enqueue(c, &request{kind: reqSetMessages, msgs: msgs, reply: &protoReply{sys: x.sys, to: c.Sender()}})
+		x.enqueue(c, &request{kind: reqSetMessages, msgs: msgs, del: m.GetDropUnfinished(), reply: &protoReply{sys: x.sys, to: c.Sender()}})
 	case *braidv1.AgentCallTool:
 		x.enqueue(c, &request{kind: reqCallTool, tool: m.GetName(), input: m.GetInput(), reply: &protoReply{sys: x.sys, to: c.Sender()}})
 	case *braidv1.AgentSetState:
@@ -546,7 +546,7 @@ func (x *agentActor) status() *braidv1.AgentStatus {
 func (a *job) runRequest(ctx context.Context, r *request) (any, error) {
 	switch r.kind {
 	case reqSetMessages:
-		return nil, a.setMessages(ctx, r.msgs)
+		return nil, a.setMessages(ctx, r.msgs, r.del)
 	case reqCallTool:
 		return a.callTool(ctx, r.tool, r.input)
 	case reqSetState:
@@ -566,8 +566,8 @@ func (a *job) runRequest(ctx context.Context, r *request) (any, error) {
 // ErrInterruptedReset: SetMessages while the agent waits for interrupt responses.
 var ErrInterruptedReset = errors.New("cannot replace the history while the agent is interrupted: resume it first")
 
-func (a *job) setMessages(ctx context.Context, msgs []model.Message) error {
-	if a.interrupts.Activated() {
+func (a *job) setMessages(ctx context.Context, msgs []model.Message, drop bool) error {
+	if a.interrupts.Activated() && !drop {
 		return ErrInterruptedReset
 	}
 	for i, m := range msgs {
@@ -579,6 +579,13 @@ func (a *job) setMessages(ctx context.Context, msgs []model.Message) error {
 		return fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	old := a.history()
+	var interrupts *interrupt.State
+	var pending *Pending
+	if drop {
+		interrupts, pending = a.interrupts.Clone(), a.pendingCopy()
+		a.interrupts.Clear()
+		a.setPending(nil)
+	}
 	c := model.CloneMessages(msgs)
 	a.mu.Lock()
 	a.messages = c[:len(c):len(c)]
@@ -587,6 +594,10 @@ func (a *job) setMessages(ctx context.Context, msgs []model.Message) error {
 		a.mu.Lock()
 		a.messages = old
 		a.mu.Unlock()
+		if drop {
+			a.interrupts.Restore(interrupts)
+			a.setPending(pending)
+		}
 		return err
 	}
 	return nil

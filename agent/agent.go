@@ -232,12 +232,34 @@ func (a *Agent) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // SetMessages replaces the history (a conversation manager's job: trim,
 // summarise, start over). It runs after the invocations asked for before
-// it and is refused while the agent is interrupted. With a Session, the
-// new history is saved (durably) before it returns.
-func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message) error {
-	r := &request{kind: reqSetMessages, msgs: model.CloneMessages(msgs)}
+// it and is refused while the agent is interrupted (ErrInterruptedReset),
+// unless given DropUnfinished. With a Session, the new history is saved
+// (durably) before it returns.
+func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message, opts ...SetMessagesOption) error {
+	var o setMessagesOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	r := &request{kind: reqSetMessages, msgs: model.CloneMessages(msgs), del: o.drop}
 	_, err := a.run(ctx, r, nil)
 	return err
+}
+
+// SetMessagesOption tweaks one SetMessages call.
+type SetMessagesOption func(*setMessagesOptions)
+
+type setMessagesOptions struct{ drop bool }
+
+// DropUnfinished makes SetMessages drop, in the same save, the invocation
+// the agent holds unfinished: interrupted (its interrupts are dropped
+// unanswered and can no longer be resumed) or cut off by a crash (its
+// pending tool cycle is dropped, its tools are not carried on). It is for
+// an owner whose run that invocation belonged to is over: a Graph or
+// Swarm node whose run ended without it gives the node's agent back the
+// history it had before that invocation, as a failed invocation is taken
+// back (SPEC A3), before the node's next run.
+func DropUnfinished() SetMessagesOption {
+	return func(o *setMessagesOptions) { o.drop = true }
 }
 
 // SetState stores value (JSON-encodable) under key in the agent's

@@ -6,6 +6,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,12 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -562,4 +565,49 @@ func TestFreshInvocationFailingInAfterToolsAfterAnInterruptTakesItAllBack(t *tes
 	require.NoError(t, err)
 	require.Len(t, st.Interrupts, 1)
 	assert.Equal(t, res.Interrupts[0].ID, st.Interrupts[0].ID)
+}
+
+// SPEC A3, I7: SetMessages is refused while the agent is interrupted;
+// with DropUnfinished it drops the interrupted invocation in the same
+// save (its interrupts can no longer be answered) and the next prompt
+// runs, in this process and in a new one; the protobuf form does the same.
+func TestSetMessages_DropUnfinishedDropsTheInterruptedInvocation(t *testing.T) {
+	for _, wire := range []bool{false, true} {
+		id := fmt.Sprintf("drop-unfinished-%v", wire)
+		sm, store := auditSession(t, id)
+		t1, runs := countingTool("one")
+		m := toolThenText("done", model.Call("t1", "one", nil))
+		cfg := agent.Config{Model: m, Tools: []tool.Tool{t1}, Hooks: []hook.Provider{approveHook("one", "approve")}}
+		cfg.Session = sm
+		sys := freshSystem(t)
+		cfg.System = sys
+		a := newAgent(t, cfg)
+		ctx := context.Background()
+		res, err := a.Invoke(ctx, agent.Text("first"))
+		require.NoError(t, err)
+		require.Equal(t, agent.StopInterrupt, res.StopReason)
+		require.ErrorIs(t, a.SetMessages(ctx, nil), agent.ErrInterruptedReset)
+
+		if wire {
+			inbox := actors.NewInbox(sys)
+			a.Binding().Request(&braidv1.AgentSetMessages{DropUnfinished: true}, inbox)
+			rep, err := inbox.Receive(ctx)
+			inbox.Close()
+			require.NoError(t, err)
+			require.IsType(t, &braidv1.AgentDone{}, rep)
+		} else {
+			require.NoError(t, a.SetMessages(ctx, nil, agent.DropUnfinished()))
+		}
+		assert.False(t, agenttest.Interrupted(t, a), "wire %v", wire)
+		assert.Empty(t, agenttest.Messages(t, a))
+		_, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+		require.ErrorIs(t, err, interrupt.ErrNotInterrupted, "the dropped interrupt cannot be answered")
+
+		b := reopen(t, a, store, id, cfg)
+		assert.False(t, agenttest.Interrupted(t, b), "in a new process too")
+		res, err = b.Invoke(ctx, agent.Text("second"))
+		require.NoError(t, err)
+		require.Equal(t, agent.StopInterrupt, res.StopReason, "a prompt, asked again")
+		assert.Equal(t, 0, runs.total())
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
@@ -184,6 +185,14 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		}
 	}
 	res, err := r.invoke(ctx, in, emit)
+	if err != nil && !in.IsResume() && !run.GetRecover() && heldUnfinished(err) {
+		// A prompt, and the agent still holds an invocation of a run that
+		// is over (it ended FAILED or CANCELLED while the agent waited):
+		// dropped, and the prompt runs (the refusal changed nothing).
+		if err = r.dropUnfinished(ctx, run); err == nil {
+			res, err = r.invoke(ctx, in, emit)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			_, _ = r.a.Cancel(context.WithoutCancel(ctx))
@@ -223,7 +232,8 @@ func (r *agentRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emit
 }
 
 // reset gives the agent back the history it was built with and an empty
-// key/value state.
+// key/value state, and drops what it may hold unfinished from a run that
+// is over (a reset is only asked for with a prompt).
 func (r *agentRunner) reset(ctx context.Context) error {
 	snap, err := r.a.Snapshot(ctx)
 	if err != nil {
@@ -234,7 +244,30 @@ func (r *agentRunner) reset(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.a.SetMessages(ctx, r.initial)
+	return r.a.SetMessages(ctx, r.initial, agent.DropUnfinished())
+}
+
+// heldUnfinished reports whether err is an agent's refusal of a prompt
+// because it holds an unfinished invocation (interrupted, or cut off).
+func heldUnfinished(err error) bool {
+	return errors.Is(err, interrupt.ErrResumeRequired) || errors.Is(err, agent.ErrIncompleteRun)
+}
+
+// dropUnfinished drops the invocation the agent holds unfinished from a
+// run that is over, and takes its history back to where that invocation
+// began (run.unfinished_since), as a failed invocation is taken back
+// (SPEC A3); where that is unknown (a run of an earlier build) the history
+// is kept.
+func (r *agentRunner) dropUnfinished(ctx context.Context, run *braidv1.NodeRun) error {
+	snap, err := r.a.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	keep := snap.Messages
+	if s := run.UnfinishedSince; s != nil && *s >= 0 && *s <= int64(len(keep)) {
+		keep = keep[:*s]
+	}
+	return r.a.SetMessages(ctx, keep, agent.DropUnfinished())
 }
 
 // recover looks at where the agent stood when a crash cut its node's run

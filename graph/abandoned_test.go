@@ -3,12 +3,14 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -16,6 +18,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -28,7 +31,6 @@ import (
 // prompt"), run after run, with no way to clear it but deleting the
 // session.
 func TestGraph_NewRunAfterAFailedRunRunsTheNodeWhoseAgentWasInterrupted(t *testing.T) {
-	t.Skip("known defect: a node's agent keeps the interrupt state of a run that ended FAILED; every later run fails that node with ErrResumeRequired (agents have no way to drop an abandoned interrupt state)")
 	ctx := context.Background()
 	r := newRecorder()
 	var fail atomic.Bool
@@ -63,7 +65,6 @@ func TestGraph_NewRunAfterAFailedRunRunsTheNodeWhoseAgentWasInterrupted(t *testi
 // the agent's interrupt. A new run then runs the node afresh: it must
 // not fail on the cancelled run's interrupt.
 func TestGraph_NewRunAfterAGateDeniedAnInterruptedNodeRunsItAfresh(t *testing.T) {
-	t.Skip("known defect: a node cancelled by a changed gate answer leaves its agent interrupted; the next run fails that node with ErrResumeRequired")
 	ctx := context.Background()
 	r := newRecorder()
 	g := build(t, graph.NewBuilder().AddNode("asks", toolAgent(r, "asks", "lookup", "which")),
@@ -95,7 +96,6 @@ func TestGraph_NewRunAfterAGateDeniedAnInterruptedNodeRunsItAfresh(t *testing.T)
 // node must run afresh in the next run, not fail it on an interrupt its
 // agent activated after the node was reported cancelled.
 func TestGraph_CancelWhileANodesToolInterruptsLeavesNoHiddenInterrupt(t *testing.T) {
-	t.Skip("known defect: the node is reported CANCELLED while its agent goes on to activate the tool's interrupt; every later run fails that node with ErrResumeRequired")
 	ctx := context.Background()
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	late := tool.New("lookup", "asks once the cancel is in", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
@@ -140,4 +140,79 @@ func TestGraph_CancelWhileANodesToolInterruptsLeavesNoHiddenInterrupt(t *testing
 	require.NoError(t, err)
 	assert.NoError(t, res.Node("asks").Err)
 	assert.Equal(t, multiagent.StatusInterrupted, res.Status, "the new run's agent asks")
+}
+
+// flakyNode fails while fail is set and answers "ok" otherwise.
+func flakyNode(fail *atomic.Bool) actors.Node {
+	return agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		if fail.Load() {
+			return nil, errors.New("boom")
+		}
+		return []model.ContentBlock{model.Text("ok")}, nil
+	})
+}
+
+// SPEC A3, M2, M10: the agent of a node that waited in its tool when its
+// run ended FAILED gets back, in the next run, the history it had before
+// that run (the dead run's prompt is taken back, in the session too),
+// here in a new process that rebuilt the graph on the stored session, at
+// any nesting depth: a nested graph whose node's agent waited starts a
+// fresh run of its own.
+func TestGraph_NewRunTakesBackWhatTheDeadRunLeftInItsNodesAgents(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	var fail atomic.Bool
+	fail.Store(true)
+	topology := func() *graph.Builder {
+		inner := graph.NewBuilder().AddNode("deep", toolAgent(r, "deep", "lookup", "which"))
+		return graph.NewBuilder().
+			AddNode("asks", toolAgent(r, "asks", "lookup", "which")).
+			AddNode("mid", inner.AsNode(graph.Config{})).
+			AddNode("flaky", flakyNode(&fail))
+	}
+	cfg := func() graph.Config { return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)} }
+	g := build(t, topology(), cfg())
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+	require.Equal(t, multiagent.StatusInterrupted, res.Node("asks").Status)
+	require.Equal(t, multiagent.StatusInterrupted, res.Node("mid").Status)
+	require.NoError(t, g.Close(ctx))
+
+	fail.Store(false)
+	g = build(t, topology(), cfg()) // a new process: a fresh System, the stored session
+	res, err = g.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, "both agents ask again: %v", res.Node("asks").Err)
+	require.Len(t, res.Interrupts, 2)
+	var answers []interrupt.Response
+	for _, in := range res.Interrupts {
+		answers = append(answers, interrupt.Respond(in.ID, "y"))
+	}
+	res, err = g.Invoke(ctx, agent.Resume(answers...))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, 1, r.count("tool:asks"), "each tool ran once, answered")
+	assert.Equal(t, 1, r.count("tool:deep"))
+
+	recs, err := st.Session(ctx, "s")
+	require.NoError(t, err)
+	agents := 0
+	for _, rec := range recs {
+		if rec.Key.Kind != persistence.KindAgent {
+			continue
+		}
+		agents++
+		id := rec.Key.ID
+		var texts []string
+		for _, raw := range rec.Messages {
+			m, err := model.ParseMessage(raw)
+			require.NoError(t, err)
+			texts = append(texts, string(m.Role)+":"+m.Text())
+		}
+		assert.NotContains(t, strings.Join(texts, "|"), "first", "%s: the dead run's prompt is taken back: %q", id, texts)
+		assert.Len(t, texts, 4, "%s: the new run's prompt, tool use, tool result and answer: %q", id, texts)
+	}
+	assert.Equal(t, 2, agents, "asks and mid's deep")
 }

@@ -144,7 +144,6 @@ func TestSwarm_AnsweredGateIsNotRaisedAgainAfterNodeInterrupt(t *testing.T) {
 // starts a new run in which that agent runs afresh; it must not fail on
 // the cancelled run's interrupt, which nothing can answer any more.
 func TestSwarm_NewRunAfterAGateDeniedAnInterruptedAgentRunsItAfresh(t *testing.T) {
-	t.Skip("known defect: a swarm node cancelled by a changed gate answer leaves its agent interrupted; the next run fails that node with ErrResumeRequired")
 	ctx := context.Background()
 	r := newRecorder()
 	s := build(t, swarm.NewBuilder().AddAgent(askingAgent(r, "a", handoff{})), swarm.Config{Hooks: []hook.Provider{gate(r, "a")}})
