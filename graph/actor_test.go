@@ -404,3 +404,34 @@ func ctxLimit(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// SPEC R2, I7, M11: a prompt to a graph that waits for answers is refused,
+// unless the MultiAgentInvoke says fresh (what a parent whose run is over
+// sends its nested graph): the waiting run is dropped and a fresh one runs
+// on the prompt.
+func TestGraphActor_FreshInvokeDropsAWaitingRun(t *testing.T) {
+	r := newRecorder()
+	sys := freshSystem(t)
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "a")}})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	res, ok := askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: task}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
+	old := res.GetInterrupts()[0].GetId()
+
+	rej, ok := askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: task}).(*braidv1.Error)
+	require.True(t, ok)
+	assert.ErrorIs(t, agent.ErrorFromWire(rej), interrupt.ErrResumeRequired)
+
+	res, ok = askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: task, Fresh: true}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus(), "the fresh run's gate asks")
+	assert.Equal(t, 2, r.count("gate:a"), "asked again by the fresh run")
+	resume := &braidv1.AgentInput{Resume: true, Responses: []*braidv1.InterruptResponse{{InterruptId: old, Response: []byte(`"y"`)}}}
+	res, ok = askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: resume}).(*braidv1.MultiAgentResult)
+	require.True(t, ok)
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus(), "a gate's id is the same in every run")
+}
