@@ -38,7 +38,8 @@ type Edge struct {
 
 // Config configures a graph.
 type Config struct {
-	// ID names the graph in its session (default DefaultID).
+	// ID names the graph in its session (default DefaultID); it holds no
+	// "/" or ":" (ErrBuild), being a segment of its nodes' owner paths.
 	ID string
 	// Hooks register callbacks on the multiagent events.
 	Hooks []hook.Provider

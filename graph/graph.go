@@ -8,6 +8,8 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/braidhq/braid/interrupt"
+
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/multiagent"
@@ -46,6 +48,9 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	}
 	if cfg.ID == "" {
 		cfg.ID = DefaultID
+	}
+	if strings.Contains(cfg.ID, "/") || interrupt.ValidateOwnerPath(cfg.ID) != nil {
+		return nil, fmt.Errorf("%w: graph id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, cfg.ID)
 	}
 	if cfg.IdleTimeout > 0 && cfg.Session == nil {
 		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 )
 
 // fn is a function node that records its runs under "fn:<id>" and answers
@@ -125,6 +127,19 @@ func TestGraph_BuildErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "a graph fires none (an agent's events go to the Hooks of the node's agent.Config)")
 	_, err = graph.NewBuilder().Build(ctx, graph.Config{System: freshSystem(t)})
 	assert.ErrorIs(t, err, graph.ErrBuild)
+	// The graph's id is a segment of its nodes' owner paths, with a
+	// session or without.
+	for _, id := range []string{"a/b", "a:b"} {
+		for _, sess := range []bool{false, true} {
+			cfg := graph.Config{ID: id, System: freshSystem(t)}
+			if sess {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			_, err = graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, cfg)
+			require.ErrorIs(t, err, graph.ErrBuild, "%q, session %v", id, sess)
+			assert.Contains(t, err.Error(), fmt.Sprintf("graph id %q", id))
+		}
+	}
 }
 
 // SPEC R6: a node whose executor panics is FAILED with the panic value;

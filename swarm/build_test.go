@@ -37,6 +37,8 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 		{name: "handoff tool clash", b: swarm.NewBuilder().AddAgent(withClash), want: "Agent 'a' already has a tool named handoff_to_agent"},
 		{name: "unknown entry point", b: swarm.NewBuilder().AddAgent(a()).SetEntryPoint("zed"), want: "Node 'zed' not found"},
 		{name: "id with a slash", b: swarm.NewBuilder().AddAgent(agent.Config{ID: "x/y", Model: model.Scripted()}), want: `"x/y"`},
+		{name: "swarm id with a slash", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: "s/t"}, want: `swarm id "s/t"`},
+		{name: "swarm id with a colon", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: "s:t"}, want: `swarm id "s:t"`},
 		{name: "negative limit", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{MaxHandoffs: -1}, want: "negative limit"},
 		{name: "idle timeout without session", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{IdleTimeout: time.Second}, want: "IdleTimeout needs a Session"},
 		{name: "window without minimum", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 3}, want: "together"},

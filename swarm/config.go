@@ -3,7 +3,10 @@ package swarm
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/braidhq/braid/interrupt"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
@@ -31,7 +34,8 @@ var ErrBuild = errors.New("invalid swarm")
 // Config configures a swarm. Zero limits take their defaults; there is no
 // unlimited setting, as agents that hand off to each other need a bound.
 type Config struct {
-	// ID names the swarm in its session (default DefaultID).
+	// ID names the swarm in its session (default DefaultID); it holds no
+	// "/" or ":" (ErrBuild), being a segment of its nodes' owner paths.
 	ID string
 	// Hooks register callbacks on the multiagent events (package
 	// multiagent): BeforeNodeCall may interrupt or cancel a node.
@@ -103,6 +107,8 @@ func (c Config) Validate() error {
 	case c.MaxHandoffs < 0 || c.MaxIterations < 0 || c.ExecutionTimeout < 0 || c.NodeTimeout < 0 || c.IdleTimeout < 0 ||
 		c.RepetitiveHandoffDetectionWindow < 0 || c.RepetitiveHandoffMinUniqueAgents < 0:
 		return fmt.Errorf("%w: negative limit", ErrBuild)
+	case strings.Contains(c.ID, "/") || interrupt.ValidateOwnerPath(c.ID) != nil:
+		return fmt.Errorf("%w: swarm id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, c.ID)
 	case c.IdleTimeout > 0 && c.Session == nil:
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated swarm comes back from its session)", ErrBuild)
 	case (c.RepetitiveHandoffDetectionWindow > 0) != (c.RepetitiveHandoffMinUniqueAgents > 0):
