@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -43,10 +44,12 @@ var (
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new task")
 	// ErrEmptyTask: a fresh run was given no task.
 	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
-	// ErrBadTask: an input has a message or a response that is not JSON
-	// (Braid's own encoding never makes one; an input from another process,
-	// or built by hand as a protobuf, may).
-	ErrBadTask = errors.New("the input holds bytes that are not JSON")
+	// ErrBadTask: an input has a message or a response that is not JSON,
+	// or a message that is not a message (no content, a role other than
+	// user or assistant, a content block that is none): Braid's own
+	// encoding never makes one; an input from another process, or built by
+	// hand as a protobuf, may.
+	ErrBadTask = errors.New("the input holds bytes that are not JSON, or a message that is not one")
 )
 
 // defaultCodec is the codec of errors built into every ErrorCodec. Built
@@ -841,6 +844,27 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	// here, before anything is stored.
 	if err := checkWireJSON(in.ProtoReflect()); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadTask, err)
+	}
+	for i, b := range in.GetMessages() {
+		// Refused here, as an agent refuses it, not by the node that
+		// would get it (a swarm's agents get the task as text, and would
+		// run without it).
+		// Its content blocks are the agents' to read.
+		var m struct {
+			Role    model.Role        `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		}
+		err := json.Unmarshal(b, &m)
+		switch {
+		case err != nil:
+		case m.Role != model.RoleUser && m.Role != model.RoleAssistant:
+			err = fmt.Errorf("role %q: want %q or %q", m.Role, model.RoleUser, model.RoleAssistant)
+		case len(m.Content) == 0:
+			err = errors.New("no content")
+		}
+		if err != nil {
+			return fmt.Errorf("%w: message %d: %v", ErrBadTask, i, err)
+		}
 	}
 	responses := make([]interrupt.Response, 0, len(in.GetResponses()))
 	for _, w := range in.GetResponses() {

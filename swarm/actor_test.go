@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/swarm"
 )
@@ -127,4 +128,29 @@ func TestSwarmActor_DrivenByProtobufMessagesZeroValuesIncluded(t *testing.T) {
 	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
 	assert.Equal(t, []string{"a", "b"}, res.GetExecutionOrder())
 	assert.Len(t, r.prompts("a"), 1, "a is not run again")
+}
+
+// SPEC I7, R2: a task whose messages are JSON but not messages (empty,
+// null, an empty object, a system role, no content) is refused before
+// anything runs (actors.ErrBadTask), as an agent refuses it: a swarm
+// used to skip them and run its entry agent with an empty request.
+func TestSwarmActor_ATaskWhoseMessagesAreNotMessagesIsRefused(t *testing.T) {
+	ctx := context.Background()
+	sys := freshSystem(t)
+	r := newRecorder()
+	s := build(t, swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{})), swarm.Config{System: sys})
+	inbox := actors.NewInbox(sys)
+	t.Cleanup(inbox.Close)
+	for _, bad := range []string{``, `null`, `{}`, `{"role":"system","content":[{"text":"x"}]}`, `{"role":"user","content":[]}`, `{"role":"user"}`} {
+		s.Binding().Request(&braidv1.MultiAgentInvoke{Input: &braidv1.AgentInput{Messages: [][]byte{[]byte(bad)}}}, inbox)
+		rep, err := inbox.Receive(ctx)
+		require.NoError(t, err)
+		e, ok := rep.(*braidv1.Error)
+		require.True(t, ok, "%q: %T", bad, rep)
+		assert.ErrorIs(t, agent.ErrorFromWire(e), actors.ErrBadTask, "%q", bad)
+	}
+	assert.Zero(t, r.count("model:a"), "nothing ran")
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
 }
