@@ -40,6 +40,12 @@ type HandoffEvent struct{ From, To string }
 // InterruptEvent is an interrupt of the run, sent once the orchestrator
 // has saved it (SPEC I9).
 type InterruptEvent struct {
+	// Node is the path of this run's node that owns the interrupt (the
+	// node a resume routes its answer to): the gated node for a
+	// BeforeNodeCall interrupt, the node whose agent raised it, or, for
+	// one raised deeper in a nested Graph or Swarm, the node that holds
+	// it; the interrupt's id carries the whole path of the agent that
+	// raised it (interrupt.SplitOwner).
 	Node      string
 	Interrupt interrupt.Interrupt
 }
