@@ -171,7 +171,9 @@ func TestGraph_NewRunTakesBackWhatTheDeadRunLeftInItsNodesAgents(t *testing.T) {
 			AddNode("mid", inner.AsNode(graph.Config{})).
 			AddNode("flaky", flakyNode(&fail))
 	}
-	cfg := func() graph.Config { return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)} }
+	cfg := func() graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)}
+	}
 	g := build(t, topology(), cfg())
 	res, err := g.Invoke(ctx, agent.Text("first"))
 	require.NoError(t, err)
