@@ -1359,8 +1359,10 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 	x.touch(n)
 	res := m.GetResult()
 	if x.canceled && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_COMPLETED && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		// A nested Graph or Swarm's result stays the node's (its nodes'
+		// statuses say what the Cancel stopped).
 		res = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: DefaultCancelled,
-			DurationNs: res.GetDurationNs(), Usage: res.GetUsage()}
+			DurationNs: res.GetDurationNs(), Usage: res.GetUsage(), Result: res.GetResult()}
 	}
 	x.seq++
 	n.ended = x.seq

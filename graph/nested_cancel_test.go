@@ -68,6 +68,13 @@ func TestGraph_CancelStopsTheRunningNodeOfANestedGraph(t *testing.T) {
 	assert.Equal(t, multiagent.StatusCancelled, res.Status, res.Message)
 	assert.Equal(t, 1, r.count("cancelled:slow"), "the nested graph's running node was not cancelled")
 	assert.Zero(t, r.count("fn:next"), "the nested graph ran on after its parent was cancelled")
+	mid := res.Node("mid")
+	require.NotNil(t, mid)
+	assert.Equal(t, multiagent.StatusCancelled, mid.Status)
+	require.NotNil(t, mid.Multi, "the nested run's result is the node's (SPEC M7, M11)")
+	assert.Equal(t, multiagent.StatusCancelled, mid.Multi.Status)
+	require.NotNil(t, mid.Multi.Node("slow"))
+	assert.Equal(t, multiagent.StatusCancelled, mid.Multi.Node("slow").Status)
 }
 
 // SPEC M11: a nested graph node that runs past NodeTimeout fails with the
