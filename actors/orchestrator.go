@@ -1094,7 +1094,10 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 			} else if x.routedTo[id] {
 				// Partial answers go on too: an agent keeps them and stops
 				// again for the rest, a nested orchestrator routes them on.
-				starts = append(starts, NodeStart{Node: id, Input: n.input, Local: n.local})
+				// A node whose gate stopped it before its executor ran
+				// runs as its gated launch would have: reset if that one
+				// was (a revisit, ResetOnRevisit).
+				starts = append(starts, NodeStart{Node: id, Input: n.input, Local: n.local, Reset: n.reset && !n.inner})
 			}
 		}
 		starts = append(starts, x.held...)
