@@ -517,25 +517,33 @@ type nodeRec struct {
 	pid    *actor.PID
 	runner NodeRunner
 
-	status   braidv1.NodeStatus
-	result   *braidv1.NodeResult // of the last finished run
-	input    *braidv1.AgentInput // of the current or interrupted run
-	inner    bool                // the executor is interrupted: resume it
-	run      uint64              // the last run sent
-	started  uint64              // run sequence numbers (RunView)
-	ended    uint64
-	count    int64          // executed runs
-	dur      int64          // summed execution time
-	usage    *braidv1.Usage // summed model usage (nil: none yet); a restore takes its result's
-	msgs     int64          // executor progress (NodeRunner.Progress)
-	base     int64          // progress when the current run started
-	since    *int64         // progress when the node's executor was last given a prompt (nil: unknown)
-	gate     []*braidv1.Interrupt
-	local    any  // NodeStart.Local of the current run (in process only)
-	localRes any  // SetLocalResult of the last run (in process only)
-	resume   bool // the next run resumes the executor
-	recover  bool // the current run was cut off by a crash
-	reset    bool // the current run started the executor afresh (saved: its recovery is told)
+	status  braidv1.NodeStatus
+	result  *braidv1.NodeResult // of the last finished run
+	input   *braidv1.AgentInput // of the current or interrupted run
+	inner   bool                // the executor is interrupted: resume it
+	run     uint64              // the last run sent
+	started uint64              // run sequence numbers (RunView)
+	ended   uint64
+	count   int64          // executed runs
+	dur     int64          // summed execution time
+	usage   *braidv1.Usage // summed model usage (nil: none yet); a restore takes its result's
+	msgs    int64          // executor progress (NodeRunner.Progress)
+	base    int64          // progress when the current run started
+	// since is where the invocation the node's executor was last given a
+	// prompt for began (its progress then; -1: its initial history, the
+	// prompt came after a reset; nil: unknown), sent as
+	// NodeRun.unfinished_since with the next prompt.
+	since *int64
+	// unfinished: the node's last run did not complete, so its executor
+	// may hold that invocation unfinished; given a prompt, it drops it
+	// back to since, where the prompt's invocation then begins too.
+	unfinished bool
+	gate       []*braidv1.Interrupt
+	local      any  // NodeStart.Local of the current run (in process only)
+	localRes   any  // SetLocalResult of the last run (in process only)
+	resume     bool // the next run resumes the executor
+	recover    bool // the current run was cut off by a crash
+	reset      bool // the current run started the executor afresh (saved: its recovery is told)
 
 	first    uint64   // sequence number of the end of its first run (results order)
 	executed []uint64 // sequence numbers of the ends of its executed runs
@@ -1010,6 +1018,9 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 		sp.ResetPolicy()
 	}
 	for _, n := range x.nodes {
+		if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+			n.unfinished = true // a run cut off by a crash, dropped (MultiAgentInvoke.fresh)
+		}
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
 		// A fresh run has no starts or ends yet: the policy's "ended after
 		// its last start" and "ran before" (reset on revisit) speak of this
@@ -1174,13 +1185,23 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		if !n.recover {
 			n.base = n.msgs
 			n.reset = s.Reset && !n.resume
-			if !n.resume {
-				// A prompt: the executor may still hold an invocation
-				// begun by a run that is over (NodeRun.unfinished_since
-				// says where it began), and this run's begins here.
+			if !n.resume && !n.inner {
+				// A prompt (a node whose executor waits, relaunched for
+				// its gate's answer alone, is given none): the executor
+				// may still hold an invocation begun by a run that is
+				// over (NodeRun.unfinished_since says where it began).
+				// This run's invocation begins after the reset, or where
+				// that one is taken back to, or else here.
 				unfinishedSince = n.since
-				since := n.base
-				n.since = &since
+				switch {
+				case n.reset:
+					since := int64(-1)
+					n.since = &since
+				case n.unfinished && n.since != nil && *n.since <= n.base:
+				default:
+					since := n.base
+					n.since = &since
+				}
 			}
 		}
 		n.local = nil
@@ -1404,6 +1425,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 	}
 	n.result, n.localRes = res, local
 	n.status = res.GetStatus()
+	n.unfinished = n.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED
 	if x.cur.events != nil {
 		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
 		if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {

@@ -165,7 +165,10 @@ type nodeEntry struct {
 	Resume   bool            `json:"resume"`
 	Reset    bool            `json:"reset,omitempty"`
 	// Since is nodeRec.since (absent in the records of earlier builds).
-	Since      *int64       `json:"since,omitempty"`
+	Since *int64 `json:"since,omitempty"`
+	// Unfinished is nodeRec.unfinished (absent: false, and in the records
+	// of earlier builds).
+	Unfinished bool         `json:"unfinished,omitempty"`
 	Gate       []routedJSON `json:"gate"`
 	Interrupts []routedJSON `json:"interrupts"`
 }
@@ -298,7 +301,7 @@ func (x *orchActor) clean() {
 
 func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
 	e := &nodeEntry{ID: n.id, Status: n.status.String(), Inner: n.inner, Run: n.run, Started: n.started, Ended: n.ended,
-		First: n.first, Executed: n.executed, Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Since: n.since, Resume: n.resume, Reset: n.reset,
+		First: n.first, Executed: n.executed, Count: n.count, Dur: n.dur, Msgs: n.msgs, Base: n.base, Since: n.since, Unfinished: n.unfinished, Resume: n.resume, Reset: n.reset,
 		Gate: []routedJSON{}, Interrupts: []routedJSON{}}
 	if e.Executed == nil {
 		e.Executed = []uint64{}
@@ -431,7 +434,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
 		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, first: j.First, executed: j.Executed,
-			count: j.Count, dur: j.Dur, msgs: j.Msgs, base: j.Base, since: j.Since, resume: j.Resume, reset: j.Reset}
+			count: j.Count, dur: j.Dur, msgs: j.Msgs, base: j.Base, since: j.Since, unfinished: j.Unfinished, resume: j.Resume, reset: j.Reset}
 		if n.status, err = status(j.Status); err != nil {
 			return err
 		}

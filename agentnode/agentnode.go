@@ -264,7 +264,11 @@ func (r *agentRunner) dropUnfinished(ctx context.Context, run *braidv1.NodeRun) 
 		return err
 	}
 	keep := snap.Messages
-	if s := run.UnfinishedSince; s != nil && *s >= 0 && *s <= int64(len(keep)) {
+	switch s := run.UnfinishedSince; {
+	case s == nil: // unknown (a record of an earlier build): kept
+	case *s < 0: // it began after a reset: the history as built
+		keep = keep[:min(len(r.initial), len(keep))]
+	case *s <= int64(len(keep)):
 		keep = keep[:*s]
 	}
 	return r.a.SetMessages(ctx, keep, agent.DropUnfinished())

@@ -150,3 +150,133 @@ func TestGraph_GatedRevisitIsResetWhenItsGatePasses(t *testing.T) {
 		})
 	}
 }
+
+// SPEC A3, M2: a node whose agent is left waiting by two dead runs in a
+// row gets back, in the third, the history it had before either: the
+// second run's invocation began where the first one's was taken back to,
+// so the second one's prompt is taken back too (no two user messages in
+// a row). With a session and without.
+func TestGraph_NodeLeftWaitingByTwoDeadRunsInARowTakesBothBack(t *testing.T) {
+	for _, withSession := range []bool{true, false} {
+		t.Run(sessionName(withSession), func(t *testing.T) {
+			ctx := context.Background()
+			seen := &seenModel{}
+			var fail atomic.Bool
+			fail.Store(true)
+			cfg := graph.Config{ID: "g"}
+			if withSession {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)).AddNode("flaky", flakyNode(&fail)), cfg)
+			for _, p := range []string{"first", "second"} {
+				res, err := g.Invoke(ctx, agent.Text(p))
+				require.NoError(t, err)
+				require.Equal(t, multiagent.StatusFailed, res.Status)
+				require.NoError(t, res.Node("asks").Err, p)
+			}
+			fail.Store(false)
+			res, err := g.Invoke(ctx, agent.Text("third"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+			assert.Equal(t, []string{"user:third"}, seen.last(), "both dead runs' prompts are taken back")
+			res, err = g.Invoke(ctx, answerAll(res, "y"))
+			require.NoError(t, err)
+			assert.Equal(t, multiagent.StatusCompleted, res.Status)
+		})
+	}
+}
+
+// SPEC A3, M6: a node whose agent was left waiting by a run whose gate
+// was then answered "no", gated again in the next run, gets back the
+// history it had before the dead run's prompt once its new gate is
+// answered: neither the "no" (which did not run the agent) nor the
+// gated launch moves where the dead invocation began.
+func TestGraph_GatedNodeTakesBackTheDeadRunsPromptOnceTheGatePasses(t *testing.T) {
+	for _, withSession := range []bool{true, false} {
+		t.Run(sessionName(withSession), func(t *testing.T) {
+			ctx := context.Background()
+			seen := &seenModel{}
+			r := newRecorder()
+			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
+			if withSession {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)), cfg)
+			res, err := g.Invoke(ctx, agent.Text("first"))
+			require.NoError(t, err)
+			gateID := res.Interrupts[0].ID
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+			require.NoError(t, err)
+			require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCancelled, res.Status)
+
+			res, err = g.Invoke(ctx, agent.Text("second"))
+			require.NoError(t, err)
+			require.Len(t, res.Interrupts, 1, "the new run's gate")
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+			assert.Equal(t, []string{"user:second"}, seen.last(), "the cancelled run's prompt is taken back")
+		})
+	}
+}
+
+// SPEC A3, M6, M8 (reset on revisit): a node revisited with a reset
+// whose agent was left waiting when the run ended (its gate answered
+// "no") gets back, in the next run, the history the reset gave it (its
+// initial one): the dead invocation, which began after the reset, is
+// taken back whole, so the next prompt is not the second user message in
+// a row.
+func TestGraph_DeadInvocationOfAResetRevisitIsTakenBackToTheReset(t *testing.T) {
+	for _, withSession := range []bool{true, false} {
+		t.Run(sessionName(withSession), func(t *testing.T) {
+			ctx := context.Background()
+			seen := &seenModel{}
+			r := newRecorder()
+			var loops atomic.Int32
+			loop := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+				loops.Add(1)
+				return []model.ContentBlock{model.Text("again")}, nil
+			})
+			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
+			if withSession {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			g := build(t, graph.NewBuilder().
+				AddNode("asks", askingNode(seen, nil)).AddNode("loop", loop).
+				AddEdge("asks", "loop").
+				AddEdge("loop", "asks", func(*graph.State) bool { return loops.Load() == 1 }).
+				SetEntryPoint("asks").ResetOnRevisit(true), cfg)
+			answer := func(res *multiagent.Result, name, v string) *multiagent.Result {
+				t.Helper()
+				require.Len(t, res.Interrupts, 1)
+				require.Equal(t, name, res.Interrupts[0].Name)
+				res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, v)))
+				require.NoError(t, err)
+				return res
+			}
+			res, err := g.Invoke(ctx, agent.Text("first"))
+			require.NoError(t, err)
+			res = answer(res, "approval", "y")
+			res = answer(res, "which", "y") // asks completes, loop runs, asks is revisited: its gate
+			require.Len(t, res.Interrupts, 1)
+			gateID := res.Interrupts[0].ID
+			res = answer(res, "approval", "y")
+			require.Len(t, seen.last(), 1, "the revisit began from the reset")
+			require.Equal(t, "which", res.Interrupts[0].Name)
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCancelled, res.Status)
+
+			res, err = g.Invoke(ctx, agent.Text("second"))
+			require.NoError(t, err)
+			res = answer(res, "approval", "y")
+			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+			h := seen.last()
+			require.Len(t, h, 1, "the dead revisit's prompt is taken back: %q", h)
+			assert.Contains(t, h[0], "second")
+		})
+	}
+}

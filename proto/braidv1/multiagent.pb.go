@@ -124,7 +124,8 @@ type NodeRun struct {
 	ResetExecutor bool `protobuf:"varint,8,opt,name=reset_executor,json=resetExecutor,proto3" json:"reset_executor,omitempty"`
 	// unfinished_since: where the invocation began that the node's executor
 	// may still hold unfinished from a run that is over (its agent's message
-	// count; absent: unknown, a run of an earlier build). A node given a
+	// count; -1: its history as built, the invocation began after a reset;
+	// absent: unknown, a run of an earlier build). A node given a
 	// prompt, neither resume nor recover, whose executor still holds such
 	// work (interrupted, or cut off) drops it first, as a failed invocation
 	// is taken back (SPEC A3): the run it belonged to ended without it.
