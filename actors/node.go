@@ -49,9 +49,11 @@ type NodeRunner interface {
 	// the node's path), FAILED (with its error) or CANCELLED. Failures are
 	// results, not errors: RunNode has none.
 	RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult
-	// Progress reports how many messages the executor's session holds (0
-	// for an executor without one): the orchestrator keeps it, so that a
-	// run cut off by a crash carries on rather than starting again.
+	// Progress reports how many messages the executor holds (an agent's
+	// history, with a session or without; 0 for an executor that keeps
+	// none): the orchestrator keeps it, so that a run cut off by a crash
+	// carries on rather than starting again, and to say where a prompt's
+	// invocation began (NodeRun.unfinished_since).
 	Progress(ctx context.Context) (int64, error)
 	// Close releases the executor (its agent's or nested orchestrator's
 	// identity). Its session stays in the store.

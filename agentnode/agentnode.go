@@ -354,11 +354,12 @@ func agentResult(res *agent.Result) *braidv1.NodeResult {
 	return out
 }
 
-// Progress implements actors.NodeRunner.
+// Progress implements actors.NodeRunner: the agent's message count, with
+// a session or without one. Without a session no run is recovered, but
+// the orchestrator still says where a prompt's invocation began
+// (NodeRun.unfinished_since), so that an invocation a dead run left
+// unfinished is taken back to there and not to an empty history.
 func (r *agentRunner) Progress(ctx context.Context) (int64, error) {
-	if !r.session {
-		return 0, nil
-	}
 	st, err := r.a.Status(ctx)
 	if err != nil {
 		return 0, err

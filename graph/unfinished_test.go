@@ -280,3 +280,32 @@ func TestGraph_DeadInvocationOfAResetRevisitIsTakenBackToTheReset(t *testing.T) 
 		})
 	}
 }
+
+// SPEC A3, M2: a node whose agent was left waiting by a run that ended
+// FAILED gets back, in the next run, the history it had before that
+// run's prompt, not less: without a session too, what the agent did in
+// the runs before (here a completed one) stays in its history.
+func TestGraph_DroppedInvocationKeepsTheHistoryOfEarlierRunsWithoutASession(t *testing.T) {
+	ctx := context.Background()
+	seen := &seenModel{}
+	var fail atomic.Bool
+	g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)).AddNode("flaky", flakyNode(&fail)), graph.Config{ID: "g"})
+
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	res, err = g.Invoke(ctx, answerAll(res, "y"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+
+	fail.Store(true)
+	res, err = g.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+
+	fail.Store(false)
+	res, err = g.Invoke(ctx, agent.Text("third"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+	assert.Equal(t, []string{"user:first", "assistant:[tool]", "user:[tool]", "assistant:done", "user:third"}, seen.last(),
+		"the completed first run stays, the dead second run's prompt is taken back")
+}
