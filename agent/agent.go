@@ -37,6 +37,10 @@ var (
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new prompt")
 	// ErrTooManyResumes: AfterInvocation hooks resumed more than MaxAutoResumes times.
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
+	// ErrAutoResume wraps the refusal (SPEC I7) of the input an
+	// AfterInvocation hook resumed with: the invocation had run, unlike a
+	// refusal of the input Invoke was given, which changes nothing.
+	ErrAutoResume = errors.New("the input an AfterInvocation hook resumed with was refused")
 	// ErrReentrant: a hook or tool of an agent asked that same agent for
 	// work (Invoke, Stream, SetMessages, SetState, CallTool) with the
 	// context it was given, directly or through another agent it waits

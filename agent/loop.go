@@ -84,6 +84,9 @@ func (a *job) takeBack(ctx context.Context, n int) {
 func (a *job) passes(ctx context.Context, in Input, values map[string]any, emit func(Event) bool) (*Result, error) {
 	for resumes := 0; ; resumes++ {
 		if err := a.validate(in); err != nil {
+			if resumes > 0 {
+				return nil, fmt.Errorf("%w: %w", ErrAutoResume, err)
+			}
 			return nil, err
 		}
 		inv := &invocation{a: a, values: values, emit: emit}

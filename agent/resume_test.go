@@ -657,7 +657,8 @@ func TestAfterInvocation_AutoAnswer(t *testing.T) {
 }
 
 // SPEC A9, I7: an auto-resume is validated like any input: a prompt while
-// interrupted fails the Invoke with ErrResumeRequired and changes nothing.
+// interrupted fails the Invoke with ErrResumeRequired (wrapped in
+// ErrAutoResume: the invocation had run) and changes nothing.
 func TestAfterInvocation_ResumeWithPromptRejected(t *testing.T) {
 	ctx := context.Background()
 	del, runs := countingTool("delete_files")
@@ -673,10 +674,15 @@ func TestAfterInvocation_ResumeWithPromptRejected(t *testing.T) {
 	_, err := a.Invoke(ctx, agent.Text("delete x"))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, interrupt.ErrResumeRequired)
+	assert.ErrorIs(t, err, agent.ErrAutoResume, "told apart from a refusal of Invoke's own input, which changes nothing")
+	assert.ErrorIs(t, agent.ErrorFromWire(agent.ErrorToWire(err)), agent.ErrAutoResume, "in its protobuf form too")
 	assert.Equal(t, 0, runs.total())
 	assert.Equal(t, 1, m.Calls())
 	assert.True(t, agenttest.Interrupted(t, a), "the interrupt state survives the rejected auto-resume")
 	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
+	_, err = a.Invoke(ctx, agent.Text("again"))
+	assert.ErrorIs(t, err, interrupt.ErrResumeRequired)
+	assert.NotErrorIs(t, err, agent.ErrAutoResume)
 
 	ins := agenttest.Interrupts(t, a)
 	require.Len(t, ins, 1)

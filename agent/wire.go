@@ -29,6 +29,7 @@ var wireErrors = sync.OnceValues(func() (*actors.ErrorCodec, error) {
 		actors.ErrorCode{Code: "agent.ErrEmptyInput", Err: ErrEmptyInput},
 		actors.ErrorCode{Code: "agent.ErrIncompleteRun", Err: ErrIncompleteRun},
 		actors.ErrorCode{Code: "agent.ErrTooManyResumes", Err: ErrTooManyResumes},
+		actors.ErrorCode{Code: "agent.ErrAutoResume", Err: ErrAutoResume},
 		actors.ErrorCode{Code: "agent.ErrInterruptedReset", Err: ErrInterruptedReset},
 		actors.ErrorCode{Code: "agent.ErrBadInput", Err: ErrBadInput},
 		actors.ErrorCode{Code: "agent.ErrConfig", Err: ErrConfig},

@@ -248,9 +248,12 @@ func (r *agentRunner) reset(ctx context.Context) error {
 }
 
 // heldUnfinished reports whether err is an agent's refusal of a prompt
-// because it holds an unfinished invocation (interrupted, or cut off).
+// because it holds an unfinished invocation (interrupted, or cut off),
+// which changed nothing: not the refusal of the input an AfterInvocation
+// hook resumed with, which comes after the invocation ran (the agent then
+// holds this run's own invocation).
 func heldUnfinished(err error) bool {
-	return errors.Is(err, interrupt.ErrResumeRequired) || errors.Is(err, agent.ErrIncompleteRun)
+	return (errors.Is(err, interrupt.ErrResumeRequired) || errors.Is(err, agent.ErrIncompleteRun)) && !errors.Is(err, agent.ErrAutoResume)
 }
 
 // dropUnfinished drops the invocation the agent holds unfinished from a

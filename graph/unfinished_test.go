@@ -309,3 +309,45 @@ func TestGraph_DroppedInvocationKeepsTheHistoryOfEarlierRunsWithoutASession(t *t
 	assert.Equal(t, []string{"user:first", "assistant:[tool]", "user:[tool]", "assistant:done", "user:third"}, seen.last(),
 		"the completed first run stays, the dead second run's prompt is taken back")
 }
+
+// SPEC A9, I7, S6: a node's agent whose invocation itself ends with a
+// refusal of a prompt (an AfterInvocation callback answers its interrupt
+// with a prompt instead of a resume: ErrResumeRequired, after the
+// invocation ran) fails the node; the node's runner must not take that
+// for a refusal that changed nothing and run the prompt again: the tool
+// that already ran does not run twice, and the prompt is not given
+// twice.
+func TestGraph_AgentRefusingItsOwnAutoResumeIsNotRunAgain(t *testing.T) {
+	ctx := context.Background()
+	var sides atomic.Int32
+	seen := &seenModel{}
+	lookup := tool.New("lookup", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if _, err := tc.Interrupt("which", nil); err != nil {
+			return "", err
+		}
+		return "ok", nil
+	})
+	side := tool.New("side", "a side effect", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		sides.Add(1)
+		return "side ok", nil
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		seen.add(req.Messages)
+		return model.ToolTurn(model.Call("t0", "side", map[string]any{}), model.Call("t1", "lookup", map[string]any{})), nil
+	})
+	autoPrompt := hook.Func(func(ctx context.Context, ev *agent.AfterInvocationEvent) error {
+		if ev.Result != nil && ev.Result.Interrupted() {
+			ev.Resume(agent.Text("more")) // the callback's bug: a prompt, not answers
+		}
+		return nil
+	})
+	g := build(t, graph.NewBuilder().AddNode("asks", agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{lookup, side}, Hooks: []hook.Provider{autoPrompt}})),
+		graph.Config{ID: "g"})
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	assert.ErrorIs(t, res.Node("asks").Err, interrupt.ErrResumeRequired)
+	assert.EqualValues(t, 1, sides.Load(), "the tool that ran is not run again")
+	assert.Equal(t, 1, seen.count(), "the model is asked once")
+	assert.Equal(t, []string{"user:first"}, seen.last(), "the prompt is not given twice")
+}
