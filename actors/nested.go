@@ -49,6 +49,17 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 			}
 		}
 	}
+	if !run.GetRecover() && in.GetResume() && len(in.GetResponses()) == 0 {
+		// Run again for its gate's answers alone (SPEC M6): nothing for
+		// the nested run, which still waits for its own.
+		st, err := r.O.Status(ctx)
+		if err != nil {
+			return FailedResult(run.GetNodeId(), err)
+		}
+		if st.GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+			return nestedResult(st)
+		}
+	}
 	// A prompt to a nested orchestrator whose run is unfinished (it waits
 	// for answers, or was cut off) from a parent's run that is over: that
 	// run is dropped, and the prompt starts a fresh one.

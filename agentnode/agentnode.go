@@ -184,6 +184,17 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			return failed(err)
 		}
 	}
+	if !run.GetRecover() && in.IsResume() && len(in.Responses()) == 0 {
+		// Run again for its gate's answers alone (SPEC M6): nothing for
+		// the agent, which still waits for its own.
+		st, err := r.a.Status(ctx)
+		if err != nil {
+			return failed(err)
+		}
+		if st.Interrupted() {
+			return agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts})
+		}
+	}
 	res, err := r.invoke(ctx, in, emit)
 	if err != nil && !in.IsResume() && !run.GetRecover() && heldUnfinished(err) {
 		// A prompt, and the agent still holds an invocation of a run that

@@ -351,3 +351,74 @@ func TestGraph_AgentRefusingItsOwnAutoResumeIsNotRunAgain(t *testing.T) {
 	assert.Equal(t, 1, seen.count(), "the model is asked once")
 	assert.Equal(t, []string{"user:first"}, seen.last(), "the prompt is not given twice")
 }
+
+// SPEC M6, I7, A7: answering a node's gate again with the same "y" while
+// the node's agent waits in its tool updates the answer and changes
+// nothing else: the node still waits for its agent's answer (the run
+// lists that interrupt), the model is not called again, and the tool that
+// had its result does not run again; the agent's answer then finishes it.
+func TestGraph_ReansweringAGateWhileTheAgentWaitsKeepsTheAgentsInvocation(t *testing.T) {
+	for _, withSession := range []bool{true, false} {
+		t.Run(sessionName(withSession), func(t *testing.T) {
+			ctx := context.Background()
+			seen := &seenModel{}
+			var sides atomic.Int32
+			r := newRecorder()
+			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
+			if withSession {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, &sides)), cfg)
+			res, err := g.Invoke(ctx, agent.Text("first"))
+			require.NoError(t, err)
+			gateID := res.Interrupts[0].ID
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+			require.NoError(t, err)
+			require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+			agentAsk := res.Interrupts[0].ID
+
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+			require.Len(t, res.Interrupts, 1)
+			assert.Equal(t, agentAsk, res.Interrupts[0].ID)
+			assert.Equal(t, 1, seen.count(), "the model is not asked again")
+
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(agentAsk, "y")))
+			require.NoError(t, err)
+			assert.Equal(t, multiagent.StatusCompleted, res.Status, "%v", res.Node("asks").Err)
+			assert.EqualValues(t, 1, sides.Load(), "the side tool ran once")
+			assert.Equal(t, []string{"user:first", "assistant:[tool]", "user:[tool]"}, seen.last())
+		})
+	}
+}
+
+// SPEC M6, M11, I7: the same for a nested graph: answering its node's
+// gate again while an agent inside it waits leaves the nested run
+// waiting; the inner agent's answer then finishes both.
+func TestGraph_ReansweringAGateWhileANestedRunWaitsKeepsTheNestedRun(t *testing.T) {
+	ctx := context.Background()
+	seen := &seenModel{}
+	r := newRecorder()
+	inner := graph.NewBuilder().AddNode("deep", askingNode(seen, nil))
+	g := build(t, graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})),
+		graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "mid")}, Session: manager(t, persistence.NewMemoryStore(), "s")})
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	gateID := res.Interrupts[0].ID
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1, "the inner agent's tool asks")
+	deepAsk := res.Interrupts[0].ID
+
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("mid").Err)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, deepAsk, res.Interrupts[0].ID)
+
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(deepAsk, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status, "%v", res.Node("mid").Err)
+	assert.Equal(t, 2, seen.count())
+}
