@@ -27,22 +27,32 @@ func (r *NestedRunner) StreamNode(ctx context.Context, run *braidv1.NodeRun, emi
 
 func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	in := run.GetInput()
+	fresh := !run.GetRecover() && !run.GetResume()
 	if run.GetRecover() {
 		st, err := r.O.Status(ctx)
 		if err != nil {
 			return FailedResult(run.GetNodeId(), err)
 		}
-		switch st.GetStatus() {
-		case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
+		status := st.GetStatus()
+		switch {
+		case run.UnfinishedSince != nil && !in.GetResume() && len(in.GetMessages()) > 0 && int64(st.GetProgress()) <= run.GetBase() &&
+			(status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || status == braidv1.NodeStatus_NODE_STATUS_EXECUTING):
+			// A prompt's run, given while the nested orchestrator may have
+			// held the unfinished run of a parent's run that is over, cut
+			// off before the nested one began anything (its progress is
+			// where it was at the launch): the run it holds is the dead
+			// one, and the prompt starts a fresh one.
+			fresh = true
+		case status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
 			// The cut-off run may be a resume the nested run had not taken
 			// yet: the answers to its open interrupts go on; none left, its
 			// interrupts are the node's.
 			if in = pendingAnswers(in, st); in == nil {
 				return nestedResult(st)
 			}
-		case braidv1.NodeStatus_NODE_STATUS_EXECUTING:
+		case status == braidv1.NodeStatus_NODE_STATUS_EXECUTING:
 			in = &braidv1.AgentInput{} // carry the cut-off run on
-		case braidv1.NodeStatus_NODE_STATUS_PENDING:
+		case status == braidv1.NodeStatus_NODE_STATUS_PENDING:
 		default:
 			if int64(st.GetProgress()) > run.GetBase() {
 				return nestedResult(st) // the nested run ended after the crash cut its parent off
@@ -63,7 +73,6 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 	// A prompt to a nested orchestrator whose run is unfinished (it waits
 	// for answers, or was cut off) from a parent's run that is over: that
 	// run is dropped, and the prompt starts a fresh one.
-	fresh := !run.GetRecover() && !run.GetResume()
 	res, err := r.call(ctx, in, fresh, emit)
 	if err != nil {
 		return FailedResult(run.GetNodeId(), err)

@@ -1208,6 +1208,12 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		if !n.resume {
 			n.input, n.local = s.Input, s.Local
 		}
+		if n.recover && n.unfinished && !n.input.GetResume() && len(n.input.GetMessages()) > 0 {
+			// A prompt's run cut off by a crash, given while the executor
+			// may have held a dead run's invocation: the crash may have
+			// come before the runner dropped it, which it then does.
+			unfinishedSince = n.since
+		}
 		was = append(was, n.status)
 		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		x.touch(n)

@@ -1,6 +1,7 @@
 package agentnode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,19 +165,32 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 	}
 	reset := run.GetResetExecutor()
 	if run.GetRecover() {
-		recover := r.recover
-		if reset {
-			recover = r.recoverReset
-		}
-		done, res, carry, err := recover(ctx, run.GetBase(), in.IsResume())
-		if err != nil {
+		dead, began, err := r.deadHeld(ctx, run, in)
+		switch {
+		case err != nil:
 			return failed(err)
-		}
-		if done {
-			return res
-		}
-		if carry {
-			in, reset = agent.Input{}, false // begun: after its reset
+		case dead && reset: // the reset drops it
+		case dead:
+			if err := r.dropUnfinished(ctx, run); err != nil {
+				return failed(err)
+			}
+		default:
+			recover, base := r.recover, run.GetBase()
+			if reset {
+				recover = r.recoverReset
+			} else if began >= 0 {
+				base = began // the prompt's invocation began where the dead one was taken back to
+			}
+			done, res, carry, err := recover(ctx, base, in.IsResume())
+			if err != nil {
+				return failed(err)
+			}
+			if done {
+				return res
+			}
+			if carry {
+				in, reset = agent.Input{}, false // begun: after its reset
+			}
 		}
 	}
 	if reset {
@@ -286,6 +300,64 @@ func (r *agentRunner) dropUnfinished(ctx context.Context, run *braidv1.NodeRun) 
 		keep = keep[:*s]
 	}
 	return r.a.SetMessages(ctx, keep, agent.DropUnfinished())
+}
+
+// deadHeld tells, for a prompt's run cut off by a crash that was given
+// while the agent may have held an invocation of a dead run
+// (run.unfinished_since is then set), whether the crash came before the
+// runner dropped that invocation: the agent holds unfinished work, and
+// its history does not hold the run's prompt where the dead invocation
+// began. began is where the run's own invocation began when its prompt is
+// there (-1: unknown, or after a reset). A dead invocation whose prompt is
+// the same as the run's is taken for the run's: its answers carry it on.
+func (r *agentRunner) deadHeld(ctx context.Context, run *braidv1.NodeRun, in agent.Input) (dead bool, began int64, err error) {
+	s := run.GetUnfinishedSince()
+	if run.UnfinishedSince == nil || in.IsResume() || len(in.Prompt()) == 0 {
+		return false, -1, nil
+	}
+	st, err := r.a.Status(ctx)
+	if err != nil {
+		return false, -1, err
+	}
+	snap, err := r.a.Snapshot(ctx)
+	if err != nil {
+		return false, -1, err
+	}
+	at := int(s)
+	if s < 0 {
+		at = len(r.initial)
+	}
+	mine, err := promptAt(snap.Messages, at, in.Prompt())
+	if err != nil {
+		return false, -1, err
+	}
+	if mine && s >= 0 {
+		began = s
+	} else {
+		began = -1
+	}
+	return !mine && (st.Interrupted() || st.Incomplete()), began, nil
+}
+
+// promptAt reports whether history holds prompt from index at on.
+func promptAt(history []model.Message, at int, prompt []model.Message) (bool, error) {
+	if at < 0 || at+len(prompt) > len(history) {
+		return false, nil
+	}
+	for i, m := range prompt {
+		a, err := json.Marshal(history[at+i])
+		if err != nil {
+			return false, err
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return false, err
+		}
+		if !bytes.Equal(a, b) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // recover looks at where the agent stood when a crash cut its node's run

@@ -422,3 +422,158 @@ func TestGraph_ReansweringAGateWhileANestedRunWaitsKeepsTheNestedRun(t *testing.
 	assert.Equal(t, multiagent.StatusCompleted, res.Status, "%v", res.Node("mid").Err)
 	assert.Equal(t, 2, seen.count())
 }
+
+// SPEC M10, S5, S6, A3: a crash after any save of a new run whose node's
+// agent held what a dead run left (here right after the orchestrator
+// saved the new run's start, before the node's runner dropped that) must
+// not bring the dead run back: carried on in a new process, the node runs
+// the new run's prompt (its agent asks again for it), not the dead run's
+// interrupt as if it were the new run's, and its agent ends with the new
+// run's conversation alone, its prompt given once.
+func TestGraphCrash_NewRunCutOffBeforeTheDeadInvocationWasDroppedRunsTheNewPrompt(t *testing.T) {
+	ctx := context.Background()
+	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	var fail atomic.Bool
+	fail.Store(true)
+	topology := func(seen *seenModel) *graph.Builder {
+		return graph.NewBuilder().AddNode("asks", askingNode(seen, nil)).AddNode("flaky", flakyNode(&fail))
+	}
+	g := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, cs, "s")})
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+	fail.Store(false)
+	cs.mu.Lock()
+	n0 := len(cs.copies)
+	cs.mu.Unlock()
+	res, err = g.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g.Close(ctx))
+	cs.mu.Lock()
+	copies := cs.copies[n0:]
+	cs.mu.Unlock()
+	require.NotEmpty(t, copies)
+
+	for i, exp := range copies {
+		st := persistence.NewMemoryStore()
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		seen := &seenModel{}
+		g2 := build(t, topology(seen), graph.Config{ID: "g", Session: manager(t, st, "s")})
+		before, err := g2.Status(ctx)
+		require.NoError(t, err)
+		if i == 0 {
+			require.Equal(t, multiagent.StatusExecuting, before.Status, "the first copy is of the new run's start")
+		}
+		for range 4 {
+			st, err := g2.Status(ctx)
+			require.NoError(t, err)
+			if st.Status == multiagent.StatusCompleted {
+				break
+			}
+			var in agent.Input
+			switch st.Status {
+			case multiagent.StatusExecuting:
+				in = agent.Input{} // carry the cut-off run on
+			case multiagent.StatusInterrupted:
+				in = answerAll(st, "y")
+			default:
+				t.Fatalf("copy %d: the run ended %s: %v", i, st.Status, st.Node("asks").Err)
+			}
+			_, err = g2.Invoke(ctx, in)
+			require.NoError(t, err, "copy %d", i)
+		}
+		final, err := g2.Status(ctx)
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, final.Status, "copy %d", i)
+		recs, err := st.Session(ctx, "s")
+		require.NoError(t, err)
+		var h []string
+		for _, rec := range recs {
+			if rec.Key.Kind == persistence.KindAgent && rec.Key.ID == "g:asks:asks" {
+				for _, raw := range rec.Messages {
+					m, err := model.ParseMessage(raw)
+					require.NoError(t, err)
+					h = append(h, history([]model.Message{m})...)
+				}
+			}
+		}
+		assert.Equal(t, []string{"user:second", "assistant:[tool]", "user:[tool]", "assistant:done"}, h, "copy %d", i)
+		require.NoError(t, g2.Close(ctx))
+	}
+}
+
+// SPEC M10, M11, S5: the same one level down: a crash after any save of a
+// new run whose nested graph held the run a dead parent run left must not
+// bring that nested run back: carried on in a new process, the nested
+// graph starts afresh on the new prompt, and its agent ends with the new
+// run's conversation alone.
+func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt(t *testing.T) {
+	ctx := context.Background()
+	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	var fail atomic.Bool
+	fail.Store(true)
+	topology := func(seen *seenModel) *graph.Builder {
+		inner := graph.NewBuilder().AddNode("deep", askingNode(seen, nil))
+		return graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})).AddNode("flaky", flakyNode(&fail))
+	}
+	g := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, cs, "s")})
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status)
+	require.Equal(t, multiagent.StatusInterrupted, res.Node("mid").Status)
+	fail.Store(false)
+	cs.mu.Lock()
+	n0 := len(cs.copies)
+	cs.mu.Unlock()
+	res, err = g.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g.Close(ctx))
+	cs.mu.Lock()
+	copies := cs.copies[n0:]
+	cs.mu.Unlock()
+
+	for i, exp := range copies {
+		st := persistence.NewMemoryStore()
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		g2 := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, st, "s")})
+		for range 4 {
+			st, err := g2.Status(ctx)
+			require.NoError(t, err)
+			if st.Status == multiagent.StatusCompleted {
+				break
+			}
+			var in agent.Input
+			switch st.Status {
+			case multiagent.StatusExecuting:
+				in = agent.Input{}
+			case multiagent.StatusInterrupted:
+				in = answerAll(st, "y")
+			default:
+				t.Fatalf("copy %d: the run ended %s: %v", i, st.Status, st.Node("mid").Err)
+			}
+			_, err = g2.Invoke(ctx, in)
+			require.NoError(t, err, "copy %d", i)
+		}
+		final, err := g2.Status(ctx)
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, final.Status, "copy %d", i)
+		recs, err := st.Session(ctx, "s")
+		require.NoError(t, err)
+		var h []string
+		for _, rec := range recs {
+			if rec.Key.Kind == persistence.KindAgent {
+				for _, raw := range rec.Messages {
+					m, err := model.ParseMessage(raw)
+					require.NoError(t, err)
+					h = append(h, history([]model.Message{m})...)
+				}
+			}
+		}
+		require.Len(t, h, 4, "copy %d: %q", i, h)
+		assert.Contains(t, h[0], "second", "copy %d: %q", i, h)
+		assert.NotContains(t, h[0], "first", "copy %d", i)
+		require.NoError(t, g2.Close(ctx))
+	}
+}

@@ -128,7 +128,11 @@ type NodeRun struct {
 	// absent: unknown, a run of an earlier build). A node given a
 	// prompt, neither resume nor recover, whose executor still holds such
 	// work (interrupted, or cut off) drops it first, as a failed invocation
-	// is taken back (SPEC A3): the run it belonged to ended without it.
+	// is taken back (SPEC A3): the run it belonged to ended without it. A
+	// recover run of a prompt carries it when the executor may have held
+	// such work at the launch: the crash may have come before it was
+	// dropped (the agent's history does not hold the run's prompt there; a
+	// nested orchestrator's progress is still base), and then it is.
 	UnfinishedSince *int64 `protobuf:"varint,9,opt,name=unfinished_since,json=unfinishedSince,proto3,oneof" json:"unfinished_since,omitempty"`
 }
 
