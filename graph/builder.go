@@ -93,6 +93,8 @@ func (b *Builder) AddNode(id string, node actors.Node) *Builder {
 		return b.fail("node id %q: holds \"/\" (node ids are segments of owner paths)", id)
 	case interrupt.ValidateOwnerPath(id) != nil:
 		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
+	case persistence.ValidateID("node", id) != nil: // a segment of its records' ids
+		return b.fail("node id: %v", persistence.ValidateID("node", id))
 	}
 	if _, dup := b.index[id]; dup {
 		return b.fail("Node '%s' already exists", id)

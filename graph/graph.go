@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
@@ -51,6 +52,10 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	}
 	if strings.Contains(cfg.ID, "/") || interrupt.ValidateOwnerPath(cfg.ID) != nil {
 		return nil, fmt.Errorf("%w: graph id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, cfg.ID)
+	}
+	if err := persistence.ValidateID("graph", cfg.ID); err != nil {
+		// A segment of its records' ids too: refused with a session or without.
+		return nil, fmt.Errorf("%w: graph id: %w", ErrBuild, err)
 	}
 	if cfg.IdleTimeout > 0 && cfg.Session == nil {
 		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)

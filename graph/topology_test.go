@@ -3,7 +3,6 @@ package graph_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,9 +126,10 @@ func TestGraph_BuildErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "a graph fires none (an agent's events go to the Hooks of the node's agent.Config)")
 	_, err = graph.NewBuilder().Build(ctx, graph.Config{System: freshSystem(t)})
 	assert.ErrorIs(t, err, graph.ErrBuild)
-	// The graph's id is a segment of its nodes' owner paths, with a
-	// session or without.
-	for _, id := range []string{"a/b", "a:b"} {
+	// The graph's id is a segment of its nodes' owner paths, and of its
+	// records' ids (SPEC S2: no "\\", no control character, at most 255
+	// bytes), with a session or without.
+	for _, id := range []string{"a/b", "a:b", `a\b`, "a\x01b", strings.Repeat("g", 256)} {
 		for _, sess := range []bool{false, true} {
 			cfg := graph.Config{ID: id, System: freshSystem(t)}
 			if sess {
@@ -137,7 +137,18 @@ func TestGraph_BuildErrors(t *testing.T) {
 			}
 			_, err = graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, cfg)
 			require.ErrorIs(t, err, graph.ErrBuild, "%q, session %v", id, sess)
-			assert.Contains(t, err.Error(), fmt.Sprintf("graph id %q", id))
+			assert.Contains(t, err.Error(), "graph id")
+		}
+	}
+	// So is a node's id.
+	for _, id := range []string{`a\b`, "a\x01b", strings.Repeat("n", 256)} {
+		for _, sess := range []bool{false, true} {
+			cfg := graph.Config{System: freshSystem(t)}
+			if sess {
+				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			}
+			_, err = graph.NewBuilder().AddNode(id, fn(r, "a", nil)).Build(ctx, cfg)
+			require.ErrorIs(t, err, graph.ErrBuild, "%q, session %v", id, sess)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package swarm_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 		{name: "id with a slash", b: swarm.NewBuilder().AddAgent(agent.Config{ID: "x/y", Model: model.Scripted()}), want: `"x/y"`},
 		{name: "swarm id with a slash", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: "s/t"}, want: `swarm id "s/t"`},
 		{name: "swarm id with a colon", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: "s:t"}, want: `swarm id "s:t"`},
+		{name: "swarm id with a backslash", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: `s\t`}, want: `swarm id`},
+		{name: "swarm id with a control character", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: "s\x01t"}, want: `swarm id`},
+		{name: "swarm id too long", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{ID: strings.Repeat("s", 256)}, want: `swarm id`},
+		{name: "id with a backslash", b: swarm.NewBuilder().AddAgent(agent.Config{ID: `x\y`, Model: model.Scripted()}), want: `node id`},
 		{name: "negative limit", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{MaxHandoffs: -1}, want: "negative limit"},
 		{name: "idle timeout without session", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{IdleTimeout: time.Second}, want: "IdleTimeout needs a Session"},
 		{name: "window without minimum", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 3}, want: "together"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
 )
 
 // Node is one agent of a swarm.
@@ -67,6 +68,8 @@ func (b *Builder) AddNode(n Node) *Builder {
 		return b.fail("node id %q holds \"/\" (node ids are segments of owner paths)", id)
 	case interrupt.ValidateOwnerPath(id) != nil:
 		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
+	case persistence.ValidateID("node", id) != nil: // a segment of its records' ids
+		return b.fail("node id: %v", persistence.ValidateID("node", id))
 	}
 	if _, dup := b.index[id]; dup {
 		return b.fail("Node ID '%s' is not unique: give each agent its own ID or Name", id)

@@ -109,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative limit", ErrBuild)
 	case strings.Contains(c.ID, "/") || interrupt.ValidateOwnerPath(c.ID) != nil:
 		return fmt.Errorf("%w: swarm id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, c.ID)
+	case c.ID != "" && persistence.ValidateID("swarm", c.ID) != nil: // a segment of its records' ids
+		return fmt.Errorf("%w: swarm id: %w", ErrBuild, persistence.ValidateID("swarm", c.ID))
 	case c.IdleTimeout > 0 && c.Session == nil:
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated swarm comes back from its session)", ErrBuild)
 	case (c.RepetitiveHandoffDetectionWindow > 0) != (c.RepetitiveHandoffMinUniqueAgents > 0):
