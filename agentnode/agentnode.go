@@ -327,14 +327,21 @@ func (r *agentRunner) deadHeld(ctx context.Context, run *braidv1.NodeRun, in age
 	if s < 0 {
 		at = len(r.initial)
 	}
+	began = -1
 	mine, err := promptAt(snap.Messages, at, in.Prompt())
 	if err != nil {
 		return false, -1, err
 	}
 	if mine && s >= 0 {
 		began = s
-	} else {
-		began = -1
+	}
+	if !mine && run.GetBase() != int64(at) {
+		// The agent did not hold what the node's last run left (that run
+		// failed and the agent took its prompt back, or only a hook after
+		// it failed): the run's invocation began at base.
+		if mine, err = promptAt(snap.Messages, int(run.GetBase()), in.Prompt()); err != nil {
+			return false, -1, err
+		}
 	}
 	return !mine && (st.Interrupted() || st.Incomplete()), began, nil
 }

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -574,6 +575,94 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt
 		require.Len(t, h, 4, "copy %d: %q", i, h)
 		assert.Contains(t, h[0], "second", "copy %d: %q", i, h)
 		assert.NotContains(t, h[0], "first", "copy %d", i)
+		require.NoError(t, g2.Close(ctx))
+	}
+}
+
+// SPEC M10, S6, A3: a node whose last run completed its agent's
+// invocation but failed (an AfterNodeCall callback failed) holds nothing
+// unfinished: a crash after any save of the next run, carried on in a new
+// process, keeps what that invocation added and carries the new run's own
+// invocation on (its tool runs once), as the run does without a crash.
+func TestGraphCrash_NewRunAfterAFailedAfterNodeCallKeepsTheCompletedInvocation(t *testing.T) {
+	ctx := context.Background()
+	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	var failHook atomic.Bool
+	failHook.Store(true)
+	after := hook.Func(func(ctx context.Context, ev *multiagent.AfterNodeCallEvent) error {
+		if failHook.Load() {
+			return errors.New("after hook failed")
+		}
+		return nil
+	})
+	var sides atomic.Int32
+	topology := func(seen *seenModel) *graph.Builder {
+		return graph.NewBuilder().AddNode("asks", askingNode(seen, &sides))
+	}
+	cfg := func(st persistence.Store) graph.Config {
+		return graph.Config{ID: "g", Session: manager(t, st, "s"), Hooks: []hook.Provider{after}}
+	}
+	g := build(t, topology(&seenModel{}), cfg(cs))
+	res, err := g.Invoke(ctx, agent.Text("first"))
+	require.NoError(t, err)
+	res, err = g.Invoke(ctx, answerAll(res, "y"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusFailed, res.Status, "the agent completed, its node failed")
+	failHook.Store(false)
+	cs.mu.Lock()
+	n0 := len(cs.copies)
+	cs.mu.Unlock()
+	res, err = g.Invoke(ctx, agent.Text("second"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.NoError(t, g.Close(ctx))
+	cs.mu.Lock()
+	copies := cs.copies[n0:]
+	cs.mu.Unlock()
+	want := []string{"user:first", "assistant:[tool]", "user:[tool]", "assistant:done", "user:second", "assistant:[tool]", "user:[tool]", "assistant:done"}
+
+	for i, exp := range copies {
+		st := persistence.NewMemoryStore()
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		var before []string
+		for _, rec := range exp.Records {
+			if rec.Kind == persistence.KindAgent {
+				for _, raw := range rec.Messages {
+					m, err := model.ParseMessage(raw)
+					require.NoError(t, err)
+					before = append(before, history([]model.Message{m})...)
+				}
+			}
+		}
+		sides.Store(0)
+		g2 := build(t, topology(&seenModel{}), cfg(st))
+		for range 4 {
+			st, err := g2.Status(ctx)
+			require.NoError(t, err)
+			if st.Status == multiagent.StatusCompleted {
+				break
+			}
+			in := agent.Input{}
+			if st.Status == multiagent.StatusInterrupted {
+				in = answerAll(st, "y")
+			}
+			_, err = g2.Invoke(ctx, in)
+			require.NoError(t, err, "copy %d", i)
+		}
+		recs, err := st.Session(ctx, "s")
+		require.NoError(t, err)
+		var h []string
+		for _, rec := range recs {
+			if rec.Key.Kind == persistence.KindAgent {
+				for _, raw := range rec.Messages {
+					m, err := model.ParseMessage(raw)
+					require.NoError(t, err)
+					h = append(h, history([]model.Message{m})...)
+				}
+			}
+		}
+		assert.Equal(t, want, h, "copy %d (the agent held %q)", i, before)
+		assert.LessOrEqual(t, sides.Load(), int32(1), "copy %d: the side tool runs at most once more", i)
 		require.NoError(t, g2.Close(ctx))
 	}
 }
