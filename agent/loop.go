@@ -55,6 +55,9 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 		// (SPEC A3): what it appended is taken back, in the session too.
 		a.takeBack(ctx, before)
 	}
+	if res != nil {
+		res.History = len(a.history())
+	}
 	return res, err
 }
 

@@ -611,3 +611,26 @@ func TestSetMessages_DropUnfinishedDropsTheInterruptedInvocation(t *testing.T) {
 		assert.Equal(t, 0, runs.total())
 	}
 }
+
+// SPEC A3, A9, R2: a result says how many messages the history holds when
+// the invocation returns (a pending tool cycle's are not in it yet), and
+// its protobuf form carries it.
+func TestResult_HistoryIsTheHistorysLengthOnReturn(t *testing.T) {
+	ctx := context.Background()
+	t1, _ := countingTool("one")
+	m := toolThenText("done", model.Call("t1", "one", nil))
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{t1}, Hooks: []hook.Provider{approveHook("one", "approve")}})
+	res, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	assert.Equal(t, 1, res.History, "the prompt; the tool use waits in the interrupt state")
+	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, len(agenttest.Messages(t, a)), res.History)
+	assert.Equal(t, 4, res.History)
+	w, err := agent.ResultToWire(res)
+	require.NoError(t, err)
+	back, err := agent.ResultFromWire(w)
+	require.NoError(t, err)
+	assert.Equal(t, 4, back.History)
+}

@@ -36,6 +36,10 @@ type Result struct {
 	Interrupts []interrupt.Interrupt
 	Usage      model.Usage
 	Metrics    Metrics
+	// History is the number of messages in the agent's history when the
+	// invocation returned (a pending tool cycle's messages are not in it
+	// yet, SPEC A3).
+	History int
 }
 
 // Metrics counts the work of one invocation.

@@ -110,6 +110,7 @@ func ResultToWire(r *Result) (*braidv1.AgentResult, error) {
 		Usage:      &braidv1.Usage{InputTokens: int64(r.Usage.InputTokens), OutputTokens: int64(r.Usage.OutputTokens), TotalTokens: int64(r.Usage.TotalTokens)},
 		Metrics: &braidv1.Metrics{Cycles: int64(r.Metrics.Cycles), ModelCalls: int64(r.Metrics.ModelCalls),
 			ToolCalls: int64(r.Metrics.ToolCalls), DurationNs: int64(r.Metrics.Duration)},
+		History: int64(r.History),
 	}
 	for _, in := range r.Interrupts {
 		w.Interrupts = append(w.Interrupts, actors.InterruptToWire(in))
@@ -133,6 +134,7 @@ func ResultFromWire(w *braidv1.AgentResult) (*Result, error) {
 	u, m := w.GetUsage(), w.GetMetrics()
 	r.Usage = model.Usage{InputTokens: int(u.GetInputTokens()), OutputTokens: int(u.GetOutputTokens()), TotalTokens: int(u.GetTotalTokens())}
 	r.Metrics = Metrics{Cycles: int(m.GetCycles()), ModelCalls: int(m.GetModelCalls()), ToolCalls: int(m.GetToolCalls()), Duration: time.Duration(m.GetDurationNs())}
+	r.History = int(w.GetHistory())
 	return r, nil
 }
 

@@ -65,6 +65,7 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 	}
 	cfg.OwnerPath, cfg.System = env.Path, env.System
 	r := &agentRunner{session: env.Session != nil, path: env.Path, initial: model.CloneMessages(cfg.Messages), finished: n.finished}
+	r.count.Store(-1)
 	if env.Session != nil {
 		cfg.Session = &jointSession{SessionManager: env.Session, r: r}
 		cfg.IdleTimeout = env.IdleTimeout
@@ -91,6 +92,10 @@ type agentRunner struct {
 	mu    sync.Mutex
 	sess  atomic.Pointer[persistence.AgentSession]
 	joint bool
+	// count is the agent's message count its last run's result gave
+	// (agent.Result.History), for the Progress that follows the run; -1:
+	// none, Progress asks the agent.
+	count atomic.Int64
 }
 
 // jointSession gives a node's agent the orchestrator's session, with its
@@ -142,6 +147,7 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 }
 
 func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
+	r.count.Store(-1)
 	// The last take ended the deferral (an agent cut off by a timeout
 	// commits its later take-back at once); this run's saves wait again,
 	// if its orchestrator takes them: a runner called outside a node run
@@ -224,6 +230,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		}
 		return failed(err)
 	}
+	r.count.Store(int64(res.History))
 	actors.SetLocalResult(ctx, res)
 	return agentResult(res)
 }
@@ -453,6 +460,9 @@ func agentResult(res *agent.Result) *braidv1.NodeResult {
 // (NodeRun.unfinished_since), so that an invocation a dead run left
 // unfinished is taken back to there and not to an empty history.
 func (r *agentRunner) Progress(ctx context.Context) (int64, error) {
+	if n := r.count.Swap(-1); n >= 0 {
+		return n, nil // what the run just returned said: no ask
+	}
 	st, err := r.a.Status(ctx)
 	if err != nil {
 		return 0, err
