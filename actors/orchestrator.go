@@ -1446,6 +1446,9 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 		for _, w := range res.GetInterrupts() {
 			x.register(w, n.id, m.GetGated())
 		}
+		if n.inner {
+			x.dropMoot(n.id, res.GetInterrupts())
+		}
 		x.stopping = true // SPEC M4: nothing new from here on
 	} else {
 		// The node finished: its interrupts, its gate's included, are done
@@ -1487,6 +1490,25 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	x.table[in.ID] = e
 	x.raised = append(x.raised, e)
 	x.byNode[node] = append(x.byNode[node], e)
+}
+
+// dropMoot removes from the table the unanswered interrupts of node's
+// executor that its report no longer lists: the executor lists every
+// interrupt it still waits for (SPEC I8), so one it dropped is moot (its
+// tool ran without the answer: agent, toolCycle.dropMoot) and is no longer
+// the run's to list or to take an answer for. Gate interrupts are the
+// orchestrator's own and stay.
+func (x *orchActor) dropMoot(node string, listed []*braidv1.Interrupt) {
+	keep := make(map[string]bool, len(listed))
+	for _, w := range listed {
+		keep[w.GetId()] = true
+	}
+	for _, e := range x.byNode[node] {
+		if e.node == node && !e.gate && !e.in.Answered && !keep[e.in.ID] && x.table[e.in.ID] == e {
+			delete(x.table, e.in.ID)
+			x.dropped++
+		}
+	}
 }
 
 // dropNode removes node's interrupts from the table; the raise order

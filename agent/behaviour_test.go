@@ -1192,3 +1192,62 @@ func TestTools_ManyToolsAreFoundByName(t *testing.T) {
 		})
 	}
 }
+
+// SPEC I8, A11: the seed's trust answer given to one of two deletions lets
+// the other run unasked; its question, raised in the pass before, is then
+// moot and is neither listed nor streamed nor answerable: only what the
+// agent still waits for is (here, a third tool that asks again).
+func TestTrust_AnApprovalWhoseToolRanUnaskedIsNoLongerListed(t *testing.T) {
+	ctx := context.Background()
+	var asked atomic.Int32
+	var deletes atomic.Int32
+	del := tool.New("delete_files", "deletes", func(ctx context.Context, tc *tool.Context, in struct {
+		Paths []string `json:"paths"`
+	}) (string, error) {
+		deletes.Add(1)
+		return "deleted", nil
+	})
+	ask := tool.New("which_day", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		ans, err := tc.Interrupt("day", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		return s, nil
+	})
+	m := toolThenText("done",
+		model.Call("d1", "delete_files", map[string]any{"paths": []string{"a"}}),
+		model.Call("d2", "delete_files", map[string]any{"paths": []string{"b"}}),
+		model.Call("q", "which_day", nil))
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{del, ask}, Hooks: []hook.Provider{bhTrustHook(&asked)}})
+	res, err := a.Invoke(ctx, agent.Text("clean up"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 3, "both approvals and the day")
+	first, second := res.Interrupts[0], res.Interrupts[1]
+	require.Equal(t, "myapp-approval", second.Name)
+
+	var streamed []string
+	for ev, err := range a.Stream(ctx, agent.Resume(interrupt.Respond(first.ID, "t"))) {
+		require.NoError(t, err)
+		switch e := ev.(type) {
+		case *agent.InterruptEvent:
+			streamed = append(streamed, e.Interrupt.Name)
+		case *agent.ResultEvent:
+			res = e.Result
+		}
+	}
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	assert.Equal(t, int32(2), deletes.Load(), "both deletions ran")
+	require.Len(t, res.Interrupts, 1, "only the day is asked: %v", res.Interrupts)
+	assert.Equal(t, "day", res.Interrupts[0].Name)
+	assert.Equal(t, []string{"day"}, streamed)
+
+	// A "no" to the moot question would have been taken and ignored; it is
+	// refused, and the run finishes with the day's answer.
+	_, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(second.ID, "n")))
+	require.ErrorIs(t, err, interrupt.ErrUnknownID)
+	res, err = a.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "monday")))
+	require.NoError(t, err)
+	assert.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, int32(2), deletes.Load())
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -442,6 +443,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	}
 	if interrupted {
 		a.setPending(cycle.pending())
+		cycle.dropMoot()
 		res, err := inv.stopForInterrupts(ctx, assistant)
 		if herr != nil {
 			return nil, fmt.Errorf("AfterTools hook: %w", herr)
@@ -681,6 +683,40 @@ func (c *toolCycle) saveLocked(point persistence.SavePoint) bool {
 
 // pending returns the cycle's pending work: its results so far and the
 // at-most-once tools started without one.
+// dropMoot drops the unanswered interrupts of the tool uses that have a
+// result: a hook that asked in an earlier pass and let its tool run in
+// this one without an answer (the seed's "trust" answer given to another
+// call), or a tool that asked and then finished without asking again.
+// Their work is done: listing them would ask about it after the fact, and
+// an answer would be taken and ignored (SPEC I8: the result lists what
+// the owner still waits for).
+func (c *toolCycle) dropMoot() {
+	c.mu.Lock()
+	done := make(map[string]bool, len(c.results))
+	for i, r := range c.results {
+		if r != nil {
+			done[c.uses[i].ToolUseID] = true
+		}
+	}
+	c.mu.Unlock()
+	if len(done) == 0 {
+		return
+	}
+	c.inv.a.interrupts.DropUnanswered(func(id string) bool {
+		_, own := interrupt.SplitOwner(id)
+		for _, prefix := range []string{"v1:before_tool_call:", "v1:tool_call:"} {
+			rest, ok := strings.CutPrefix(own, prefix)
+			if !ok {
+				continue
+			}
+			if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+				return done[rest[:i]]
+			}
+		}
+		return false
+	})
+}
+
 func (c *toolCycle) pending() *Pending {
 	c.mu.Lock()
 	defer c.mu.Unlock()

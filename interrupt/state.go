@@ -117,6 +117,31 @@ func (s *State) Unanswered() []Interrupt {
 	return out
 }
 
+// DropUnanswered removes the unanswered interrupts whose id moot reports,
+// keeping the others in raise order, and returns how many it removed: an
+// owner drops those whose work ended without them (a tool use that got its
+// result), which nobody should be asked to answer any more.
+func (s *State) DropUnanswered(moot func(id string) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.list[:0]
+	for _, in := range s.list {
+		if !in.Answered && moot(in.ID) {
+			continue
+		}
+		kept = append(kept, in)
+	}
+	n := len(s.list) - len(kept)
+	if n == 0 {
+		return 0
+	}
+	clear(s.list[len(kept):])
+	s.list = kept
+	s.reindex()
+	s.version++
+	return n
+}
+
 // Activate marks the owner as stopped, waiting for answers.
 func (s *State) Activate() {
 	s.mu.Lock()

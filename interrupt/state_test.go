@@ -531,3 +531,37 @@ func TestState_ConcurrentResumeAndRead(t *testing.T) {
 	wg.Wait()
 	assert.Empty(t, st.Unanswered())
 }
+
+// SPEC I8: DropUnanswered removes only unanswered interrupts it is told
+// are moot, keeps the rest in raise order (the index too, past the size
+// where the state keeps one), and counts as a change.
+func TestState_DropUnansweredKeepsTheRestInOrder(t *testing.T) {
+	for _, n := range []int{4, 20} {
+		s := NewState()
+		for i := range n {
+			s.Register(Interrupt{ID: fmt.Sprintf("id-%02d", i), Name: "n"})
+		}
+		s.Activate()
+		require.NoError(t, s.Resume([]Response{Respond("id-00", "y"), Respond("id-02", "y")}))
+		v := s.Version()
+		dropped := s.DropUnanswered(func(id string) bool { return id == "id-00" || id == "id-01" || id == "id-02" || id == "id-03" })
+		assert.Equal(t, 2, dropped, "n=%d: the answered ones stay", n)
+		assert.Greater(t, s.Version(), v)
+		var ids []string
+		for _, in := range s.All() {
+			ids = append(ids, in.ID)
+		}
+		assert.Equal(t, []string{"id-00", "id-02"}, ids[:2], "n=%d", n)
+		assert.Len(t, ids, n-2)
+		_, ok := s.Get("id-01")
+		assert.False(t, ok)
+		last := "id-02" // kept
+		if n > 4 {
+			last = fmt.Sprintf("id-%02d", n-1) // through the rebuilt index
+		}
+		got, ok := s.Get(last)
+		require.True(t, ok, "n=%d: %s", n, last)
+		assert.Equal(t, last, got.ID)
+		assert.Zero(t, s.DropUnanswered(func(string) bool { return false }))
+	}
+}
