@@ -200,7 +200,8 @@ type orchInvoke struct {
 	events *actor.PID
 	wire   bool
 	// fresh: a prompt starts a fresh run even if the stored run waits for
-	// a resume or was cut off (MultiAgentInvoke.fresh).
+	// a resume or was cut off (MultiAgentInvoke.fresh; a nested
+	// orchestrator's parent only).
 	fresh bool
 }
 
@@ -885,9 +886,11 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	resume := in.GetResume() || len(responses) > 0
 	interrupted := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
 	cutOff := x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING // a run a crash cut off
-	if inv.fresh && !resume && len(in.GetMessages()) > 0 {
+	if inv.fresh && x.cfg.OwnerPath != "" && !resume && len(in.GetMessages()) > 0 {
 		// The stored run is over for whoever gave this prompt (the
-		// parent's run it belonged to ended): it is dropped.
+		// parent's run it belonged to ended): it is dropped. Only a
+		// nested orchestrator takes fresh: a top-level one's waiting run
+		// is its caller's, who must answer it (SPEC I7).
 		interrupted, cutOff = false, false
 	}
 	switch {

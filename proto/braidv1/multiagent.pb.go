@@ -702,7 +702,9 @@ type MultiAgentInvoke struct {
 	Stream bool        `protobuf:"varint,2,opt,name=stream,proto3" json:"stream,omitempty"`
 	// fresh: a prompt starts a fresh run even if the orchestrator's stored
 	// run waits for a resume or was cut off; that run is dropped (a nested
-	// orchestrator whose parent's run it belonged to is over).
+	// orchestrator whose parent's run it belonged to is over). A top-level
+	// orchestrator ignores it: its waiting run takes answers, not a prompt
+	// (SPEC I7).
 	Fresh bool `protobuf:"varint,3,opt,name=fresh,proto3" json:"fresh,omitempty"`
 }
 
