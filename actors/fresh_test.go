@@ -18,10 +18,10 @@ import (
 )
 
 // SPEC R2, I7, M11: a prompt to an orchestrator that waits for answers is
-// refused. MultiAgentInvoke.fresh drops the waiting run and runs the
-// prompt only for a nested orchestrator (one with an owner path: its
-// parent's run is over); a top-level one ignores it and still refuses.
-func TestOrchestrator_FreshPromptDropsAWaitingRunOnlyWhenNested(t *testing.T) {
+// refused. MultiAgentInvoke.fresh is ignored, top level or nested: only a
+// nested orchestrator's parent drops its waiting run, in process (see
+// TestOrchestrator_NestedWaitingRunRefusesAWireFreshPromptFromAnotherCaller).
+func TestOrchestrator_WireFreshPromptToAWaitingRunIsRefused(t *testing.T) {
 	for _, ownerPath := range []string{"", "outer/mid"} {
 		sys := newSystem(t)
 		ctx := ctxT(t)
@@ -56,17 +56,63 @@ func TestOrchestrator_FreshPromptDropsAWaitingRunOnlyWhenNested(t *testing.T) {
 		require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
 
 		rep := ask(&braidv1.MultiAgentInvoke{Input: task, Fresh: true})
-		if ownerPath == "" {
-			e, ok := rep.(*braidv1.Error)
-			require.True(t, ok, "top level: %T", rep)
-			assert.ErrorIs(t, agent.ErrorFromWire(e), interrupt.ErrResumeRequired, "top level: fresh is ignored")
-			assert.Equal(t, 1, gates)
-		} else {
-			res, ok := rep.(*braidv1.MultiAgentResult)
-			require.True(t, ok, "nested: %T", rep)
-			assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus(), "nested: a fresh run, gated again")
-			assert.Equal(t, 2, gates, "nested: the fresh run's gate asked")
-		}
+		e, ok := rep.(*braidv1.Error)
+		require.True(t, ok, "owner path %q: %T", ownerPath, rep)
+		assert.ErrorIs(t, agent.ErrorFromWire(e), interrupt.ErrResumeRequired, "owner path %q: fresh is ignored", ownerPath)
+		assert.Equal(t, 1, gates)
 		require.NoError(t, o.Close(ctx))
 	}
+}
+
+// SPEC I7, M5, M11: a nested orchestrator's parent gives it a fresh prompt
+// in process (NestedRunner); a MultiAgentInvoke comes from any other actor
+// or process that can address the nested orchestrator's identity. Its
+// fresh flag must not drop the nested run while the parent's run still
+// waits on it: the prompt is refused, the run and its interrupt stay, and
+// the parent's own fresh prompt (in process) still starts a fresh run.
+func TestOrchestrator_NestedWaitingRunRefusesAWireFreshPromptFromAnotherCaller(t *testing.T) {
+	sys := newSystem(t)
+	ctx := ctxT(t)
+	gates := 0
+	gate := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
+		if _, err := ev.Interrupt("approval", nil); err != nil {
+			gates++
+			return err
+		}
+		return nil
+	})
+	hooks, err := multiagent.NewHooks("test", "o", "outer/mid", gate)
+	require.NoError(t, err)
+	node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		return []model.ContentBlock{model.Text("done")}, nil
+	})
+	o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o", OwnerPath: "outer/mid",
+		Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: &resetPanics{}, Hooks: hooks})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = o.Close(context.Background()) })
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	runner := &actors.NestedRunner{O: o}
+	first := runner.RunNode(ctx, &braidv1.NodeRun{NodeId: "mid", Input: task})
+	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, first.GetStatus())
+	waiting := first.GetInterrupts()[0].GetId()
+
+	inbox := actors.NewInbox(sys)
+	defer inbox.Close()
+	o.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Fresh: true}, inbox)
+	rep, err := inbox.Receive(ctx)
+	require.NoError(t, err)
+	e, ok := rep.(*braidv1.Error)
+	require.True(t, ok, "a wire prompt is refused, fresh or not: %T", rep)
+	assert.ErrorIs(t, agent.ErrorFromWire(e), interrupt.ErrResumeRequired)
+	assert.Equal(t, 1, gates, "the waiting run was not dropped")
+	st, err := o.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.GetInterrupts(), 1)
+	assert.Equal(t, waiting, st.GetInterrupts()[0].GetId())
+
+	// The parent's own fresh prompt (its run is over) still drops it.
+	again := runner.RunNode(ctx, &braidv1.NodeRun{NodeId: "mid", Input: task})
+	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, again.GetStatus())
+	assert.Equal(t, 2, gates, "the parent's fresh run is gated again")
 }

@@ -200,8 +200,8 @@ type orchInvoke struct {
 	events *actor.PID
 	wire   bool
 	// fresh: a prompt starts a fresh run even if the stored run waits for
-	// a resume or was cut off (MultiAgentInvoke.fresh; a nested
-	// orchestrator's parent only).
+	// a resume or was cut off (a nested orchestrator's parent only, in
+	// process: NestedRunner; MultiAgentInvoke.fresh is ignored).
 	fresh bool
 }
 
@@ -662,7 +662,11 @@ func (x *orchActor) Receive(c actor.Context) {
 		// streamed one sends it the run's events first (SPEC M12).
 		sender := c.Sender()
 		if m.GetStream() && sender != nil {
-			x.enqueue(c, &orchInvoke{in: m.GetInput(), events: sender, wire: true, fresh: m.GetFresh()})
+			// fresh is not taken from the wire: a parent gives its nested
+			// orchestrator a fresh prompt in process (NestedRunner), so a
+			// MultiAgentInvoke comes from another caller, whose prompt
+			// must not drop a run a parent still waits on (SPEC I7, M5).
+			x.enqueue(c, &orchInvoke{in: m.GetInput(), events: sender, wire: true})
 			return
 		}
 		reply := make(chan orchReply, 1)
@@ -678,7 +682,7 @@ func (x *orchActor) Receive(c actor.Context) {
 			}
 			root.Send(sender, r.res)
 		})
-		x.enqueue(c, &orchInvoke{in: m.GetInput(), reply: reply, fresh: m.GetFresh()})
+		x.enqueue(c, &orchInvoke{in: m.GetInput(), reply: reply}) // fresh: see above
 	case *orchCancel:
 		m.reply <- x.cancel(c)
 	case *braidv1.MultiAgentStatusRequest: // from another actor (or process)

@@ -700,11 +700,9 @@ type MultiAgentInvoke struct {
 
 	Input  *AgentInput `protobuf:"bytes,1,opt,name=input,proto3" json:"input,omitempty"`
 	Stream bool        `protobuf:"varint,2,opt,name=stream,proto3" json:"stream,omitempty"`
-	// fresh: a prompt starts a fresh run even if the orchestrator's stored
-	// run waits for a resume or was cut off; that run is dropped (a nested
-	// orchestrator whose parent's run it belonged to is over). A top-level
-	// orchestrator ignores it: its waiting run takes answers, not a prompt
-	// (SPEC I7).
+	// fresh: ignored. A waiting run takes answers, not a prompt (SPEC I7),
+	// whoever sends it: only a nested orchestrator's parent, in process,
+	// drops its nested run's unfinished run when its own run is over.
 	Fresh bool `protobuf:"varint,3,opt,name=fresh,proto3" json:"fresh,omitempty"`
 }
 
