@@ -1251,3 +1251,28 @@ func TestTrust_AnApprovalWhoseToolRanUnaskedIsNoLongerListed(t *testing.T) {
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, int32(2), deletes.Load())
 }
+
+// SPEC I8, A6: a model that gives two tool uses the same id, one asked
+// about and one that runs: the cycle stops for the question, which is
+// listed; the other use's result does not make it moot (the interrupt ids
+// carry only the tool use id), so the agent never stops interrupted with
+// nothing to answer.
+func TestTools_AQuestionOfAToolUseWhoseIdAnotherUseSharesStaysListed(t *testing.T) {
+	ctx := context.Background()
+	plain := tool.New("plain", "runs", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) { return "ok", nil })
+	guarded := tool.New("guarded", "asks first", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) { return "ok", nil })
+	approval := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name != "guarded" {
+			return nil
+		}
+		_, err := ev.Interrupt("approval", nil)
+		return err
+	})
+	m := toolThenText("done", model.Call("t1", "guarded", nil), model.Call("t1", "plain", nil))
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{plain, guarded}, Hooks: []hook.Provider{approval}})
+	res, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Len(t, res.Interrupts, 1, "the approval still waits")
+	assert.Equal(t, "approval", res.Interrupts[0].Name)
+}

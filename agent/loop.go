@@ -692,10 +692,14 @@ func (c *toolCycle) saveLocked(point persistence.SavePoint) bool {
 // the owner still waits for).
 func (c *toolCycle) dropMoot() {
 	c.mu.Lock()
+	// A tool use id is done when every use with it has a result: a model
+	// may repeat an id, and the interrupt ids carry only the id, so one
+	// use's result must not drop the question of another that still waits.
 	done := make(map[string]bool, len(c.results))
 	for i, r := range c.results {
-		if r != nil {
-			done[c.uses[i].ToolUseID] = true
+		id := c.uses[i].ToolUseID
+		if d, seen := done[id]; !seen || d {
+			done[id] = r != nil
 		}
 	}
 	c.mu.Unlock()
