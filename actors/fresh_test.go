@@ -17,53 +17,6 @@ import (
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
-// SPEC R2, I7, M11: a prompt to an orchestrator that waits for answers is
-// refused. MultiAgentInvoke.fresh is ignored, top level or nested: only a
-// nested orchestrator's parent drops its waiting run, in process (see
-// TestOrchestrator_NestedWaitingRunRefusesAWireFreshPromptFromAnotherCaller).
-func TestOrchestrator_WireFreshPromptToAWaitingRunIsRefused(t *testing.T) {
-	for _, ownerPath := range []string{"", "outer/mid"} {
-		sys := newSystem(t)
-		ctx := ctxT(t)
-		gates := 0
-		gate := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
-			if _, err := ev.Interrupt("approval", nil); err != nil {
-				gates++
-				return err
-			}
-			return nil
-		})
-		hooks, err := multiagent.NewHooks("test", "o", ownerPath, gate)
-		require.NoError(t, err)
-		node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
-			return []model.ContentBlock{model.Text("done")}, nil
-		})
-		o, err := actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o", OwnerPath: ownerPath,
-			Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: &resetPanics{}, Hooks: hooks})
-		require.NoError(t, err)
-		task, err := agent.InputToWire(agent.Text("go"))
-		require.NoError(t, err)
-		ask := func(m *braidv1.MultiAgentInvoke) any {
-			inbox := actors.NewInbox(sys)
-			defer inbox.Close()
-			o.Binding().Request(m, inbox)
-			rep, err := inbox.Receive(ctx)
-			require.NoError(t, err)
-			return rep
-		}
-		res, ok := ask(&braidv1.MultiAgentInvoke{Input: task}).(*braidv1.MultiAgentResult)
-		require.True(t, ok)
-		require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
-
-		rep := ask(&braidv1.MultiAgentInvoke{Input: task, Fresh: true})
-		e, ok := rep.(*braidv1.Error)
-		require.True(t, ok, "owner path %q: %T", ownerPath, rep)
-		assert.ErrorIs(t, agent.ErrorFromWire(e), interrupt.ErrResumeRequired, "owner path %q: fresh is ignored", ownerPath)
-		assert.Equal(t, 1, gates)
-		require.NoError(t, o.Close(ctx))
-	}
-}
-
 // SPEC I7, M5, M11: a nested orchestrator's parent gives it a fresh prompt
 // in process (NestedRunner); a MultiAgentInvoke comes from any other actor
 // or process that can address the nested orchestrator's identity. Its
@@ -99,11 +52,11 @@ func TestOrchestrator_NestedWaitingRunRefusesAWireFreshPromptFromAnotherCaller(t
 
 	inbox := actors.NewInbox(sys)
 	defer inbox.Close()
-	o.Binding().Request(&braidv1.MultiAgentInvoke{Input: task, Fresh: true}, inbox)
+	o.Binding().Request(&braidv1.MultiAgentInvoke{Input: task}, inbox)
 	rep, err := inbox.Receive(ctx)
 	require.NoError(t, err)
 	e, ok := rep.(*braidv1.Error)
-	require.True(t, ok, "a wire prompt is refused, fresh or not: %T", rep)
+	require.True(t, ok, "a wire prompt is refused: %T", rep)
 	assert.ErrorIs(t, agent.ErrorFromWire(e), interrupt.ErrResumeRequired)
 	assert.Equal(t, 1, gates, "the waiting run was not dropped")
 	st, err := o.Status(ctx)

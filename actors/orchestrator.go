@@ -201,7 +201,7 @@ type orchInvoke struct {
 	wire   bool
 	// fresh: a prompt starts a fresh run even if the stored run waits for
 	// a resume or was cut off (a nested orchestrator's parent only, in
-	// process: NestedRunner; MultiAgentInvoke.fresh is ignored).
+	// process: NestedRunner; the protobuf MultiAgentInvoke has no such mark).
 	fresh bool
 }
 
@@ -1026,7 +1026,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	}
 	for _, n := range x.nodes {
 		if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
-			n.unfinished = true // a run cut off by a crash, dropped (MultiAgentInvoke.fresh)
+			n.unfinished = true // a run cut off by a crash, dropped (orchInvoke.fresh)
 		}
 		n.status, n.result, n.input, n.inner, n.gate, n.resume, n.recover = braidv1.NodeStatus_NODE_STATUS_PENDING, nil, nil, false, nil, false, false
 		// A fresh run has no starts or ends yet: the policy's "ended after

@@ -404,32 +404,3 @@ func ctxLimit(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// SPEC R2, I7: a prompt to a top-level graph that waits for answers is
-// refused, even with MultiAgentInvoke.fresh, which only a nested
-// orchestrator takes from its parent (actors: the fresh tests): its
-// waiting run is its caller's, who answers it.
-func TestGraphActor_FreshPromptToATopLevelWaitingGraphIsRefused(t *testing.T) {
-	r := newRecorder()
-	sys := freshSystem(t)
-	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "a")}})
-	inbox := actors.NewInbox(sys)
-	t.Cleanup(inbox.Close)
-	task, err := agent.InputToWire(agent.Text("go"))
-	require.NoError(t, err)
-	res, ok := askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: task}).(*braidv1.MultiAgentResult)
-	require.True(t, ok)
-	require.Equal(t, braidv1.NodeStatus_NODE_STATUS_INTERRUPTED, res.GetStatus())
-	old := res.GetInterrupts()[0].GetId()
-
-	for _, fresh := range []bool{false, true} {
-		rej, ok := askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: task, Fresh: fresh}).(*braidv1.Error)
-		require.True(t, ok, "fresh %v", fresh)
-		assert.ErrorIs(t, agent.ErrorFromWire(rej), interrupt.ErrResumeRequired, "fresh %v", fresh)
-	}
-	assert.Equal(t, 1, r.count("gate:a"), "asked once")
-	resume := &braidv1.AgentInput{Resume: true, Responses: []*braidv1.InterruptResponse{{InterruptId: old, Response: []byte(`"y"`)}}}
-	res, ok = askProto(t, g, inbox, &braidv1.MultiAgentInvoke{Input: resume}).(*braidv1.MultiAgentResult)
-	require.True(t, ok)
-	assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus())
-}
