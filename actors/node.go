@@ -45,9 +45,11 @@ type NodeRunner interface {
 	// RunNode runs the executor once. in is its input: the node's task,
 	// or, with resume, the answers to the interrupts it stopped for (the
 	// executor resumes, it does not restart). The result's status is
-	// COMPLETED, INTERRUPTED (with the unanswered interrupts, ids carrying
-	// the node's path), FAILED (with its error) or CANCELLED. Failures are
-	// results, not errors: RunNode has none.
+	// COMPLETED, INTERRUPTED (with every interrupt the executor still
+	// waits for, not only the new ones, ids carrying the node's path: one
+	// it no longer lists is dropped from the run as moot, SPEC I8), FAILED
+	// (with its error) or CANCELLED. Failures are results, not errors:
+	// RunNode has none.
 	RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult
 	// Progress reports how many messages the executor holds (an agent's
 	// history, with a session or without; 0 for an executor that keeps
