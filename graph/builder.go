@@ -10,7 +10,7 @@ import (
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
-	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
 
@@ -89,12 +89,8 @@ func (b *Builder) AddNode(id string, node actors.Node) *Builder {
 		return b.fail("a node needs an id")
 	case node == nil:
 		return b.fail("node %q has no executor", id)
-	case strings.Contains(id, "/"):
-		return b.fail("node id %q: holds \"/\" (node ids are segments of owner paths)", id)
-	case interrupt.ValidateOwnerPath(id) != nil:
-		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
-	case persistence.ValidateID("node", id) != nil: // a segment of its records' ids
-		return b.fail("node id: %v", persistence.ValidateID("node", id))
+	case multiagent.CheckSegment("node", id) != nil:
+		return b.fail("%v", multiagent.CheckSegment("node", id))
 	}
 	if _, dup := b.index[id]; dup {
 		return b.fail("Node '%s' already exists", id)

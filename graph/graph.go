@@ -8,9 +8,6 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/braidhq/braid/interrupt"
-	"github.com/braidhq/braid/persistence"
-
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/multiagent"
@@ -50,12 +47,8 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	if cfg.ID == "" {
 		cfg.ID = DefaultID
 	}
-	if strings.Contains(cfg.ID, "/") || interrupt.ValidateOwnerPath(cfg.ID) != nil {
-		return nil, fmt.Errorf("%w: graph id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, cfg.ID)
-	}
-	if err := persistence.ValidateID("graph", cfg.ID); err != nil {
-		// A segment of its records' ids too: refused with a session or without.
-		return nil, fmt.Errorf("%w: graph id: %w", ErrBuild, err)
+	if err := multiagent.CheckSegment("graph", cfg.ID); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBuild, err) // with a session or without
 	}
 	if cfg.IdleTimeout > 0 && cfg.Session == nil {
 		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -152,6 +154,20 @@ func (h *Hooks) AfterInvocation(ctx context.Context, res *braidv1.MultiAgentResu
 func (h *Hooks) Initialized(ctx context.Context) error {
 	if err := hook.Run(ctx, h.Registry, &MultiAgentInitializedEvent{Source: h.Source}); err != nil {
 		return fmt.Errorf("MultiAgentInitialized hook: %w", err)
+	}
+	return nil
+}
+
+// CheckSegment checks an id that is a segment of owner paths and of record
+// ids (a Graph's or Swarm's id, a node id): it holds no "/" or ":" (SPEC
+// I2) and is an id every store can keep (SPEC S2). what names it in the
+// error ("graph", "swarm", "node").
+func CheckSegment(what, id string) error {
+	if strings.Contains(id, "/") || interrupt.ValidateOwnerPath(id) != nil {
+		return fmt.Errorf("%s id %q: holds \"/\" or \":\" (it is a segment of owner paths)", what, id)
+	}
+	if err := persistence.ValidateID(what, id); err != nil {
+		return fmt.Errorf("%s id: %w", what, err)
 	}
 	return nil
 }

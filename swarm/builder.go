@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/agent"
-	"github.com/braidhq/braid/interrupt"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/multiagent"
 )
 
 // Node is one agent of a swarm.
@@ -64,12 +63,8 @@ func (b *Builder) AddNode(n Node) *Builder {
 		id = fmt.Sprintf("node_%d", len(b.nodes))
 	}
 	switch {
-	case strings.Contains(id, "/"):
-		return b.fail("node id %q holds \"/\" (node ids are segments of owner paths)", id)
-	case interrupt.ValidateOwnerPath(id) != nil:
-		return b.fail("node id %q: %v", id, interrupt.ValidateOwnerPath(id))
-	case persistence.ValidateID("node", id) != nil: // a segment of its records' ids
-		return b.fail("node id: %v", persistence.ValidateID("node", id))
+	case multiagent.CheckSegment("node", id) != nil:
+		return b.fail("%v", multiagent.CheckSegment("node", id))
 	}
 	if _, dup := b.index[id]; dup {
 		return b.fail("Node ID '%s' is not unique: give each agent its own ID or Name", id)

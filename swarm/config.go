@@ -3,13 +3,11 @@ package swarm
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/braidhq/braid/interrupt"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
 
@@ -107,10 +105,8 @@ func (c Config) Validate() error {
 	case c.MaxHandoffs < 0 || c.MaxIterations < 0 || c.ExecutionTimeout < 0 || c.NodeTimeout < 0 || c.IdleTimeout < 0 ||
 		c.RepetitiveHandoffDetectionWindow < 0 || c.RepetitiveHandoffMinUniqueAgents < 0:
 		return fmt.Errorf("%w: negative limit", ErrBuild)
-	case strings.Contains(c.ID, "/") || interrupt.ValidateOwnerPath(c.ID) != nil:
-		return fmt.Errorf("%w: swarm id %q: holds \"/\" or \":\" (it is a segment of its nodes' owner paths)", ErrBuild, c.ID)
-	case c.ID != "" && persistence.ValidateID("swarm", c.ID) != nil: // a segment of its records' ids
-		return fmt.Errorf("%w: swarm id: %w", ErrBuild, persistence.ValidateID("swarm", c.ID))
+	case multiagent.CheckSegment("swarm", c.ID) != nil: // with a session or without
+		return fmt.Errorf("%w: %w", ErrBuild, multiagent.CheckSegment("swarm", c.ID))
 	case c.IdleTimeout > 0 && c.Session == nil:
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated swarm comes back from its session)", ErrBuild)
 	case (c.RepetitiveHandoffDetectionWindow > 0) != (c.RepetitiveHandoffMinUniqueAgents > 0):
