@@ -594,6 +594,8 @@ type orchActor struct {
 	dirty     []*nodeRec
 	rewrite   bool                  // a fresh run: the next save rewrites the record's log
 	joint     []*persistence.Staged // nodes' deferred saves, committed with the next save
+	saving    bool                  // a save's store work runs (save): the next waits for its saveDone
+	deferred  []any                 // messages that change the run, held back while saving
 
 	// the invocation
 	cur      *orchInvoke
@@ -694,18 +696,35 @@ func (x *orchActor) Receive(c actor.Context) {
 		respond(c, x.result())
 	case *braidv1.MultiAgentCancel:
 		respond(c, &braidv1.MultiAgentCancelled{WasRunning: x.cancel(c)})
-	case *hooksDone:
-		x.hooksDone(c, m)
-	case *braidv1.NodeReport:
-		x.report(c, foreignReport(m), nil, nil)
-	case *localReport:
-		x.report(c, m.rep, m.staged, m.local)
+	case *hooksDone, *braidv1.NodeReport, *localReport:
+		if x.saving {
+			// Handled once the save ended, in order: they change the run,
+			// and what they do may depend on the save's outcome.
+			x.deferred = append(x.deferred, m)
+			return
+		}
+		x.runMessage(c, m)
+	case *saveDone:
+		x.saved(c, m)
 	default:
 		// Another owner's message, or no protocol's: its sender, if it
 		// has one, is told instead of waiting for nothing (SPEC R2, R5).
 		if c.Sender() != nil {
 			respond(c, DefaultCodec().Encode(fmt.Errorf("%s %q: %w: %T", x.cfg.Kind, x.cfg.ID, ErrUnknownMessage, m)))
 		}
+	}
+}
+
+// runMessage handles the messages that change the run: the end of its
+// invocation hooks, and its nodes' reports.
+func (x *orchActor) runMessage(c actor.Context, msg any) {
+	switch m := msg.(type) {
+	case *hooksDone:
+		x.hooksDone(c, m)
+	case *braidv1.NodeReport:
+		x.report(c, foreignReport(m), nil, nil)
+	case *localReport:
+		x.report(c, m.rep, m.staged, m.local)
 	}
 }
 
@@ -769,7 +788,7 @@ func (x *orchActor) AnswerFault(c actor.Context, msg any, err *FaultError) {
 // reports of its nodes (child actors, which stop with it).
 func (x *orchActor) OwnMessage(msg any) bool {
 	switch msg.(type) {
-	case *hooksDone, *braidv1.NodeReport, *localReport:
+	case *hooksDone, *braidv1.NodeReport, *localReport, *saveDone:
 		return true
 	}
 	return false
@@ -1121,8 +1140,7 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 		starts = append(starts, x.held...)
 		x.held = nil
 	}
-	x.launch(c, starts)
-	x.settle(c)
+	x.launch(c, starts, func() { x.settle(c) })
 }
 
 // fail ends the invocation with err before any node ran; the run is as
@@ -1153,8 +1171,9 @@ func (x *orchActor) cancelledBeforeRun(c actor.Context) {
 }
 
 // launch sends the runs of starts, after saving that they started (a
-// crash mid-run then knows where each node's executor stood).
-func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
+// crash mid-run then knows where each node's executor stood), then calls
+// then (at once when nothing is launched).
+func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func()) {
 	var runs []*braidv1.NodeRun
 	var was []braidv1.NodeStatus // the runs' nodes' statuses before
 	for _, s := range starts {
@@ -1230,18 +1249,29 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 		x.inflight++
 	}
 	if len(runs) == 0 {
+		then()
 		return
 	}
-	if err := x.save(persistence.SaveMessage); err != nil {
-		// Nothing is sent: the runs did not start, and the invocation
-		// ends with the error once the running nodes have reported.
-		for i, r := range runs {
-			x.nodes[r.GetNodeId()].status = was[i]
-			x.inflight--
+	x.save(c, persistence.SaveMessage, func(err error) {
+		if err != nil {
+			// Nothing is sent: the runs did not start, and the invocation
+			// ends with the error once the running nodes have reported.
+			for i, r := range runs {
+				x.nodes[r.GetNodeId()].status = was[i]
+				x.inflight--
+			}
+			x.abort(err)
+		} else {
+			x.send(c, runs)
 		}
-		x.abort(err)
-		return
-	}
+		then()
+	})
+}
+
+// send sends the runs launch saved to their nodes. A Cancel that came
+// while that save ran found their nodes EXECUTING but not yet running
+// (a node not running ignores a cancel): it is sent again behind them.
+func (x *orchActor) send(c actor.Context, runs []*braidv1.NodeRun) {
 	for _, r := range runs {
 		n := x.nodes[r.GetNodeId()]
 		var events *actor.PID
@@ -1254,6 +1284,11 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart) {
 			continue
 		}
 		c.Send(n.pid, r)
+	}
+	if x.canceled {
+		for _, r := range runs {
+			c.Send(x.nodes[r.GetNodeId()].pid, &nodeCancel{})
+		}
 	}
 }
 
@@ -1466,14 +1501,26 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 		if stop != "" {
 			x.stop(stop)
 		}
-		x.launch(c, starts)
+		x.launch(c, starts, func() { x.reported(c) })
+		return
 	}
-	if x.inflight > 0 {
-		if err := x.save(persistence.SaveToolResult); err != nil {
+	x.reported(c)
+}
+
+// reported ends a report's handling: while other nodes run, the run is
+// saved (the report's result is not lost to a crash; after a launch the
+// save has nothing left to write), then the run settles if none does.
+func (x *orchActor) reported(c actor.Context) {
+	if x.inflight == 0 {
+		x.settle(c)
+		return
+	}
+	x.save(c, persistence.SaveToolResult, func(err error) {
+		if err != nil {
 			x.abort(err)
 		}
-	}
-	x.settle(c)
+		x.settle(c)
+	})
 }
 
 // register records an interrupt of node in the run's table.
@@ -1606,10 +1653,16 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 	if x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		point = persistence.SaveInterrupt
 	}
-	err := x.saveErr
-	if err == nil {
-		err = x.save(point)
+	if x.saveErr != nil {
+		x.replied(c, inv, hookErr, x.saveErr)
+		return
 	}
+	x.save(c, point, func(err error) { x.replied(c, inv, hookErr, err) })
+}
+
+// replied answers the invocation once reply's save ended with saveErr.
+func (x *orchActor) replied(c actor.Context, inv *orchInvoke, hookErr, saveErr error) {
+	err := saveErr
 	if err == nil {
 		err = x.runErr
 	}

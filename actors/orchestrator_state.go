@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -210,13 +211,64 @@ func (x *orchActor) touch(n *nodeRec) {
 	}
 }
 
-// save saves the run at point, if the orchestrator has a session: the
-// data, and a log entry per node changed since the last save.
-func (x *orchActor) save(point persistence.SavePoint) error {
+// save saves the run at point, if the orchestrator has a session (the
+// data, and a log entry per node changed since the last save, with the
+// nodes' deferred saves in one transaction, SPEC M10), then calls then
+// with the outcome. The run is encoded on the actor's goroutine; the
+// store's work runs on a goroutine of the System's, which reports back
+// with a saveDone (SPEC R3: Status and Cancel are answered while a save
+// waits for the disk, the database or another process's lock). Until
+// then the actor saves nothing else and holds back the messages that
+// change the run (saving). then runs on the actor's goroutine.
+func (x *orchActor) save(c actor.Context, point persistence.SavePoint, then func(error)) {
 	if x.owner == nil {
 		x.clean()
-		return nil
+		then(nil)
+		return
 	}
+	st, err := x.stage()
+	if err != nil {
+		then(err)
+		return
+	}
+	staged := append(x.joint, st)
+	x.joint = nil
+	x.saving = true
+	sess, timeout := x.cfg.Session, x.cfg.LoadTimeout
+	self, root := c.Self(), x.sys.Root()
+	x.sys.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		err := sess.Commit(ctx, point, staged...)
+		root.Send(self, &saveDone{err: err, then: then})
+	})
+}
+
+// saveDone: the store's work of a save ended.
+type saveDone struct {
+	err  error
+	then func(error)
+}
+
+// saved ends a save: the nodes it wrote are clean, then runs, and the
+// messages held back meanwhile are handled in the order they came, until
+// one starts another save.
+func (x *orchActor) saved(c actor.Context, m *saveDone) {
+	x.saving = false
+	if m.err == nil {
+		x.clean()
+	}
+	m.then(m.err)
+	for !x.saving && len(x.deferred) > 0 {
+		d := x.deferred[0]
+		x.deferred[0] = nil
+		x.deferred = x.deferred[1:]
+		x.runMessage(c, d)
+	}
+}
+
+// stage encodes the run's change since the last save.
+func (x *orchActor) stage() (*persistence.Staged, error) {
 	key := x.owner.Key()
 	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Session: key.SessionID, Owner: key.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
 		Seq: x.seq, Held: []heldJSON{}, Usage: usageJSON(x.usage)}
@@ -226,20 +278,20 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 	for _, h := range x.held {
 		in, err := marshalProto(h.Input)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d.Held = append(d.Held, heldJSON{Node: h.Node, Input: in, Reset: h.Reset})
 	}
 	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
 		raw, err := sp.MarshalPolicy()
 		if err != nil {
-			return fmt.Errorf("%s %q: encode the policy's state: %w", x.cfg.Kind, x.cfg.ID, err)
+			return nil, fmt.Errorf("%s %q: encode the policy's state: %w", x.cfg.Kind, x.cfg.ID, err)
 		}
 		d.Extra = map[string]json.RawMessage{"policy": raw}
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
-		return fmt.Errorf("%s %q: encode the run: %w", x.cfg.Kind, x.cfg.ID, err)
+		return nil, fmt.Errorf("%s %q: encode the run: %w", x.cfg.Kind, x.cfg.ID, err)
 	}
 	keep := x.owner.Messages()
 	changed := x.dirty
@@ -258,37 +310,22 @@ func (x *orchActor) save(point persistence.SavePoint) error {
 	if keep == 0 {
 		b, err := json.Marshal(logEntry{Task: rawMessages(x.task.GetMessages())})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		log = append(log, b)
 	}
 	for _, n := range changed {
 		e, err := x.nodeEntry(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b, err := json.Marshal(logEntry{Node: e})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		log = append(log, b)
 	}
-	st, err := x.owner.Stage(data, keep, log)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
-	defer cancel()
-	// The nodes' deferred saves and the orchestrator's record in one
-	// transaction (SPEC M10).
-	err = x.cfg.Session.Commit(ctx, point, append(x.joint, st)...)
-	clear(x.joint)
-	x.joint = x.joint[:0]
-	if err != nil {
-		return err
-	}
-	x.clean()
-	return nil
+	return x.owner.Stage(data, keep, log)
 }
 
 func (x *orchActor) clean() {

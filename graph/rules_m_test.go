@@ -198,13 +198,12 @@ func TestGraphStream_NoInterruptEventWhenTheRunCannotBeSaved(t *testing.T) {
 }
 
 // SPEC M10: the run is saved after every node, not only when nodes start
-// or the invocation ends: start → {x, y}; once x has ended (and the
-// orchestrator has handled its end: a Status call is answered after it),
-// the stored run has x COMPLETED while y still runs.
+// or the invocation ends: start → {x, y}; once x has ended, a save of the
+// orchestrator's has x COMPLETED while y still runs.
 func TestGraphSession_ANodesEndIsSavedWhileOthersRun(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := persistence.NewMemoryStore()
+	st := &signalledSaves{MemoryStore: persistence.NewMemoryStore(), saved: make(chan struct{}, 64)}
 	hy := newHold()
 	b := graph.NewBuilder().AddNode("start", heldFn(r, "start", nil, nil)).
 		AddNode("x", heldFn(r, "x", nil, nil)).AddNode("y", heldFn(r, "y", hy, nil)).
@@ -227,9 +226,15 @@ func TestGraphSession_ANodesEndIsSavedWhileOthersRun(t *testing.T) {
 			return
 		}
 		defer hy.release()
-		_, err := g.Status(ctx) // answered once x's end is handled
-		require.NoError(t, err)
-		assert.Equal(t, "COMPLETED", stored("x"), "x's end is saved")
+		// Every save of the run signals; y is held, so the run cannot
+		// end: a save with x COMPLETED must come while y runs.
+		for stored("x") != "COMPLETED" {
+			select {
+			case <-st.saved:
+			case <-time.After(time.Minute):
+				t.Fatal("no save has x COMPLETED")
+			}
+		}
 		assert.Equal(t, "EXECUTING", stored("y"))
 	})
 	assert.Equal(t, multiagent.StatusCompleted, res.Status)
@@ -337,4 +342,25 @@ func TestGraphStream_ANestedInterruptIsStreamedOnceAfterTheOuterSave(t *testing.
 	require.Len(t, events, 1, "one event per interrupt of the run")
 	assert.Equal(t, res.Interrupts[0].ID, events[0].Interrupt.ID)
 	assert.Equal(t, "g/inner", events[0].Node)
+}
+
+// signalledSaves is a MemoryStore that signals saved after every save
+// that changed an orchestrator's record.
+type signalledSaves struct {
+	*persistence.MemoryStore
+	saved chan struct{}
+}
+
+func (s *signalledSaves) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	for _, c := range changes {
+		if c.Key.Kind == persistence.KindMultiAgent {
+			select {
+			case s.saved <- struct{}{}:
+			default: // a signal is pending: the reader loads the latest
+			}
+			break
+		}
+	}
+	return v, err
 }

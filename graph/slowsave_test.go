@@ -1,0 +1,135 @@
+package graph_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+)
+
+// heldSave is a MemoryStore whose first save that hold picks waits, after
+// signalling entered, until release is closed: a save stuck on a slow
+// disk, a database, or another process's lock.
+type heldSave struct {
+	*persistence.MemoryStore
+	hold     func(opts persistence.SaveOptions, changes []persistence.Change) bool
+	once     sync.Once
+	entered  chan struct{}
+	release  chan struct{}
+	released sync.Once
+}
+
+func newHeldSave(hold func(persistence.SaveOptions, []persistence.Change) bool) *heldSave {
+	return &heldSave{MemoryStore: persistence.NewMemoryStore(), hold: hold,
+		entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *heldSave) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	if s.hold(opts, changes) {
+		held := false
+		s.once.Do(func() { held = true })
+		if held {
+			close(s.entered)
+			<-s.release
+		}
+	}
+	return s.MemoryStore.Save(ctx, opts, changes...)
+}
+
+func (s *heldSave) let() { s.released.Do(func() { close(s.release) }) }
+
+// soon is a context for a call that must be answered at once: it fails
+// the test, rather than hanging it, if the call waits for the held save.
+func soon(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func orchestratorSave(_ persistence.SaveOptions, changes []persistence.Change) bool {
+	for _, c := range changes {
+		if c.Key.Kind == persistence.KindMultiAgent {
+			return true
+		}
+	}
+	return false
+}
+
+// SPEC R3: while the save that launches a node waits for the store, the
+// graph answers Status (EXECUTING) and Cancel at once; the
+// node, whose run is sent once the save ends, gets the Cancel too: it
+// ends CANCELLED, nothing downstream runs, and the run is CANCELLED.
+func TestGraphActor_R3_StatusAndCancelAreAnsweredWhileALaunchSaveWaits(t *testing.T) {
+	st := newHeldSave(orchestratorSave)
+	r := newRecorder()
+	started := make(chan struct{}, 1)
+	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("next", textAgent(r, "next")).
+		AddEdge("slow", "next")
+	g := build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s")})
+	t.Cleanup(st.let) // before the graph's Close, which waits for its save
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		res, err := g.Invoke(context.Background(), agent.Text("go"))
+		assert.NoError(t, err)
+		done <- res
+	}()
+	<-st.entered
+	status, err := g.Status(soon(t))
+	require.NoError(t, err, "Status waited for the save")
+	assert.Equal(t, multiagent.StatusExecuting, status.Status)
+	ok, err := g.Cancel(soon(t))
+	require.NoError(t, err, "Cancel waited for the save")
+	assert.True(t, ok)
+	st.let()
+
+	var res *multiagent.Result
+	select {
+	case res = <-done:
+	case <-soon(t).Done():
+		t.Fatal("the cancelled node's run never ended")
+	}
+	require.NotNil(t, res)
+	assert.Equal(t, multiagent.StatusCancelled, res.Status)
+	assert.Equal(t, multiagent.StatusCancelled, res.Node("slow").Status)
+	assert.Nil(t, res.Node("next"))
+	assert.Equal(t, 0, r.count("model:next"))
+}
+
+// SPEC R3, I9: while the invocation's last (durable) save waits for the
+// store, Status is answered at once with the run's outcome, and the
+// invocation is answered only once the save ended.
+func TestGraphActor_R3_StatusIsAnsweredWhileTheLastSaveWaits(t *testing.T) {
+	st := newHeldSave(func(opts persistence.SaveOptions, changes []persistence.Change) bool {
+		return opts.Durable && orchestratorSave(opts, changes)
+	})
+	r := newRecorder()
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "g", Session: manager(t, st, "s")})
+	t.Cleanup(st.let) // before the graph's Close, which waits for its save
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		res, err := g.Invoke(context.Background(), agent.Text("go"))
+		assert.NoError(t, err)
+		done <- res
+	}()
+	<-st.entered
+	status, err := g.Status(soon(t))
+	require.NoError(t, err, "Status waited for the save")
+	assert.Equal(t, multiagent.StatusCompleted, status.Status)
+	select {
+	case <-done:
+		t.Fatal("the invocation was answered before its save ended (SPEC I9)")
+	default:
+	}
+	st.let()
+	res := <-done
+	require.NotNil(t, res)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+}
