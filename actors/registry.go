@@ -245,6 +245,18 @@ func (b *Binding) Ask(ctx context.Context, msg any) (any, error) {
 	in := b.r.sys.inboxes.get(b.r.sys)
 	b.Request(msg, in)
 	rep, err := in.receive(ctx, b.live.released)
+	for err == nil {
+		if _, dead := rep.(*actor.DeadLetterResponse); !dead {
+			break
+		}
+		// The actor stopped before it took msg: a direct send raced its
+		// stop (an Unbind stops it without waiting for the sends in
+		// progress). The registry, which knows why it stopped, routes msg
+		// again: to the next activation, or nowhere once the identity is
+		// released, which ends this wait with ErrUnbound. Never a reply.
+		b.r.sys.Root().Send(b.r.pid, &route{id: b.id, live: b.live, msg: msg, sender: in.PID()})
+		rep, err = in.receive(ctx, b.live.released)
+	}
 	if err != nil {
 		in.Close() // a late reply must not reach a later ask
 		if errors.Is(err, ErrUnbound) {

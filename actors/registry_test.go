@@ -1702,3 +1702,62 @@ func TestActivation_StartHandedToAnInboxClosedUnreadStillRuns(t *testing.T) {
 	assert.Equal(t, event{1, "started"}, next(t, p.events, "the owner starts"))
 	assert.Equal(t, got{1, msg{seq: 1}}, next(t, p.got, "and gets the request"))
 }
+
+// SPEC R4, R5: an Ask whose direct send reaches an actor that has just
+// stopped (an Unbind, or a Close of the agent, stopping it while the send
+// was on its way) is never answered with Proto.Actor's dead-letter notice:
+// the registry routes it again, to the next activation, or nowhere once
+// the identity is released, which ends the Ask with ErrUnbound. Before,
+// Ask returned the *actor.DeadLetterResponse as the actor's reply, and an
+// agent's Status or Cancel racing its Close failed with "unexpected reply
+// *actor.DeadLetterResponse".
+func TestAsk_ThatReachesAStoppedActorIsRoutedAgainNotAnsweredWithADeadLetter(t *testing.T) {
+	for _, unbind := range []bool{false, true} {
+		t.Run(map[bool]string{false: "reactivated", true: "unbound"}[unbind], func(t *testing.T) {
+			sys := newSystem(t)
+			p := newProbe(t, false)
+			b := bind(t, sys, ident("a"), p.config(0))
+			pid, err := b.Activate(ctxT(t))
+			require.NoError(t, err)
+			// The actor stops while the binding still sends to it
+			// directly: the registry, busy, has not heard of the stop.
+			release := blockRegistry(t, sys)
+			require.NoError(t, sys.Root().StopFuture(pid).Wait())
+			if unbind {
+				// Asked for, not waited for: it is in the registry's
+				// mailbox before anything the Ask sends there.
+				cancelled, cancel := context.WithCancel(context.Background())
+				cancel()
+				require.ErrorIs(t, b.Unbind(cancelled), context.Canceled)
+			}
+			type answer struct {
+				rep any
+				err error
+			}
+			dead := make(chan struct{}, 1)
+			sub := sys.Root().ActorSystem().EventStream.Subscribe(func(ev any) {
+				if d, ok := ev.(*actor.DeadLetterEvent); ok && d.Message == (msg{seq: 2}) {
+					dead <- struct{}{}
+				}
+			})
+			defer sys.Root().ActorSystem().EventStream.Unsubscribe(sub)
+			asked := make(chan answer, 1)
+			go func() {
+				rep, err := b.Ask(ctxT(t), msg{seq: 2})
+				asked <- answer{rep, err}
+			}()
+			next(t, dead, "the ask's message reaching the stopped actor")
+			if unbind {
+				release()
+				got := next(t, asked, "the ask's end")
+				assert.Nil(t, got.rep)
+				assert.ErrorIs(t, got.err, actors.ErrUnbound)
+				return
+			}
+			release()
+			got := next(t, asked, "the ask's answer")
+			require.NoError(t, got.err)
+			assert.Equal(t, reply{m: msg{seq: 2}, inst: 2}, got.rep, "answered by the next activation")
+		})
+	}
+}
