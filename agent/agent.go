@@ -647,6 +647,11 @@ func (a *Agent) ask(ctx context.Context, msg any) (any, error) {
 		return nil, err
 	}
 	rep, err := a.binding.Ask(ctx, msg)
+	if errors.Is(err, actors.ErrUnbound) {
+		// The identity was released while the call was on its way (a
+		// Close racing it): the agent is closed, as Invoke reports it.
+		return nil, a.closedErr()
+	}
 	if err != nil {
 		return nil, err
 	}

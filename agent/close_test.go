@@ -240,3 +240,29 @@ func TestAgentInitialized_HooksDoNotHoldUpTheSystem(t *testing.T) {
 		t.Fatal("an AgentInitialized hook that builds an agent deadlocked the System")
 	}
 }
+
+// SPEC R5: Status, Snapshot and Cancel that race the agent's Close (its
+// identity released while they are on their way) end with ErrClosed, as
+// Invoke, SetState and every call after Close do. Before, they failed
+// with the registry's "identity is not bound".
+func TestAgent_QueriesRacingCloseReturnErrClosed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := agent.New(ctx, agent.Config{System: freshSystem(t), Model: model.Scripted(model.TextTurn("hi"))})
+	require.NoError(t, err)
+	// What Close does once the actor has stopped, the handle not yet
+	// marked closed: the state a query that passed the handle's check
+	// finds the identity in.
+	require.NoError(t, a.Binding().Unbind(ctx))
+	calls := map[string]func() error{
+		"Status":   func() error { _, err := a.Status(ctx); return err },
+		"Snapshot": func() error { _, err := a.Snapshot(ctx); return err },
+		"Cancel":   func() error { _, err := a.Cancel(ctx); return err },
+		"Invoke":   func() error { _, err := a.Invoke(ctx, agent.Text("hello")); return err },
+		"SetState": func() error { return a.SetState(ctx, "k", 1) },
+	}
+	for name, call := range calls {
+		assert.ErrorIs(t, call(), agent.ErrClosed, name)
+	}
+	require.NoError(t, a.Close(ctx))
+}
