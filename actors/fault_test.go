@@ -6,11 +6,13 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/model"
@@ -246,5 +248,88 @@ func TestOrchestrator_ProtobufInvokeWhoseStartFaultsIsAnsweredWithTheFault(t *te
 		require.NoError(t, err, "stream %v", stream)
 		assert.Equal(t, braidv1.NodeStatus_NODE_STATUS_COMPLETED, res.GetStatus(), "stream %v", stream)
 		require.NoError(t, o.Close(ctx))
+	}
+}
+
+// unmarshalPanics is a one-node stateful policy whose UnmarshalPolicy,
+// which the orchestrator's actor calls when it restores a stored run as
+// it starts, panics once armed.
+type unmarshalPanics struct{ resetPanics }
+
+func (p *unmarshalPanics) UnmarshalPolicy(json.RawMessage) error {
+	if p.armed {
+		panic("boom in UnmarshalPolicy")
+	}
+	return nil
+}
+
+// SPEC R5, R6: an orchestrator whose actor panics while it starts (here:
+// its policy panics restoring the stored run) has its identity released,
+// and every call waiting on it ends with ErrUnbound wrapping the
+// *FaultError, whatever the caller's context: NewOrchestrator, and the
+// Invoke, Stream, Status and Cancel of a handle whose actor faults on
+// re-activation. Before, their waits watched only their context, the
+// handle's Close and the System's: with a context that cannot end, they
+// hung for ever.
+func TestOrchestrator_ActorThatPanicsWhileStartingEndsEveryWait(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	defer sys.Close(context.Background())
+	store := persistence.NewMemoryStore()
+	sm, err := persistence.NewSessionManager(store, "s")
+	require.NoError(t, err)
+	node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		return []model.ContentBlock{model.Text("done")}, nil
+	})
+	ctx := context.Background() // cannot end: only the fix ends the waits
+	task, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	build := func(pol actors.Policy, idle time.Duration) (*actors.Orchestrator, error) {
+		return actors.NewOrchestrator(ctx, sys, actors.OrchestratorConfig{Kind: "test", ID: "o", Session: sm,
+			IdleTimeout: idle, Nodes: []actors.NodeSpec{{ID: "n", Node: node}}, Policy: pol})
+	}
+	requireFault := func(err error, what string) {
+		t.Helper()
+		require.ErrorIs(t, err, actors.ErrUnbound, what)
+		var fe *actors.FaultError
+		require.ErrorAs(t, err, &fe, what)
+		assert.True(t, fe.Starting, what)
+		assert.Contains(t, err.Error(), "boom in UnmarshalPolicy", what)
+	}
+	within := func(what string, f func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		return next(t, done, what)
+	}
+
+	o, err := build(&unmarshalPanics{}, 0)
+	require.NoError(t, err)
+	_, err = o.Invoke(ctx, task) // a run and its policy state are stored
+	require.NoError(t, err)
+	require.NoError(t, o.Close(ctx))
+
+	err = within("NewOrchestrator", func() error { _, err := build(&unmarshalPanics{resetPanics{armed: true}}, 0); return err })
+	requireFault(err, "NewOrchestrator")
+
+	// A handle whose actor is passivated, then faults on re-activation.
+	pol := &unmarshalPanics{}
+	o, err = build(pol, idle)
+	require.NoError(t, err)
+	defer o.Close(ctx)
+	lc.AwaitNoneLive(t)
+	pol.armed = true
+	calls := map[string]func() error{
+		"Invoke": func() error { _, err := o.Invoke(ctx, task); return err },
+		"Stream": func() error {
+			_, err := o.Stream(ctx, task, func(*braidv1.MultiAgentEvent) bool { return true })
+			return err
+		},
+		"Status": func() error { _, err := o.Status(ctx); return err },
+		"Cancel": func() error { _, err := o.Cancel(ctx); return err },
+	}
+	for _, name := range []string{"Invoke", "Stream", "Status", "Cancel"} {
+		requireFault(within(name, calls[name]), name)
 	}
 }

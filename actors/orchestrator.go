@@ -349,7 +349,8 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 }
 
 // wait waits for reply, for ctx to end, or for the orchestrator or its
-// system to close; a reply that is there wins.
+// system to close, or its identity to be released (its actor panicked
+// while starting); a reply that is there wins.
 func (o *Orchestrator) wait(ctx context.Context, reply chan orchReply) (orchReply, error) {
 	select {
 	case r := <-reply:
@@ -358,16 +359,33 @@ func (o *Orchestrator) wait(ctx context.Context, reply chan orchReply) (orchRepl
 		return orchReply{}, ctx.Err()
 	case <-o.closed:
 	case <-o.sys.done:
+	case <-o.binding.Released():
 	}
 	select {
 	case r := <-reply:
 		return r, r.err
 	default:
 	}
+	return orchReply{}, o.goneErr()
+}
+
+// goneErr is the error of a call whose orchestrator can answer no more:
+// ErrOrchestratorClosed after Close, ErrClosed after its System's Close,
+// else the binding's error (ErrUnbound wrapping the *FaultError of an
+// actor that panicked while starting, SPEC R6).
+func (o *Orchestrator) goneErr() error {
 	if o.isClosed() {
-		return orchReply{}, ErrOrchestratorClosed
+		return ErrOrchestratorClosed
 	}
-	return orchReply{}, ErrClosed
+	select {
+	case <-o.sys.done: // closed before the System releases the identity
+		return ErrClosed
+	default:
+	}
+	if err := o.binding.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
 }
 
 // callable checks a call before anything is sent: the handle is not
@@ -406,10 +424,12 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	}
 	ctx, cancel := context.WithCancelCause(withRun(ctx, o))
 	defer cancel(nil)
-	go func() { // a Close ends the wait
+	go func() { // a Close, or the release of the identity, ends the wait
 		select {
 		case <-o.closed:
 			cancel(ErrOrchestratorClosed)
+		case <-o.binding.Released():
+			cancel(o.goneErr())
 		case <-ctx.Done():
 		}
 	}()
@@ -420,7 +440,7 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	for {
 		m, err := inbox.Receive(ctx)
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) {
+			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) || errors.Is(cause, ErrUnbound) {
 				return nil, cause
 			}
 			if ctx.Err() != nil {
@@ -471,6 +491,13 @@ func (o *Orchestrator) Cancel(ctx context.Context) (bool, error) {
 		return false, ErrOrchestratorClosed
 	case <-o.sys.done:
 		return false, ErrClosed
+	case <-o.binding.Released():
+		select {
+		case r := <-reply:
+			return r, nil
+		default:
+			return false, o.goneErr()
+		}
 	}
 }
 
