@@ -70,8 +70,15 @@ func (in Input) contentKinds() []string {
 	return out
 }
 
-// ErrBadInput: ParseInput got JSON of none of the accepted forms.
-var ErrBadInput = errors.New("input must be a string, a list of content blocks, a list of messages, or a list of interruptResponse blocks")
+// ErrBadInput: the agent was given something it cannot take. The error
+// that matches it says what: JSON that ParseInput reads as none of the
+// accepted forms, a prompt message without content, a history SetMessages
+// refuses, a state value (SetState) or an invocation value (WithValues)
+// that is not JSON.
+var ErrBadInput = errors.New("invalid input")
+
+// errInputForms is ParseInput's refusal of JSON of none of its forms.
+var errInputForms = fmt.Errorf("%w: want a string, a list of content blocks, a list of messages, or a list of interruptResponse blocks", ErrBadInput)
 
 // ParseInput reads an input in the JSON forms Strands accepts: a string (a
 // prompt), a list of content blocks (one user message), a list of messages
@@ -88,16 +95,16 @@ func ParseInput(data []byte) (Input, error) {
 	case '"':
 		var s string
 		if err := json.Unmarshal(data, &s); err != nil {
-			return Input{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+			return Input{}, fmt.Errorf("%w: %v", errInputForms, err)
 		}
 		return Text(s), nil
 	case '[':
 	default:
-		return Input{}, ErrBadInput
+		return Input{}, errInputForms
 	}
 	var items []map[string]json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
-		return Input{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+		return Input{}, fmt.Errorf("%w: %v", errInputForms, err)
 	}
 	if len(items) == 0 {
 		return Input{}, nil
@@ -133,22 +140,22 @@ func ParseInput(data []byte) (Input, error) {
 		}
 		return Resume(rs...), nil
 	case nMsg > 0 && len(other) > 0:
-		return Input{}, fmt.Errorf("%w: messages mixed with content blocks", ErrBadInput)
+		return Input{}, fmt.Errorf("%w: messages mixed with content blocks", errInputForms)
 	case nMsg > 0:
 		var ms []model.Message
 		if err := json.Unmarshal(data, &ms); err != nil {
-			return Input{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+			return Input{}, fmt.Errorf("%w: %v", errInputForms, err)
 		}
 		for i, m := range ms {
 			if m.Role != model.RoleUser && m.Role != model.RoleAssistant {
-				return Input{}, fmt.Errorf("%w: message %d has role %q", ErrBadInput, i, m.Role)
+				return Input{}, fmt.Errorf("%w: message %d has role %q", errInputForms, i, m.Role)
 			}
 		}
 		return Messages(ms...), nil
 	default:
 		var blocks []model.ContentBlock
 		if err := json.Unmarshal(data, &blocks); err != nil {
-			return Input{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+			return Input{}, fmt.Errorf("%w: %v", errInputForms, err)
 		}
 		return Blocks(blocks...), nil
 	}
