@@ -112,8 +112,17 @@ func (c Config) Validate() error {
 	if c.Model == nil {
 		return fmt.Errorf("%w: no model", ErrConfig)
 	}
-	if c.MaxAutoResumes < 0 || c.MaxModelRetries < 0 || c.MaxToolRetries < 0 || c.IdleTimeout < 0 || c.LoadTimeout < 0 {
-		return fmt.Errorf("%w: negative limit", ErrConfig)
+	for _, l := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxAutoResumes", int64(c.MaxAutoResumes)}, {"MaxModelRetries", int64(c.MaxModelRetries)},
+		{"MaxToolRetries", int64(c.MaxToolRetries)}, {"IdleTimeout", int64(c.IdleTimeout)},
+		{"LoadTimeout", int64(c.LoadTimeout)},
+	} {
+		if l.value < 0 {
+			return fmt.Errorf("%w: negative limit: %s", ErrConfig, l.name)
+		}
 	}
 	if c.IdleTimeout > 0 && c.Session == nil {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)

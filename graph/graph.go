@@ -53,8 +53,16 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	if cfg.IdleTimeout > 0 && cfg.Session == nil {
 		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)
 	}
-	if cfg.MaxNodeExecutions < 0 || cfg.ExecutionTimeout < 0 || cfg.NodeTimeout < 0 || cfg.IdleTimeout < 0 {
-		return nil, fmt.Errorf("%w: negative limit", ErrBuild)
+	for _, l := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxNodeExecutions", int64(cfg.MaxNodeExecutions)}, {"ExecutionTimeout", int64(cfg.ExecutionTimeout)},
+		{"NodeTimeout", int64(cfg.NodeTimeout)}, {"IdleTimeout", int64(cfg.IdleTimeout)},
+	} {
+		if l.value < 0 {
+			return nil, fmt.Errorf("%w: negative limit: %s", ErrBuild, l.name)
+		}
 	}
 	hooks, err := multiagent.NewHooks(Kind, cfg.ID, ownerPath, cfg.Hooks...)
 	if err != nil {

@@ -101,10 +101,21 @@ func (c Config) withDefaults() Config {
 // Errors match ErrBuild.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	for _, l := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxHandoffs", int64(c.MaxHandoffs)}, {"MaxIterations", int64(c.MaxIterations)},
+		{"ExecutionTimeout", int64(c.ExecutionTimeout)}, {"NodeTimeout", int64(c.NodeTimeout)},
+		{"IdleTimeout", int64(c.IdleTimeout)},
+		{"RepetitiveHandoffDetectionWindow", int64(c.RepetitiveHandoffDetectionWindow)},
+		{"RepetitiveHandoffMinUniqueAgents", int64(c.RepetitiveHandoffMinUniqueAgents)},
+	} {
+		if l.value < 0 {
+			return fmt.Errorf("%w: negative limit: %s", ErrBuild, l.name)
+		}
+	}
 	switch {
-	case c.MaxHandoffs < 0 || c.MaxIterations < 0 || c.ExecutionTimeout < 0 || c.NodeTimeout < 0 || c.IdleTimeout < 0 ||
-		c.RepetitiveHandoffDetectionWindow < 0 || c.RepetitiveHandoffMinUniqueAgents < 0:
-		return fmt.Errorf("%w: negative limit", ErrBuild)
 	case multiagent.CheckSegment("swarm", c.ID) != nil: // with a session or without
 		return fmt.Errorf("%w: %w", ErrBuild, multiagent.CheckSegment("swarm", c.ID))
 	case c.IdleTimeout > 0 && c.Session == nil:
