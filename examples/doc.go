@@ -12,5 +12,7 @@
 //
 // Each runs on the scripted model, so it needs no network or API key. Give
 // the answer with -answer y (or BRAID_ANSWER=y) to run without a terminal;
-// without one it asks at the terminal.
+// without one it asks at the terminal. -h lists an example's flags; it
+// takes no other argument. The exit status is 0 when the example ran (or
+// -h was asked), 1 when it failed, 2 for a bad command line (nothing ran).
 package examples

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/examples/internal/seedtest"
 )
 
 func TestBatchApprovalExample(t *testing.T) {
@@ -22,4 +24,21 @@ func TestBatchApprovalExample(t *testing.T) {
 	require.NoError(t, run(context.Background(), nil, strings.NewReader("no\n"), &out))
 	assert.Contains(t, out.String(), "MESSAGE: tooluse_1: error Batch cancelled by user; tooluse_2: error Batch cancelled by user")
 	assert.Contains(t, out.String(), "deleted: []")
+}
+
+// What a user of the command sees: -h prints the usage and exits 0,
+// without an error; a mistyped flag, or an answer given as an argument
+// instead of with -answer, exits 2 (a usage error: nothing ran).
+func TestHelpExitsZeroAndBadCommandLineExitsTwo(t *testing.T) {
+	status, stderr := seedtest.RunMain(t, main, "-h")
+	assert.Equal(t, 0, status, "-h: %s", stderr)
+	assert.Empty(t, stderr, "-h is no error")
+
+	status, stderr = seedtest.RunMain(t, main, "-bogus")
+	assert.Equal(t, 2, status, "-bogus: %s", stderr)
+	assert.Contains(t, stderr, "flag provided but not defined: -bogus")
+
+	status, stderr = seedtest.RunMain(t, main, "-answer", "y", "y")
+	assert.Equal(t, 2, status, "an extra argument: %s", stderr)
+	assert.Contains(t, stderr, `got the argument "y"`)
 }

@@ -26,10 +26,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "graphapproval:", err)
-		os.Exit(1)
-	}
+	os.Exit(seed.Exit(os.Stderr, "graphapproval", run(context.Background(), os.Args[1:], os.Stdin, os.Stdout)))
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
@@ -37,7 +34,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (y/n); empty asks at the terminal")
 	modelSpec := provider.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := seed.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	// An actor system of the program's own, so that its actors stop when

@@ -42,10 +42,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "graphsession:", err)
-		os.Exit(1)
-	}
+	os.Exit(seed.Exit(os.Stderr, "graphsession", run(context.Background(), os.Args[1:], os.Stdin, os.Stdout)))
 }
 
 const (
@@ -162,11 +159,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	resume := fs.Bool("resume", false, "step 2: resume the run saved by step 1 with the answer")
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "step 2: answer every question with this (y/n); empty asks at the terminal")
 	modelSpec := provider.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := seed.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {
-		return errors.New("-dir is required: both steps must find the same store")
+		return seed.Usage("-dir is required: both steps must find the same store")
 	}
 
 	// The store is opened once per process; the session manager opens

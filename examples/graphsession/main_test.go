@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/examples/internal/seedtest"
 )
 
 // asMainEnv makes the test binary the program: TestMain then runs main
@@ -97,4 +99,29 @@ func TestGraphSessionExample_StepErrors(t *testing.T) {
 	require.NoError(t, run(ctx, []string{"-dir", dir, "-resume"}, strings.NewReader("y\n"), &out), "the answer typed at the terminal")
 	assert.Contains(t, out.String(), "status: COMPLETED")
 	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), ErrNothingToResume)
+}
+
+// What a user of the command sees: -h prints the usage and exits 0,
+// without an error; a mistyped flag, or an answer given as an argument
+// instead of with -answer, exits 2 (a usage error: nothing ran).
+func TestHelpExitsZeroAndBadCommandLineExitsTwo(t *testing.T) {
+	status, stderr := seedtest.RunMain(t, main, "-h")
+	assert.Equal(t, 0, status, "-h: %s", stderr)
+	assert.Empty(t, stderr, "-h is no error")
+
+	status, stderr = seedtest.RunMain(t, main, "-bogus")
+	assert.Equal(t, 2, status, "-bogus: %s", stderr)
+	assert.Contains(t, stderr, "flag provided but not defined: -bogus")
+
+	status, stderr = seedtest.RunMain(t, main, "-answer", "y", "y")
+	assert.Equal(t, 2, status, "an extra argument: %s", stderr)
+	assert.Contains(t, stderr, `got the argument "y"`)
+}
+
+// -dir is part of a correct command line: without it nothing runs, and
+// the exit status says it is a usage error.
+func TestMissingDirExitsTwo(t *testing.T) {
+	status, stderr := seedtest.RunMain(t, main)
+	assert.Equal(t, 2, status, "%s", stderr)
+	assert.Contains(t, stderr, "-dir is required")
 }

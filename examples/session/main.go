@@ -30,10 +30,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "session:", err)
-		os.Exit(1)
-	}
+	os.Exit(seed.Exit(os.Stderr, "session", run(context.Background(), os.Args[1:], os.Stdin, os.Stdout)))
 }
 
 // approvalHook asks before delete_files unless the user trusted it ("t").
@@ -143,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (t/y/n); empty asks at the terminal")
 	modelSpec := provider.Flag(fs)
 	dir := fs.String("dir", "", "session store folder, holding braid.db (default: a new temporary folder)")
-	if err := fs.Parse(args); err != nil {
+	if err := seed.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/examples/internal/seedtest"
+
 	"github.com/braidhq/braid/interrupt"
 )
 
@@ -83,4 +85,21 @@ func TestSwarmApprovalExample_RejectsBadModelFlag(t *testing.T) {
 	err := run(context.Background(), []string{"-answer", "y", "-model", "gpt-4o"}, strings.NewReader(""), &out)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "openai:<model>")
+}
+
+// What a user of the command sees: -h prints the usage and exits 0,
+// without an error; a mistyped flag, or an answer given as an argument
+// instead of with -answer, exits 2 (a usage error: nothing ran).
+func TestHelpExitsZeroAndBadCommandLineExitsTwo(t *testing.T) {
+	status, stderr := seedtest.RunMain(t, main, "-h")
+	assert.Equal(t, 0, status, "-h: %s", stderr)
+	assert.Empty(t, stderr, "-h is no error")
+
+	status, stderr = seedtest.RunMain(t, main, "-bogus")
+	assert.Equal(t, 2, status, "-bogus: %s", stderr)
+	assert.Contains(t, stderr, "flag provided but not defined: -bogus")
+
+	status, stderr = seedtest.RunMain(t, main, "-answer", "y", "y")
+	assert.Equal(t, 2, status, "an extra argument: %s", stderr)
+	assert.Contains(t, stderr, `got the argument "y"`)
 }

@@ -22,10 +22,7 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "toolinterrupt:", err)
-		os.Exit(1)
-	}
+	os.Exit(seed.Exit(os.Stderr, "toolinterrupt", run(context.Background(), os.Args[1:], os.Stdin, os.Stdout)))
 }
 
 // deleteTool is the seed's DeleteTool: the tool itself raises the interrupt.
@@ -51,7 +48,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs.SetOutput(stdout)
 	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "answer every question with this (y/n); empty asks at the terminal")
 	modelSpec := provider.Flag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := seed.ParseFlags(fs, args); err != nil {
 		return err
 	}
 	paths := []string{"a/b/c.txt", "d/e/f.txt"}

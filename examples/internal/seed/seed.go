@@ -5,6 +5,8 @@ package seed
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -68,4 +70,50 @@ func JSON(v any) string {
 		return fmt.Sprintf("%v", v)
 	}
 	return string(b)
+}
+
+// UsageError is a command line an example cannot run: a bad flag or
+// value, a missing flag, an argument it does not take. Nothing ran.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usage returns a *UsageError saying what is wrong with the command line.
+func Usage(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ParseFlags parses an example's command line with fs, which takes no
+// argument besides its flags. -h (or -help) prints the usage and returns
+// flag.ErrHelp; a bad flag, or an argument, is a *UsageError.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return err
+	case err != nil:
+		return &UsageError{Err: err}
+	case fs.NArg() > 0:
+		return Usage("%s takes flags only, got the argument %q (flags are written -name value)", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// Exit reports the error an example's run returned, on stderr after the
+// example's name, and returns the process's exit status: 0 when there is
+// none or when -h asked for the usage (which the flag set printed), 2 for
+// a *UsageError, 1 for any other error.
+func Exit(stderr io.Writer, name string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(stderr, name+":", err)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }

@@ -1,0 +1,52 @@
+// Package seedtest helps the examples' tests run an example's main in a
+// process of its own, to check what a user of the command sees: its exit
+// status and its standard error.
+package seedtest
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// argsEnv carries the arguments of main to the child process.
+const argsEnv = "BRAID_SEEDTEST_MAIN_ARGS"
+
+// RunMain runs main with args (as os.Args[1:]) in a child process, the
+// test binary started again for the calling test alone, and returns its
+// exit status and standard error. In the child, the first RunMain call
+// runs main with the arguments the parent gave, and the process exits
+// then: the calling test must call RunMain before anything else it does,
+// and may call it several times.
+func RunMain(t *testing.T, main func(), args ...string) (status int, stderr string) {
+	t.Helper()
+	if raw, ok := os.LookupEnv(argsEnv); ok {
+		var a []string
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			t.Fatalf("seedtest: child arguments: %v", err)
+		}
+		os.Args = append([]string{os.Args[0]}, a...)
+		main()
+		os.Exit(0)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	cmd.Env = append(os.Environ(), argsEnv+"="+string(raw), "BRAID_ANSWER=")
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), errBuf.String()
+	case err != nil:
+		t.Fatalf("seedtest: running main: %v", err)
+	}
+	return 0, errBuf.String()
+}
