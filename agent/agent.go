@@ -88,7 +88,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	hooks := hook.NewRegistry(cfg.Hooks...)
-	if err := hooks.Check("agent", "an orchestrator's events go to graph.Config.Hooks or swarm.Config.Hooks", events()...); err != nil {
+	if err := checkHooks(hooks); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks}
@@ -135,8 +135,17 @@ func (a *Agent) Name() string { return a.core.cfg.Name }
 // Tools returns the specs of the agent's tools.
 func (a *Agent) Tools() []model.ToolSpec { return slices.Clone(a.core.tools.specs) }
 
-// Hooks returns the registry, for adding callbacks after New.
+// Hooks returns the registry, for adding callbacks after New; they run
+// from the next invocation on. A callback for an event the agent never
+// fires (an orchestrator's) makes every later invocation fail with
+// hook.ErrNotFired, as it would have failed New, rather than never run.
 func (a *Agent) Hooks() *hook.Registry { return a.core.hooks }
+
+// checkHooks refuses a registry with callbacks for events an agent never
+// fires (hook.ErrNotFired).
+func checkHooks(r *hook.Registry) error {
+	return r.Check("agent", "an orchestrator's events go to graph.Config.Hooks or swarm.Config.Hooks", events()...)
+}
 
 // Binding returns the agent's claim on its identity, for code that
 // addresses the agent's actor by message (orchestrators, the cluster

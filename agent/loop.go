@@ -122,6 +122,10 @@ func (a *job) passes(ctx context.Context, in Input, values map[string]any, emit 
 // validate checks an input against the interrupt state before anything
 // changes (SPEC I7).
 func (a *job) validate(in Input) error {
+	// Callbacks added through Agent.Hooks after New are checked here.
+	if err := checkHooks(a.hooks); err != nil {
+		return err
+	}
 	if a.interrupts.Activated() {
 		if in.IsEmpty() && !in.resume && len(a.interrupts.Unanswered()) == 0 {
 			return nil // a resume whose answers were all saved, cut off: carry on
