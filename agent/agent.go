@@ -618,7 +618,10 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 // ErrClosed, and releases the agent's identity (stopping its actor) once
 // the invocation has stopped: a tool that does not watch its context
 // holds the identity until it returns, and its result is saved, so that
-// no other agent of this session runs beside it in this System. Close
+// no other agent of this session runs beside it in this System. A tool
+// that returns an error once its context ended was cut off, as by a
+// crash: no result is recorded for it, so a run carried on later runs it
+// again, or asks first if it runs at most once (SPEC S6). Close
 // waits for all that, or for ctx to end: it then returns ctx's error at
 // once (SPEC R3, R5), and the close goes on without the caller. Every
 // call after the first waits for the same close and returns its outcome;

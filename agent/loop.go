@@ -1005,6 +1005,16 @@ func (t *toolTask) Run(ctx context.Context) bool {
 			inv.markInterrupted()
 			return true
 		}
+		if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+			// Cut off by a Close (or the actor's stop), whose run is
+			// carried on later as after a crash: the error is the cut,
+			// not the tool's result, so none is recorded and AfterToolCall
+			// does not fire. Carried on, the tool runs again, or, if it
+			// runs at most once (its start mark stays), asks first (SPEC
+			// S6).
+			inv.fail(fmt.Errorf("%w: tool %s (%s) was cut off and has no result: %v", context.Cause(ctx), t.use.Name, id, err))
+			return true
+		}
 		inv.mu.Lock()
 		inv.metrics.ToolCalls++
 		inv.mu.Unlock()

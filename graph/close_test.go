@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
 )
 
 // Close answers an invocation that is running (its context cannot end,
@@ -96,4 +98,83 @@ func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
 	st2, err := g2.Status(wctx)
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusCompleted, st2.Status, "the session's run, as saved")
+}
+
+// cutOffAgent is a node whose agent calls fetch once and answers with
+// what it returned; fetch's first run blocks until its context ends and
+// returns the context's error, later runs return "fetched".
+func cutOffAgent(runs *atomic.Int32, started chan<- struct{}, opts ...tool.Option) actors.Node {
+	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "fetched", nil
+	}, opts...)
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			return model.TextTurn("saw: " + rs[0].Text()), nil
+		}
+		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
+}
+
+// SPEC S6, M10: a graph closed while a node's tool runs is carried on
+// later as after a crash, and so is the tool: the context error the Close
+// gave it is not its result, so the carried-on run runs it again, and the
+// model sees what it returned then. Before, the cut was recorded as the
+// tool's error result and the carried-on run answered with it.
+func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started)) }
+	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Invoke(ctx, agent.Text("go"))
+		errc <- err
+	}()
+	<-started
+	require.NoError(t, g.Close(ctx))
+	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
+
+	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	res := finish(t, g2)
+	assert.Equal(t, int32(2), runs.Load(), "fetch ran again")
+	assert.Equal(t, "saw: fetched", res.Node("n").Text())
+}
+
+// SPEC S6: an at-most-once tool cut off by a Close is treated as one cut
+// off by a crash: the carried-on run does not run it again but stops with
+// a braid.recovery interrupt for it.
+func TestGraph_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	b := func() *graph.Builder {
+		return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, tool.AtMostOnce()))
+	}
+	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Invoke(ctx, agent.Text("go"))
+		errc <- err
+	}()
+	<-started
+	require.NoError(t, g.Close(ctx))
+	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
+
+	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	res, err := g2.Invoke(ctx, agent.Input{}) // carry the cut-off run on
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, agent.RecoveryInterrupt, res.Interrupts[0].Name)
+	assert.Equal(t, int32(1), runs.Load(), "not run again unasked")
 }
