@@ -479,3 +479,31 @@ func cli(args ...string) (int, string, string) {
 	code := run(context.Background(), append([]string{"session"}, args...), nil, &so, &se)
 	return code, so.String(), se.String()
 }
+
+// SPEC S5: `braid session list -status` marks a session damaged whose
+// record holds a value of the wrong type (text in SQLite's version
+// column, put there by hand) and goes on listing the others; `show`
+// names the record.
+func TestSession_ListStatusMarksAColumnOfTheWrongTypeDamaged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	for _, id := range []string{"bad", "good"} {
+		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key:  persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
+			Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	execSQL(t, dir, `UPDATE braid_records SET version = 'two' WHERE session_id = 'bad'`)
+
+	code, so, se := cli("list", "-status", "-dir", dir)
+	require.Equal(t, 0, code, se)
+	assert.Regexp(t, `(?m)^bad\s+1\s.*\sdamaged$`, so)
+	assert.Regexp(t, `(?m)^good\s+1\s.*\sidle$`, so)
+	code, so, se = cli("show", "-dir", dir, "bad")
+	assert.Equal(t, exitFailure, code)
+	assert.Empty(t, so)
+	assert.Contains(t, se, `session "bad" agent "a": record: damaged session data`)
+}

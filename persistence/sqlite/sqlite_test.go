@@ -569,3 +569,57 @@ func rawExec(t *testing.T, dir string, stmts ...string) *sql.DB {
 	}
 	return db
 }
+
+// SPEC S5: SQLite keeps a value of any type in any column, so a hand edit
+// can put text or a real where the store keeps an integer. Such a record
+// is a *persistence.DamageError naming session and owner, for Load and
+// Session alike, never a bare scan error; other sessions stay usable, the
+// listing does not fail, and DeleteSession clears it.
+func TestSQLite_S5_AColumnOfTheWrongTypeIsDamageNamingTheRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, sqlite.Config{})
+	db := rawExec(t, dir)
+	other := persistence.Key{SessionID: "sound", Kind: persistence.KindAgent, ID: "a"}
+	_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: other, Data: json.RawMessage(`{"a":"b"}`)})
+	require.NoError(t, err)
+	for name, stmt := range map[string]string{
+		"text version":        `UPDATE braid_records SET version = 'abc' WHERE session_id = ?`,
+		"real version":        `UPDATE braid_records SET version = 1.5 WHERE session_id = ?`,
+		"huge real version":   `UPDATE braid_records SET version = 1e30 WHERE session_id = ?`,
+		"text schema version": `UPDATE braid_records SET schema_version = 'one' WHERE session_id = ?`,
+		"text message count":  `UPDATE braid_records SET messages = 'x' WHERE session_id = ?`,
+		"text incarnation":    `UPDATE braid_records SET incarnation = 'q' WHERE session_id = ?`,
+		"text message seq":    `UPDATE braid_messages SET seq = 'x' WHERE session_id = ? AND seq = 1`,
+		"real message seq":    `UPDATE braid_messages SET seq = 1.5 WHERE session_id = ? AND seq = 1`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := persistence.Key{SessionID: "typed " + name, Kind: persistence.KindAgent, ID: "a"}
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"a":"b"}`),
+				Messages: []json.RawMessage{json.RawMessage(`{"i":0}`), json.RawMessage(`{"i":1}`), json.RawMessage(`{"i":2}`)}})
+			require.NoError(t, err)
+			_, err = db.ExecContext(bg, stmt, k.SessionID)
+			require.NoError(t, err)
+
+			_, err = s.Load(bg, k)
+			var de *persistence.DamageError
+			require.ErrorAs(t, err, &de, "load")
+			assert.ErrorIs(t, err, persistence.ErrDamaged)
+			assert.NotErrorIs(t, err, persistence.ErrSchemaVersion)
+			assert.Equal(t, k, de.Key)
+			_, err = s.Session(bg, k.SessionID)
+			require.ErrorAs(t, err, &de, "session")
+			assert.Equal(t, k, de.Key)
+
+			r, err := s.Load(bg, other)
+			require.NoError(t, err, "another session stays usable")
+			assert.Equal(t, `{"a":"b"}`, string(r.Data))
+			_, err = s.Sessions(bg)
+			require.NoError(t, err)
+			n, err := s.DeleteSession(bg, k.SessionID)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			_, err = s.Load(bg, k)
+			assert.ErrorIs(t, err, persistence.ErrNotFound)
+		})
+	}
+}

@@ -372,7 +372,7 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 		var seq, count int64
 		var data []byte
 		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data, &count, &r.Incarnation); err != nil {
-			return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
+			return nil, nil, scanDamage(rows, sessionID, err)
 		}
 		r.Key.SessionID, r.Key.Kind = sessionID, persistence.Kind(kind)
 		switch {
@@ -402,6 +402,26 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 		gaps[len(gaps)-1] = err
 	}
 	return recs, gaps, nil
+}
+
+// scanDamage returns the error for a row that did not scan (err): a
+// column of a type the store never writes (SQLite keeps any value in any
+// column, so a hand edit can put text in a version) is damage of the
+// record the row belongs to, a *persistence.DamageError naming it (SPEC
+// S5), when the row's kind and id scan; else err, wrapped.
+func scanDamage(rows Rows, sessionID string, err error) error {
+	var kind, id string
+	var seq, skip any
+	if rows.Scan(&kind, &id, &seq, &skip, &skip, &skip, &skip, &skip, &skip) != nil {
+		return fmt.Errorf("reading session %q: %w", sessionID, err)
+	}
+	key := persistence.Key{SessionID: sessionID, Kind: persistence.Kind(kind), ID: id}
+	part := "record"
+	if n, ok := seq.(int64); !ok || n != -1 { // a record's row has seq -1
+		part = fmt.Sprintf("message row %v", seq)
+	}
+	return &persistence.DamageError{Key: key, Part: part,
+		Err: fmt.Errorf("%w: a column holds a value of the wrong type: %w", persistence.ErrDamaged, err)}
 }
 
 // checkCount reports a record (the last of counts) whose message rows are
