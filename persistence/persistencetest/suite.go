@@ -39,6 +39,11 @@ type Harness struct {
 	// as a person editing the data by hand would. fn sees the record as
 	// stored; it fails t if there is no such record.
 	Tamper func(t *testing.T, key persistence.Key, fn func(*persistence.Record))
+	// Exec runs one SQL statement ($1, $2, ... placeholders) on the
+	// store's tables by hand, on a connection of its own, for damage only
+	// tables can take (a message row of no record): SQL stores only. The
+	// cases that need it are skipped when it is nil.
+	Exec func(t *testing.T, stmt string, args ...any)
 }
 
 // NewHarness returns a harness for one test; the suite closes its store.
@@ -66,6 +71,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"BadData_RejectedAndNothingStored", testBadData},
 		{"Damage_IsTypedAndLocal", testDamage},
 		{"OtherSchema_NeverOverwritten", testSchema},
+		{"S5_MessageRowsNotAsWritten_AreDamageNamingTheRecord", testMessageRows},
 		{"JSON_KeptByteForByte", testExactJSON},
 		{"ManyMessages_KeepOrder", testMany},
 		{"Sync_AndDurableSave", testSync},
@@ -505,6 +511,46 @@ func testDamage(t *testing.T, h Harness) {
 			}
 			_, err = h.Store.Sessions(bg)
 			assert.NoError(t, err)
+		})
+	}
+}
+
+// SPEC S5: message rows that no save writes, edited in by hand (a seq
+// below 0, a row of no record), are a *DamageError naming the record's
+// session and owner, never a record of another schema version, a partial
+// load or ErrNotFound; other records stay usable, and DeleteSession
+// clears the damage so that the record can be created again.
+func testMessageRows(t *testing.T, h Harness) {
+	if h.Exec == nil {
+		t.Skip("the store has no message rows")
+	}
+	for name, stmt := range map[string]string{
+		"a seq edited to -1":       `UPDATE braid_messages SET seq = -1 WHERE session_id = $1 AND kind = $2 AND id = $3 AND seq = 2`,
+		"a seq edited to -7":       `UPDATE braid_messages SET seq = -7 WHERE session_id = $1 AND kind = $2 AND id = $3 AND seq = 2`,
+		"an extra row at seq -5":   `INSERT INTO braid_messages SELECT session_id, kind, id, -5, data FROM braid_messages WHERE session_id = $1 AND kind = $2 AND id = $3 AND seq = 0`,
+		"rows of a deleted record": `DELETE FROM braid_records WHERE session_id = $1 AND kind = $2 AND id = $3`,
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			k := agentKey()
+			sibling := persistence.Key{SessionID: k.SessionID, Kind: persistence.KindAgent, ID: "sibling"}
+			for _, x := range []persistence.Key{k, sibling} {
+				save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: x, Data: data(0), Messages: msgs(0, 3)})
+			}
+			h.Exec(t, stmt, k.SessionID, string(k.Kind), k.ID)
+			_, err := h.Store.Load(bg, k)
+			assertDamage(t, err, k, false)
+			_, err = h.Store.Session(bg, k.SessionID)
+			assertDamage(t, err, k, false)
+			assertRecord(t, load(t, h.Store, sibling), sibling, 1, data(0), msgs(0, 3))
+			_, err = h.Store.Sessions(bg)
+			require.NoError(t, err)
+
+			_, err = h.Store.DeleteSession(bg, k.SessionID)
+			require.NoError(t, err)
+			_, err = h.Store.Load(bg, k)
+			assert.ErrorIs(t, err, persistence.ErrNotFound)
+			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(1), Messages: msgs(0, 3)})
+			assertRecord(t, load(t, h.Store, k), k, 1, data(1), msgs(0, 3))
 		})
 	}
 }

@@ -33,6 +33,12 @@ func TestStore_Conformance(t *testing.T) {
 	persistencetest.Run(t, func(t *testing.T) persistencetest.Harness {
 		return persistencetest.Harness{Store: newStore(t), Tamper: func(t *testing.T, k persistence.Key, fn func(*persistence.Record)) {
 			require.NoError(t, postgres.Tamper(bg, dsn, k, fn))
+		}, Exec: func(t *testing.T, stmt string, args ...any) {
+			conn, err := pgx.Connect(bg, dsn)
+			require.NoError(t, err)
+			defer conn.Close(bg)
+			_, err = conn.Exec(bg, stmt, args...)
+			require.NoError(t, err, stmt)
 		}}
 	})
 }

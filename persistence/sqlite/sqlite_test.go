@@ -37,6 +37,13 @@ func harness(t *testing.T) persistencetest.Harness {
 		Tamper: func(t *testing.T, k persistence.Key, fn func(*persistence.Record)) {
 			require.NoError(t, sqlite.Tamper(bg, dir, k, fn))
 		},
+		Exec: func(t *testing.T, stmt string, args ...any) {
+			db, err := sqlite.RawDB(dir)
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = db.ExecContext(bg, stmt, args...)
+			require.NoError(t, err, stmt)
+		},
 	}
 }
 

@@ -7,6 +7,7 @@ package sqlstore
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -161,8 +162,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9
   AND incarnation = CAST($10 AS bigint)`
 	trimSQL = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
+	// readSQL reads records and their messages in one statement, each
+	// record's row (seq -1) before its messages. A message row is told by
+	// its NULL count (a record's is NOT NULL), not by its seq, so that a
+	// message row whose seq was edited below 0 is not taken for a record.
 	readSQL = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages, incarnation FROM braid_records WHERE session_id = $1%[1]s
-UNION ALL SELECT kind, id, seq, 0, 0, '', data, 0, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
+UNION ALL SELECT kind, id, seq, 0, 0, '', data, NULL, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
 	// sessionsSQL also counts the update times not of timeLayout's width,
 	// and returns the earliest, so that a bad one that sorts below the
 	// others is seen too (SessionInfo.Damaged).
@@ -340,7 +345,7 @@ func Session(ctx context.Context, q Querier, sessionID string) ([]*persistence.R
 }
 
 func read(ctx context.Context, q Querier, sessionID string, k *persistence.Key) ([]*persistence.Record, error) {
-	recs, gaps, err := readRaw(ctx, q, sessionID, k)
+	recs, gaps, orphan, err := readRaw(ctx, q, sessionID, k)
 	if err != nil {
 		return nil, err
 	}
@@ -349,19 +354,24 @@ func read(ctx context.Context, q Querier, sessionID string, k *persistence.Key) 
 			return nil, err
 		}
 	}
+	if orphan != nil {
+		return nil, orphan
+	}
 	return recs, nil
 }
 
-// readRaw reads records as stored; gaps[i] reports a missing message of
-// recs[i] (and recs[i] stops before it).
-func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Key) (recs []*persistence.Record, gaps []error, err error) {
-	sql, args := readSessionSQL, []any{sessionID}
+// readRaw reads records as stored; gaps[i] reports a missing (or an
+// extra) message row of recs[i] (and recs[i] stops before it); orphan
+// reports the first message row of no record (SPEC S5: a row no save
+// writes, which would also make the record's creation fail).
+func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Key) (recs []*persistence.Record, gaps []error, orphan, err error) {
+	query, args := readSessionSQL, []any{sessionID}
 	if k != nil {
-		sql, args = readRecordSQL, []any{sessionID, string(k.Kind), k.ID}
+		query, args = readRecordSQL, []any{sessionID, string(k.Kind), k.ID}
 	}
-	rows, err := q.Query(ctx, sql, args...)
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	var cur *persistence.Record
@@ -369,14 +379,15 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 	for rows.Next() {
 		var r persistence.Record
 		var kind, updated string
-		var seq, count int64
+		var seq int64
+		var count sql.NullInt64 // NULL in a message row
 		var data []byte
 		if err := rows.Scan(&kind, &r.Key.ID, &seq, &r.SchemaVersion, &r.Version, &updated, &data, &count, &r.Incarnation); err != nil {
-			return nil, nil, scanDamage(rows, sessionID, err)
+			return nil, nil, nil, scanDamage(rows, sessionID, err)
 		}
 		r.Key.SessionID, r.Key.Kind = sessionID, persistence.Kind(kind)
 		switch {
-		case seq < 0:
+		case count.Valid: // a record's row
 			if err := checkCount(cur, counts); err != nil && gaps[len(gaps)-1] == nil {
 				gaps[len(gaps)-1] = err
 			}
@@ -386,9 +397,17 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 				gaps = append(gaps, nil)
 			}
 			r.Data, cur = data, &r
-			recs, counts = append(recs, cur), append(counts, count)
-		case cur == nil || cur.Key != r.Key || gaps[len(gaps)-1] != nil:
-			// messages of no record, or past a gap
+			recs, counts = append(recs, cur), append(counts, count.Int64)
+		case cur == nil || cur.Key != r.Key:
+			// A message row of no record (or sorted before its record's
+			// row: a seq below 0).
+			if orphan == nil {
+				orphan = persistence.Damaged(r.Key, fmt.Sprintf("message row %d", seq), "a message row of no record")
+			}
+		case gaps[len(gaps)-1] != nil:
+			// past a gap
+		case seq < int64(len(cur.Messages)): // below 0: the rows are unique
+			gaps[len(gaps)-1] = persistence.Damaged(cur.Key, fmt.Sprintf("message row %d", seq), "not a message number")
 		case seq != int64(len(cur.Messages)):
 			gaps[len(gaps)-1] = persistence.Damaged(cur.Key, fmt.Sprintf("message %d", len(cur.Messages)), "missing")
 		default:
@@ -396,12 +415,12 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
+		return nil, nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
 	}
 	if err := checkCount(cur, counts); err != nil && gaps[len(gaps)-1] == nil {
 		gaps[len(gaps)-1] = err
 	}
-	return recs, gaps, nil
+	return recs, gaps, orphan, nil
 }
 
 // scanDamage returns the error for a row that did not scan (err): a
@@ -411,13 +430,13 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 // S5), when the row's kind and id scan; else err, wrapped.
 func scanDamage(rows Rows, sessionID string, err error) error {
 	var kind, id string
-	var seq, skip any
-	if rows.Scan(&kind, &id, &seq, &skip, &skip, &skip, &skip, &skip, &skip) != nil {
+	var seq, count, skip any
+	if rows.Scan(&kind, &id, &seq, &skip, &skip, &skip, &skip, &count, &skip) != nil {
 		return fmt.Errorf("reading session %q: %w", sessionID, err)
 	}
 	key := persistence.Key{SessionID: sessionID, Kind: persistence.Kind(kind), ID: id}
 	part := "record"
-	if n, ok := seq.(int64); !ok || n != -1 { // a record's row has seq -1
+	if count == nil { // a message row's
 		part = fmt.Sprintf("message row %v", seq)
 	}
 	return &persistence.DamageError{Key: key, Part: part,

@@ -12,7 +12,7 @@ import (
 // for the damage tests of the conformance suite. q should be a
 // transaction of the test's own, on a connection apart from the store's.
 func Tamper(ctx context.Context, q Querier, k persistence.Key, fn func(*persistence.Record)) error {
-	recs, _, err := readRaw(ctx, q, k.SessionID, &k)
+	recs, _, _, err := readRaw(ctx, q, k.SessionID, &k)
 	if err != nil {
 		return err
 	}
