@@ -61,6 +61,9 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 		var cur int64
 		old, ok := s.records[c.Key]
 		if ok {
+			if err := CheckStored(c.Key, old.Version); err != nil {
+				return nil, err
+			}
 			cur = old.Version
 		}
 		if cur != c.Base {

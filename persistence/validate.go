@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"unicode/utf8"
 
@@ -32,6 +33,9 @@ func CheckSave(changes []Change) error {
 		seen[c.Key] = true
 		if c.Base < 0 || c.From < 0 {
 			return fmt.Errorf("%w: %s: Base and From must be >= 0", ErrBadSave, c.Key)
+		}
+		if c.Base == math.MaxInt64 {
+			return fmt.Errorf("%w: %s: Base %d is the largest version: no save can follow it", ErrBadSave, c.Key, c.Base)
 		}
 		if c.Base == 0 && c.From != 0 {
 			return fmt.Errorf("%w: %s: a new record keeps no messages (From %d)", ErrBadSave, c.Key, c.From)
@@ -110,12 +114,33 @@ func clip(b []byte) string {
 	return string(b[:n]) + "..."
 }
 
-// CheckLoaded checks a record as a store read it: its schema version, and
-// that its data and messages are JSON objects. Stores call it before
+// badVersion returns the *DamageError for a stored version that no save
+// writes: below 1, or the largest, which no save can follow (SPEC S5).
+func badVersion(key Key, version int64) *DamageError {
+	return Damaged(key, "record", "version %d is not one a save writes (1 to %d)", version, int64(math.MaxInt64-1))
+}
+
+// CheckStored checks the version of a record a save finds stored, before
+// the save's own checks: one no save writes is damage, and the save
+// writes nothing over it (SPEC S5). Stores call it with the stored
+// version of a record that exists.
+func CheckStored(key Key, version int64) error {
+	if version < 1 || version == math.MaxInt64 {
+		return badVersion(key, version)
+	}
+	return nil
+}
+
+// CheckLoaded checks a record as a store read it: its schema version, its
+// version (1 to MaxInt64-1), and that its data and messages are JSON
+// objects. Stores call it before
 // returning a record, so damage is reported alike everywhere.
 func CheckLoaded(rec *Record) error {
 	if rec.SchemaVersion != SchemaVersion {
 		return SchemaDamage(rec.Key, "record", rec.SchemaVersion)
+	}
+	if rec.Version < 1 || rec.Version == math.MaxInt64 {
+		return badVersion(rec.Key, rec.Version)
 	}
 	if !validObject(rec.Data) {
 		return Damaged(rec.Key, "data", "not a JSON object: %s", clip(rec.Data))

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -72,6 +73,8 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Damage_IsTypedAndLocal", testDamage},
 		{"OtherSchema_NeverOverwritten", testSchema},
 		{"S5_MessageRowsNotAsWritten_AreDamageNamingTheRecord", testMessageRows},
+		{"S5_VersionNoSaveWrites_IsDamageAndNeverOverwritten", testBadVersion},
+		{"S4_VersionsPast32Bits_SaveAsAnyOther", testBigVersion},
 		{"JSON_KeptByteForByte", testExactJSON},
 		{"ManyMessages_KeepOrder", testMany},
 		{"Sync_AndDurableSave", testSync},
@@ -553,6 +556,55 @@ func testMessageRows(t *testing.T, h Harness) {
 			assertRecord(t, load(t, h.Store, k), k, 1, data(1), msgs(0, 3))
 		})
 	}
+}
+
+// SPEC S5: a stored version no save writes (0, below 0, or the largest,
+// which no save can follow), edited in by hand, is a *DamageError naming
+// the record at load, never a record that loads and then cannot be saved
+// (or saves a version that wrapped around); a save over it, a create
+// included, is refused as damage and writes nothing. A save based on the
+// largest version is ErrBadSave before any I/O.
+func testBadVersion(t *testing.T, h Harness) {
+	for _, v := range []int64{0, -3, math.MinInt64, math.MaxInt64} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			k := agentKey()
+			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0), Messages: msgs(0, 2), Incarnation: 4})
+			h.Tamper(t, k, func(r *persistence.Record) { r.Version = v })
+			_, err := h.Store.Load(bg, k)
+			assertDamage(t, err, k, false)
+			_, err = h.Store.Session(bg, k.SessionID)
+			assertDamage(t, err, k, false)
+			if v == 0 {
+				_, err = h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(1), Incarnation: 4})
+				assertDamage(t, err, k, false)
+			}
+			if v == math.MaxInt64 {
+				_, err = h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: v, Data: data(1), From: 2, Incarnation: 4})
+				assert.ErrorIs(t, err, persistence.ErrBadSave)
+			}
+			var stored persistence.Record
+			h.Tamper(t, k, func(r *persistence.Record) { stored = *r })
+			assert.Equal(t, v, stored.Version, "nothing written")
+			assert.Equal(t, string(data(0)), string(stored.Data), "nothing written")
+		})
+	}
+}
+
+// SPEC S4: versions are 64-bit: a record past 2^31 versions (edited up,
+// or long-lived) is appended to and rewritten like any other.
+func testBigVersion(t *testing.T, h Harness) {
+	k := agentKey()
+	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0), Messages: msgs(0, 2), Incarnation: 4})
+	const big = int64(1)<<32 + 5
+	h.Tamper(t, k, func(r *persistence.Record) { r.Version = big })
+	assertRecord(t, load(t, h.Store, k), k, big, data(0), msgs(0, 2))
+	assert.Equal(t, []int64{big + 1}, save(t, h.Store, persistence.SaveOptions{},
+		persistence.Change{Key: k, Base: big, Data: data(1), From: 2, Messages: msgs(2, 3), Incarnation: 4}))
+	assert.Equal(t, []int64{big + 2}, save(t, h.Store, persistence.SaveOptions{Durable: true},
+		persistence.Change{Key: k, Base: big + 1, Data: data(2), From: 1, Messages: msgs(5, 6), Incarnation: 4}))
+	_, err := h.Store.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: big, Data: data(3), From: 2, Incarnation: 4})
+	assertConflict(t, err, k, big, big+2)
+	assertRecord(t, load(t, h.Store, k), k, big+2, data(2), append(msgs(0, 1), msgs(5, 6)...))
 }
 
 func assertDamage(t *testing.T, err error, k persistence.Key, schema bool) {

@@ -201,7 +201,7 @@ var (
 	appendCreate = fmt.Sprintf(appendSQL, `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages, incarnation)
   SELECT $1, $2, $3, $4, $5, $6, $7, $8, $11::bigint WHERE $9::bigint = 0 ON CONFLICT DO NOTHING`)
 	appendUpdate = fmt.Sprintf(appendSQL, `UPDATE braid_records SET version = $5, updated_at = $6, data = $7, messages = $8
-  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5 - 1 AND schema_version = $4 AND messages = $9
+  WHERE session_id = $1 AND kind = $2 AND id = $3 AND version = $5::bigint - 1 AND schema_version = $4 AND messages = $9
     AND incarnation = $11::bigint`)
 )
 

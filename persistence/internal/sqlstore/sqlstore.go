@@ -159,7 +159,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	// ($9 = From = stored count) onto its incarnation ($10); no row
 	// changed sends the save the long way, which says why.
 	createIfAbsentSQL = createSQL + ` ON CONFLICT DO NOTHING`
-	appendSQL         = updateSQL + ` AND version = $5 - 1 AND schema_version = $4 AND messages = $9
+	appendSQL         = updateSQL + ` AND version = CAST($5 AS bigint) - 1 AND schema_version = $4 AND messages = $9
   AND incarnation = CAST($10 AS bigint)`
 	trimSQL = `DELETE FROM braid_messages` + key + ` AND seq >= $4`
 	// readSQL reads records and their messages in one statement, each
@@ -248,8 +248,14 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 		}
 		var cur, stored, inc int64
 		var schema int
-		if _, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored, &inc); err != nil {
+		found, err := queryRow(ctx, q, stateSQL, k, &cur, &schema, &stored, &inc)
+		if err != nil {
 			return nil, err
+		}
+		if found {
+			if err := persistence.CheckStored(c.Key, cur); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case cur != c.Base:
