@@ -112,6 +112,9 @@ func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -149,6 +152,9 @@ func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record,
 	if err := ValidateID("session", sessionID); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -173,6 +179,9 @@ func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record,
 
 // Sessions implements Store.
 func (s *MemoryStore) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

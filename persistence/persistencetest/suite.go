@@ -825,7 +825,8 @@ func testClose(t *testing.T, h Harness) {
 }
 
 // SPEC S4: a call whose context has ended fails with its error and
-// changes nothing.
+// changes nothing: every call, alike in every store (a Delete with an
+// ended context deletes nothing).
 func testCancelled(t *testing.T, h Harness) {
 	k := agentKey()
 	save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0)})
@@ -837,6 +838,11 @@ func testCancelled(t *testing.T, h Harness) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, h.Store.Sync(ctx), context.Canceled)
 	_, err = h.Store.DeleteSession(ctx, k.SessionID)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, h.Store.Delete(ctx, k), context.Canceled)
+	_, err = h.Store.Session(ctx, k.SessionID)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = h.Store.Sessions(ctx)
 	assert.ErrorIs(t, err, context.Canceled)
 	assertRecord(t, load(t, h.Store, k), k, 1, data(0), nil)
 }
