@@ -357,13 +357,27 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 		if r.taken.Load() {
 			token = nil
 		}
+		// A reply already given wins over ctx's end (this caller may have
+		// committed r itself, in lead): a save that committed reports so,
+		// else its writer keeps the version it saved over and conflicts
+		// with its own save next (SPEC S4).
+		select {
+		case err := <-r.reply:
+			return err
+		default:
+		}
 		select {
 		case err := <-r.reply:
 			return err
 		case w := <-token:
 			s.lead(w)
 		case <-ctx.Done():
-			return ctx.Err()
+			select {
+			case err := <-r.reply:
+				return err
+			default:
+				return ctx.Err()
+			}
 		case <-s.done:
 			// Close waits for the group being committed and syncs what
 			// committed, then fails what is queued: a request taken by a

@@ -201,3 +201,33 @@ func TestWALSync_DeletesWaitForAnFsync(t *testing.T) {
 		assert.Equal(t, committed, s.wal.now(), "%s: the fsync covered its commit", name)
 	}
 }
+
+// SPEC S4, I9: a durable save whose caller commits it and runs its fsync
+// itself reports what happened to it, even when its context ends
+// meanwhile: committed and synced, it returns nil, never the context's
+// error (with which the session manager would keep the version it saved
+// over, and its next save conflict with its own). Repeated, as the bug
+// was a random choice between the reply and the context's end.
+func TestWALSync_S4_ASaveThatCommittedAndSyncedReportsSuccessWhenItsContextEndsDuringTheFsync(t *testing.T) {
+	s, err := Open(context.Background(), Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer s.Close()
+	g := gate(s)
+	k := persistence.Key{SessionID: "ctx", Kind: persistence.KindAgent, ID: "a"}
+	for i := range 32 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Save(ctx, persistence.SaveOptions{Durable: true},
+				persistence.Change{Key: k, Base: int64(i), Data: json.RawMessage(`{}`), Incarnation: 1})
+			done <- err
+		}()
+		<-g.started // committed; its caller runs the fsync
+		cancel()
+		g.release <- nil
+		require.NoError(t, <-done, "save %d committed and synced", i)
+		r, err := s.Load(context.Background(), k)
+		require.NoError(t, err)
+		require.Equal(t, int64(i+1), r.Version)
+	}
+}
