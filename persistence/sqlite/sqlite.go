@@ -128,6 +128,9 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		return nil, nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	s.wal = newWALSync(s.path + "-wal")
+	if err := s.checkForeign(ctx); err != nil {
+		return nil, nil, err
+	}
 	// Every commit is at synchronous=NORMAL (OFF without fsync); a durable
 	// point then waits for an fsync of the WAL (walSync).
 	level := map[bool]string{false: "NORMAL", true: "OFF"}[cfg.NoFsync]
@@ -165,6 +168,34 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 }
 
 // dsn returns the database's URI with the common parameters and extra.
+// ErrForeign: the folder's database file holds tables, none of them
+// Braid's: another program's database, which a store does not take over.
+var ErrForeign = errors.New("the database is not a Braid store: it has tables and none of Braid's")
+
+// checkForeign refuses a database file that holds tables but not Braid's
+// (ErrForeign), before anything is written to it: opening a store creates
+// its tables and switches the file to WAL, which must not happen to
+// another program's database found where the store's is looked for.
+func (s *Store) checkForeign(ctx context.Context) error {
+	if fi, err := os.Stat(s.path); err != nil || fi.Size() == 0 {
+		return nil // no file yet, or an empty one: the store creates it
+	}
+	db, err := sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
+	if err != nil {
+		return s.wrap("open", err)
+	}
+	defer db.Close()
+	var tables, braid int
+	err = db.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN name LIKE 'braid\_%' ESCAPE '\' THEN 1 END) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &braid)
+	switch {
+	case err != nil:
+		return s.wrap("open", err)
+	case tables > 0 && braid == 0:
+		return fmt.Errorf("sqlite store: %s: %w", s.path, ErrForeign)
+	}
+	return nil
+}
+
 func (s *Store) dsn(extra string) string {
 	p := filepath.ToSlash(s.path)
 	if !strings.HasPrefix(p, "/") {

@@ -630,3 +630,37 @@ func TestSQLite_S5_AColumnOfTheWrongTypeIsDamageNamingTheRecord(t *testing.T) {
 		})
 	}
 }
+
+// SPEC S2: a braid.db that is another program's database (tables, none of
+// Braid's) is refused with ErrForeign and left as it was: no Braid table
+// is created in it and its journal mode is not switched to WAL. An empty
+// file is taken as a new store.
+func TestOpen_RefusesAnotherProgramsDatabaseAndLeavesItAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, sqlite.FileName)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE notes (body text)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.ErrorIs(t, err, sqlite.ErrForeign)
+	assert.Contains(t, err.Error(), path)
+
+	db, err = sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var mode string
+	require.NoError(t, db.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	assert.Equal(t, "delete", mode, "the journal mode was switched")
+	var braid int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'braid%'`).Scan(&braid))
+	assert.Zero(t, braid, "Braid's tables were created in it")
+
+	empty := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(empty, sqlite.FileName), nil, 0o600))
+	s := open(t, empty, sqlite.Config{})
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+}
