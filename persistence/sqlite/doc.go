@@ -9,7 +9,9 @@
 // tables' layout has a version (the braid_meta row "layout"): Open refuses
 // a database of a layout it does not know, such as a newer Braid's, with
 // an error matching persistence.ErrSchemaVersion, and writes nothing to it;
-// it brings one of an earlier layout to this build's.
+// it brings one of an earlier layout to this build's. A braid.db that holds
+// tables but none of Braid's (another program's database) is refused with
+// ErrForeign and left as it was.
 //
 // The database is in WAL mode. Every save is queued for the Store's one
 // write connection; the caller that finds the connection free takes it
