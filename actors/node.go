@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -219,8 +220,15 @@ type nodeActor struct {
 	timeout time.Duration
 	stored  bool // the orchestrator has a session: results are saved
 
-	cancel context.CancelFunc // of the running run, if any
+	cancel context.CancelCauseFunc // of the running run, if any
 }
+
+// ErrCutOff is the cause of a node run's context when the node's actor
+// stops while it runs (its orchestrator closes or stops): the run is cut
+// off, as by a crash, and carried on by a later activation, not ended. An
+// executor that gets it leaves what it saved for that (an agent does not
+// take its invocation back, SPEC S6).
+var ErrCutOff = errors.New("the run was cut off: its orchestrator closed or stopped; it is carried on later")
 
 // nodeCancel asks a node to stop its running run.
 type nodeCancel struct{}
@@ -238,11 +246,11 @@ func (n *nodeActor) Receive(c actor.Context) {
 		n.cancel = nil
 	case *nodeCancel:
 		if n.cancel != nil {
-			n.cancel()
+			n.cancel(nil) // the run is over: context.Canceled
 		}
 	case *actor.Stopping:
 		if n.cancel != nil {
-			n.cancel()
+			n.cancel(ErrCutOff) // carried on later, as after a crash
 		}
 	}
 }
@@ -256,9 +264,12 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		return
 	}
 	base := WithCallerValues(context.Background(), caller)
-	ctx, cancel := context.WithCancel(base)
+	ctx, cancel := context.WithCancelCause(base)
 	if n.timeout > 0 {
-		ctx, cancel = context.WithTimeout(base, n.timeout)
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, n.timeout)
+		cancelCause := cancel
+		cancel = func(cause error) { cancelCause(cause); stop() }
 	}
 	n.cancel = cancel
 	// Always set, nil included: the caller's values reach the runner, and
@@ -274,7 +285,7 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	root := n.sys.Root()
 	n.sys.Go(func() {
 		rep := n.run(ctx, m, events)
-		cancel()
+		cancel(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
 		staged := joint.takeAll()
 		if staged != nil || out.v != nil {

@@ -34,7 +34,7 @@ var (
 	// ErrEmptyInput: an empty input with an empty history; there is nothing to answer.
 	ErrEmptyInput = errors.New("empty input and empty history: give a prompt")
 	// ErrIncompleteRun: a prompt while the agent holds a cut-off run.
-	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new prompt")
+	ErrIncompleteRun = errors.New("the last run was cut off in the middle (its process stopped, or a Close cut it off): carry it on with an empty input before giving a new prompt")
 	// ErrTooManyResumes: AfterInvocation hooks resumed more than MaxAutoResumes times.
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
 	// ErrAutoResume wraps the refusal (SPEC I7) of the input an
@@ -197,9 +197,10 @@ func activityFromWire(s braidv1.AgentState) Activity {
 func (s Status) Interrupted() bool { return s.State == ActivityInterrupted }
 
 // Incomplete reports whether the agent holds work that was cut off (its
-// process was killed in a tool cycle, or during a resume whose answers
-// were all saved) and waits for nothing: Invoke it with the empty Input
-// to carry on. A prompt is refused until then (ErrIncompleteRun).
+// process was killed, or an agent on its session closed, in a tool cycle,
+// or during a resume whose answers were all saved) and waits for
+// nothing: Invoke it with the empty Input to carry on. A prompt is
+// refused until then (ErrIncompleteRun).
 func (s Status) Incomplete() bool { return s.State == ActivityIncomplete }
 
 // Status asks the actor what it is doing; it answers at once, even while
@@ -398,7 +399,7 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				yield(&ResultEvent{Result: reply.res.(*Result)}, nil)
 				return
 			case <-ctx.Done():
-				a.abandon(r, reply, ctx.Err())
+				a.abandon(r, reply, abandonCause(ctx))
 				yield(nil, ctx.Err())
 				return
 			case <-a.sys.Done():
@@ -484,7 +485,7 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 		}
 		return reply.res, reply.err
 	case <-ctx.Done():
-		a.abandon(r, reply, ctx.Err())
+		a.abandon(r, reply, abandonCause(ctx))
 		return nil, ctx.Err()
 	case <-a.sys.Done():
 		return a.unanswered(reply)
@@ -566,6 +567,17 @@ func (a *Agent) send(r *request) error {
 	return nil
 }
 
+// abandonCause is why the caller whose context is ctx stopped waiting:
+// its context's error, or actors.ErrCutOff when the caller is a node run
+// whose orchestrator closed or stopped: the invocation is then cut off,
+// as by a Close, not abandoned (see closedCut).
+func abandonCause(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, actors.ErrCutOff) {
+		return cause
+	}
+	return ctx.Err()
+}
+
 // abandon tells the actor that the caller of r stopped waiting: r is
 // dropped if queued, or stopped with cause if it runs.
 func (a *Agent) abandon(r *request, reply *localReply, cause error) {
@@ -618,10 +630,15 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 // ErrClosed, and releases the agent's identity (stopping its actor) once
 // the invocation has stopped: a tool that does not watch its context
 // holds the identity until it returns, and its result is saved, so that
-// no other agent of this session runs beside it in this System. A tool
-// that returns an error once its context ended was cut off, as by a
-// crash: no result is recorded for it, so a run carried on later runs it
-// again, or asks first if it runs at most once (SPEC S6). Close
+// no other agent of this session runs beside it in this System. An
+// invocation Close cuts off is cut off as by a crash (SPEC S6): a tool
+// that returns an error once its context ended has no result recorded,
+// and an invocation that got further than its prompt is not taken back
+// but left incomplete (Status.Incomplete), so that, carried on with the
+// empty Input (by another agent on the session, in this process or
+// another), it does not run its finished tools again, runs the cut-off
+// tool again, or asks first if that one runs at most once. One Close cut
+// off before anything but its prompt was saved is taken back (SPEC A3). Close
 // waits for all that, or for ctx to end: it then returns ctx's error at
 // once (SPEC R3, R5), and the close goes on without the caller. Every
 // call after the first waits for the same close and returns its outcome;

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -51,9 +52,13 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 	fresh := !in.IsResume() && !a.interrupts.Activated() && a.pendingCopy() == nil
 	before := len(a.history())
 	res, err := a.passes(ctx, in, values, emit)
-	if err != nil && fresh && !a.interrupts.Activated() {
+	if err != nil && fresh && !a.interrupts.Activated() && !(closedCut(ctx) && a.began(before+len(in.messages))) {
 		// A fresh invocation that fails leaves the history as it was
 		// (SPEC A3): what it appended is taken back, in the session too.
+		// Not one a Close cut off after its prompt: like a crash, that
+		// leaves what was saved for the run to be carried on (SPEC S6:
+		// its finished tools are not run again, an at-most-once tool it
+		// started asks first).
 		a.takeBack(ctx, before)
 	}
 	if res != nil {
@@ -61,6 +66,19 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 	}
 	return res, err
 }
+
+// closedCut reports whether ctx, a job's, ended because the agent closes,
+// its actor stops, or the node run that invoked it was cut off
+// (actors.ErrCutOff): the invocation is cut off as by a crash, to be
+// carried on later, not failed.
+func closedCut(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, ErrClosed) || errors.Is(cause, actors.ErrCutOff)
+}
+
+// began reports whether the invocation got further than its prompt, whose
+// history ends at n: it holds a tool cycle, or appended more.
+func (a *job) began(n int) bool { return a.pendingCopy() != nil || len(a.history()) > n }
 
 // takeBack truncates the history to its first n messages, in the session
 // first; a failed save leaves both as they are.
@@ -185,9 +203,10 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 		}
 	}
 	res, err := inv.loop(ctx)
-	if err != nil && !a.interrupts.Activated() && (loaded == nil || a.pendingCopy() == nil) {
+	if err != nil && !a.interrupts.Activated() && (loaded == nil || a.pendingCopy() == nil) && !closedCut(ctx) {
 		// A pass that failed before stopping: its interrupts are void, and
-		// its cycle is dropped with the model turn that asked for it.
+		// its cycle is dropped with the model turn that asked for it (not
+		// when a Close cut it off: it is carried on, see invoke).
 		a.interrupts.Clear()
 		a.setPending(nil)
 	}
@@ -1005,13 +1024,13 @@ func (t *toolTask) Run(ctx context.Context) bool {
 			inv.markInterrupted()
 			return true
 		}
-		if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
-			// Cut off by a Close (or the actor's stop), whose run is
-			// carried on later as after a crash: the error is the cut,
-			// not the tool's result, so none is recorded and AfterToolCall
-			// does not fire. Carried on, the tool runs again, or, if it
-			// runs at most once (its start mark stays), asks first (SPEC
-			// S6).
+		if err != nil && ctx.Err() != nil && !inv.cancelled(ctx) {
+			// Cut off by a Close, the actor's stop or the caller leaving
+			// (not by Cancel, whose tools end with their error results):
+			// the error is the cut, not the tool's result, so none is
+			// recorded and AfterToolCall does not fire, as after a crash.
+			// A run carried on later runs the tool again, or, if it runs
+			// at most once (its start mark stays), asks first (SPEC S6).
 			inv.fail(fmt.Errorf("%w: tool %s (%s) was cut off and has no result: %v", context.Cause(ctx), t.use.Name, id, err))
 			return true
 		}
