@@ -622,7 +622,11 @@ type orchActor struct {
 	rewrite   bool                  // a fresh run: the next save rewrites the record's log
 	joint     []*persistence.Staged // nodes' deferred saves, committed with the next save
 	saving    bool                  // a save's store work runs (save): the next waits for its saveDone
-	deferred  []any                 // messages that change the run, held back while saving
+	// commitStop cancels the commit of the save in flight; commitEnded is
+	// closed once it has returned (stopSave).
+	commitStop  context.CancelFunc
+	commitEnded chan struct{}
+	deferred    []any // messages that change the run, held back while saving
 
 	// the invocation
 	cur      *orchInvoke
@@ -670,6 +674,7 @@ func (x *orchActor) Receive(c actor.Context) {
 			inv.answer(x.sys, orchReply{err: err})
 		}
 		x.queue = nil
+		x.stopSave()
 	case *orchStatus:
 		if x.loadErr != nil {
 			m.reply <- orchReply{err: x.loadErr}

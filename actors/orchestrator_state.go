@@ -234,14 +234,33 @@ func (x *orchActor) save(c actor.Context, point persistence.SavePoint, then func
 	staged := append(x.joint, st)
 	x.joint = nil
 	x.saving = true
-	sess, timeout := x.cfg.Session, x.cfg.LoadTimeout
+	sess := x.cfg.Session
 	self, root := c.Self(), x.sys.Root()
+	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
+	ended := make(chan struct{})
+	x.commitStop, x.commitEnded = cancel, ended
 	x.sys.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer close(ended)
 		defer cancel()
 		err := sess.Commit(ctx, point, staged...)
 		root.Send(self, &saveDone{err: err, then: then})
 	})
+}
+
+// stopSave ends the save in flight, if any, as the actor stops (Close,
+// System close, a fault): its commit is cancelled (all or nothing, SPEC
+// S4: the store keeps the run as it was, or as the save wrote it, as
+// after a crash) and waited for, so that nothing of this actor is written
+// once it has stopped: the identity it releases may be activated again at
+// once, and that activation must load the run as it stays (SPEC R4).
+func (x *orchActor) stopSave() {
+	if !x.saving {
+		return
+	}
+	x.commitStop()
+	<-x.commitEnded
+	x.saving = false
+	x.commitStop, x.commitEnded = nil, nil
 }
 
 // saveDone: the store's work of a save ended.
@@ -255,6 +274,7 @@ type saveDone struct {
 // one starts another save.
 func (x *orchActor) saved(c actor.Context, m *saveDone) {
 	x.saving = false
+	x.commitStop, x.commitEnded = nil, nil
 	if m.err == nil {
 		x.clean()
 	}
