@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -177,4 +178,98 @@ func TestGraph_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing
 	require.Len(t, res.Interrupts, 1)
 	assert.Equal(t, agent.RecoveryInterrupt, res.Interrupts[0].Name)
 	assert.Equal(t, int32(1), runs.Load(), "not run again unasked")
+}
+
+// closeAfter is a node that completes at once and whose Close waits until
+// wait is closed: listed before another node, it holds back that node's
+// Close (a graph closes its nodes in order) until wait is closed.
+type closeAfter struct{ wait <-chan struct{} }
+
+func (n closeAfter) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) {
+	return n, nil
+}
+func (n closeAfter) RunNode(_ context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
+	return &braidv1.NodeResult{NodeId: run.GetNodeId(), Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED}
+}
+func (n closeAfter) Progress(context.Context) (int64, error) { return 0, nil }
+func (n closeAfter) Close(context.Context) error {
+	<-n.wait
+	return nil
+}
+
+// SPEC S6, M10: a graph's Close stops its node actors before it closes
+// the nodes' agents; the node actor's stop must reach a running tool as
+// the Close it is, not as a caller that went away. Here the agent's own
+// Close comes only after the tool saw its context end (node "first",
+// closed before "n", waits for that): before, the tool was cut off with
+// a plain "context canceled", which was recorded as its result (the
+// model answered with it, and an at-most-once tool's start mark was
+// dropped), so the run carried on later neither ran it again nor asked
+// first. In a plain Close the two race, and either could win.
+func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
+	for _, once := range []bool{false, true} {
+		name := "at least once"
+		var opts []tool.Option
+		if once {
+			name, opts = "at most once", []tool.Option{tool.AtMostOnce()}
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st := persistence.NewMemoryStore()
+			var runs atomic.Int32
+			started := make(chan struct{}, 1)
+			cut := make(chan struct{})
+			b := func(wait <-chan struct{}) *graph.Builder {
+				return graph.NewBuilder().AddNode("first", closeAfter{wait: wait}).
+					AddNode("n", cutOffAgentSignal(&runs, started, cut, opts...))
+			}
+			g := build(t, b(cut), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+			errc := make(chan error, 1)
+			go func() {
+				_, err := g.Invoke(ctx, agent.Text("go"))
+				errc <- err
+			}()
+			<-started
+			require.NoError(t, g.Close(ctx))
+			require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
+
+			open := make(chan struct{})
+			close(open)
+			g2 := build(t, b(open), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+			res, err := g2.Invoke(ctx, agent.Input{}) // carry the cut-off run on
+			require.NoError(t, err)
+			if once {
+				require.Equal(t, multiagent.StatusInterrupted, res.Status, "node n: %q", res.Node("n").Text())
+				require.Len(t, res.Interrupts, 1)
+				assert.Equal(t, agent.RecoveryInterrupt, res.Interrupts[0].Name)
+				assert.Equal(t, int32(1), runs.Load(), "not run again unasked")
+				return
+			}
+			require.Equal(t, multiagent.StatusCompleted, res.Status)
+			assert.Equal(t, "saw: fetched", res.Node("n").Text())
+			assert.Equal(t, int32(2), runs.Load(), "fetch ran again")
+		})
+	}
+}
+
+// cutOffAgentSignal is cutOffAgent whose fetch closes cut once its first
+// run has seen its context end.
+func cutOffAgentSignal(runs *atomic.Int32, started chan<- struct{}, cut chan<- struct{}, opts ...tool.Option) actors.Node {
+	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done()
+			close(cut)
+			return "", ctx.Err()
+		}
+		return "fetched", nil
+	}, opts...)
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			return model.TextTurn("saw: " + rs[0].Text()), nil
+		}
+		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
 }
