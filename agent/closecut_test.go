@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -72,8 +73,12 @@ func (r *closeCutRig) closedMidTool(t *testing.T, opts ...tool.Option) *agent.Ag
 // not taken back, so the run is incomplete and, carried on, runs the tool
 // again and answers with what it returned then.
 func TestAgent_S6_CloseMidToolLeavesTheRunToCarryOnAndTheToolRunsAgain(t *testing.T) {
+	forStores(t, testCloseMidToolLeavesTheRunToCarryOn)
+}
+
+func testCloseMidToolLeavesTheRunToCarryOn(t *testing.T, store persistence.Store) {
 	ctx := context.Background()
-	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+	r := &closeCutRig{st: store, started: make(chan struct{}, 1)}
 	b := r.closedMidTool(t)
 	st, err := b.Status(ctx)
 	require.NoError(t, err)
@@ -87,8 +92,12 @@ func TestAgent_S6_CloseMidToolLeavesTheRunToCarryOnAndTheToolRunsAgain(t *testin
 // SPEC S6: an at-most-once tool cut off by the agent's Close is not run
 // again unasked: carried on, the agent stops with braid.recovery.
 func TestAgent_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing.T) {
+	forStores(t, testAtMostOnceToolCutOffByCloseAsks)
+}
+
+func testAtMostOnceToolCutOffByCloseAsks(t *testing.T, store persistence.Store) {
 	ctx := context.Background()
-	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+	r := &closeCutRig{st: store, started: make(chan struct{}, 1)}
 	b := r.closedMidTool(t, tool.AtMostOnce())
 	res, err := b.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)
@@ -138,4 +147,15 @@ func (m hangingModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[mo
 		<-ctx.Done()
 		yield(nil, ctx.Err())
 	}
+}
+
+// forStores runs test on a memory store and on a SQLite store.
+func forStores(t *testing.T, test func(*testing.T, persistence.Store)) {
+	t.Run("memory", func(t *testing.T) { test(t, persistence.NewMemoryStore()) })
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), NoFsync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		test(t, st)
+	})
 }
