@@ -103,7 +103,9 @@ func pendingAnswers(in *braidv1.AgentInput, st *braidv1.MultiAgentResult) *braid
 // ctx ends first (the parent's Cancel, its NodeTimeout), the nested run
 // is cancelled and waited for: nothing of it goes on behind its parent's
 // back, and its result (CANCELLED, or what its nodes ended with) is the
-// node's.
+// node's. When ctx ends with ErrCutOff (the parent closes or stops), the
+// nested run is not cancelled but cut off with it: the parent closes it
+// next, and a later activation carries both on.
 func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh bool, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, error) {
 	o := r.O
 	if o.isClosed() {
@@ -120,6 +122,9 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 		case rep := <-reply:
 			return rep.res, rep.err
 		case <-ctx.Done():
+			if cause := context.Cause(ctx); errors.Is(cause, ErrCutOff) {
+				return nil, cause // not cancelled: cut off with its parent
+			}
 			cancel()
 		}
 		rep, err := o.wait(context.Background(), reply)
@@ -148,6 +153,9 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 		if err != nil {
 			if cause := context.Cause(rctx); errors.Is(cause, ErrOrchestratorClosed) {
 				return nil, cause
+			}
+			if cause := context.Cause(ctx); errors.Is(cause, ErrCutOff) {
+				return nil, cause // not cancelled: cut off with its parent
 			}
 			if !cancelled && ctx.Err() != nil {
 				cancel()

@@ -273,3 +273,36 @@ func cutOffAgentSignal(runs *atomic.Int32, started chan<- struct{}, cut chan<- s
 	})
 	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
 }
+
+// SPEC S6, M11: a graph closed while a nested graph's node's tool runs is
+// cut off at every level, as by a crash: the nested run is not cancelled
+// (its result would then be the node's, CANCELLED), so the run carried on
+// later resumes the nested graph, runs the cut-off tool again, and
+// completes.
+func TestGraph_S6_ANestedRunCutOffByItsParentsCloseIsCarriedOnNotCancelled(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	b := func() *graph.Builder {
+		inner := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started))
+		return graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{}))
+	}
+	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Invoke(ctx, agent.Text("go"))
+		errc <- err
+	}()
+	<-started
+	require.NoError(t, g.Close(ctx))
+	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
+
+	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	res := finish(t, g2)
+	assert.Equal(t, int32(2), runs.Load(), "fetch ran again")
+	inner := res.Node("inner")
+	require.NotNil(t, inner)
+	require.NotNil(t, inner.Multi)
+	assert.Equal(t, "saw: fetched", inner.Multi.Node("n").Text())
+}
