@@ -533,7 +533,7 @@ func (x *agentActor) status() *braidv1.AgentStatus {
 		s.State = braidv1.AgentState_AGENT_STATE_RUNNING
 	case len(unanswered) > 0:
 		s.State = braidv1.AgentState_AGENT_STATE_INTERRUPTED
-	case x.d.pending != nil:
+	case x.d.pending != nil || (!x.d.interrupts.Activated() && awaitsModel(x.d.messages)):
 		s.State = braidv1.AgentState_AGENT_STATE_INCOMPLETE
 	default:
 		s.State = braidv1.AgentState_AGENT_STATE_IDLE

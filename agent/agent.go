@@ -34,7 +34,7 @@ var (
 	// ErrEmptyInput: an empty input with an empty history; there is nothing to answer.
 	ErrEmptyInput = errors.New("empty input and empty history: give a prompt")
 	// ErrIncompleteRun: a prompt while the agent holds a cut-off run.
-	ErrIncompleteRun = errors.New("the last run was cut off in the middle (its process stopped, or a Close cut it off): carry it on with an empty input before giving a new prompt")
+	ErrIncompleteRun = errors.New("the last run did not finish (its process stopped or a Close cut it off, or its model call failed after its tools ran): carry it on with an empty input before giving a new prompt")
 	// ErrTooManyResumes: AfterInvocation hooks resumed more than MaxAutoResumes times.
 	ErrTooManyResumes = errors.New("too many automatic resumes from AfterInvocation hooks")
 	// ErrAutoResume wraps the refusal (SPEC I7) of the input an
@@ -198,9 +198,12 @@ func (s Status) Interrupted() bool { return s.State == ActivityInterrupted }
 
 // Incomplete reports whether the agent holds work that was cut off (its
 // process was killed, or an agent on its session closed, in a tool cycle,
-// or during a resume whose answers were all saved) and waits for
+// or during a resume whose answers were all saved), or a history whose
+// last message the model has not answered (a prompt or tool results: the
+// model call was cut off, or failed after the tools ran), and waits for
 // nothing: Invoke it with the empty Input to carry on. A prompt is
-// refused until then (ErrIncompleteRun).
+// refused until then (ErrIncompleteRun): it would make two user messages
+// in a row.
 func (s Status) Incomplete() bool { return s.State == ActivityIncomplete }
 
 // Status asks the actor what it is doing; it answers at once, even while

@@ -54,6 +54,8 @@ type Config struct {
 	// (default 30s).
 	LoadTimeout time.Duration
 	// Messages is the initial history (copied). Ignored when Restore is set.
+	// One that ends with a user message waits for the model's answer: the
+	// agent is Incomplete, and its first Invoke takes the empty Input.
 	Messages []model.Message
 	// Restore is a snapshot to carry on from (another runtime or process).
 	// It cannot be combined with Session.

@@ -972,8 +972,10 @@ func TestResume_FailedWhileActivatedKeepsTheInterrupt(t *testing.T) {
 
 // SPEC A3: a resume that fails after its tool cycle completed (the model
 // call after it fails) keeps the history from before the interrupt and
-// the finished cycle's messages, valid; the interrupt is over, and the
-// empty input carries on without running the tool again.
+// the finished cycle's messages, valid; the interrupt is over, the run is
+// incomplete (its tool results wait for the model: a prompt is refused,
+// it would make two user messages in a row), and the empty input carries
+// on without running the tool again.
 func TestResume_FailedAfterTheCycleKeepsTheHistory(t *testing.T) {
 	x := gpNewInterrupted(t, gpAfterTools, nil)
 	x.trap.arm()
@@ -990,10 +992,15 @@ func TestResume_FailedAfterTheCycleKeepsTheHistory(t *testing.T) {
 		requireValidHistory(t, msgs)
 		assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs),
 			"%s: the finished cycle is kept", where)
-		gpRequireIdle(t, a)
+		st := agenttest.Status(t, a)
+		assert.Equal(t, agent.ActivityIncomplete, st.State, "%s: the tool results wait for the model", where)
+		assert.Empty(t, st.Interrupts)
+		assert.Nil(t, agenttest.Snapshot(t, a).Pending, "no pending work")
 	}
 	_, err = x.a.Invoke(context.Background(), agent.Resume(respond(x.in, "y")))
 	assert.ErrorIs(t, err, interrupt.ErrNotInterrupted, "the interrupt is over")
+	_, err = x.a.Invoke(context.Background(), agent.Text("another"))
+	assert.ErrorIs(t, err, agent.ErrIncompleteRun, "a prompt after the tool results")
 
 	res, err := x.a.Invoke(context.Background(), agent.Input{})
 	require.NoError(t, err)

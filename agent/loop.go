@@ -67,6 +67,15 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 	return res, err
 }
 
+// awaitsModel reports whether a history ends with a message the model has
+// not answered (a prompt, or tool results): a run was cut off before its
+// model call ended (a crash, or a failure after the tools ran). A prompt
+// appended to it would make two user messages in a row, which models
+// refuse or misread; carried on with the empty input, the model answers it.
+func awaitsModel(history []model.Message) bool {
+	return len(history) > 0 && history[len(history)-1].Role == model.RoleUser
+}
+
 // closedCut reports whether ctx, a job's, ended because the agent closes,
 // its actor stops, or the node run that invoked it was cut off
 // (actors.ErrCutOff): the invocation is cut off as by a crash, to be
@@ -165,7 +174,7 @@ func (a *job) validate(in Input) error {
 		}
 		return a.interrupts.CheckResume(in.responses)
 	}
-	if a.pending != nil && len(in.messages) > 0 {
+	if len(in.messages) > 0 && (a.pending != nil || awaitsModel(a.history())) {
 		return ErrIncompleteRun
 	}
 	if len(in.messages) == 0 && len(a.history()) == 0 {
