@@ -1689,7 +1689,15 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 		x.replied(c, inv, hookErr, x.saveErr)
 		return
 	}
-	x.save(c, point, func(err error) { x.replied(c, inv, hookErr, err) })
+	x.save(c, point, func(err error) {
+		if err != nil {
+			// As after any failed save (abort): the store is behind the
+			// actor, or another writer ahead of it (ErrConflict), so the
+			// next invocation starts from the stored run.
+			x.stale = true
+		}
+		x.replied(c, inv, hookErr, err)
+	})
 }
 
 // replied answers the invocation once reply's save ended with saveErr.

@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
 
@@ -112,4 +113,54 @@ func TestGraph_LosingConcurrentResumeGetsErrConflictBeforeAnythingRuns(t *testin
 	_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(id, "x")))
 	require.Error(t, err, "the loser reloads the stored run: the interrupt is answered already")
 	assert.Equal(t, 1, r.count("tool:ask"))
+}
+
+// racedStore makes the next durable save of an orchestrator record, once
+// armed, lose a race: another writer updates the record just before it
+// (as another process would), so the save fails with a real conflict.
+type racedStore struct {
+	persistence.Store
+	armed atomic.Bool
+}
+
+func (s *racedStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	for _, c := range changes {
+		if c.Key.Kind == persistence.KindMultiAgent && opts.Durable && s.armed.CompareAndSwap(true, false) {
+			rec, err := s.Store.Load(ctx, c.Key)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.Store.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: c.Key, Base: rec.Version,
+				Data: rec.Data, From: len(rec.Messages), Incarnation: rec.Incarnation}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.Store.Save(ctx, opts, changes...)
+}
+
+// SPEC S4: an invocation whose last save loses to another writer ends
+// with ErrConflict, and the next invocation starts from the stored run
+// (here the other writer's: the run as its launch left it, cut off, which
+// the empty input carries on to its end), where it used to fail with
+// ErrConflict again and again (its saves were based on the version the
+// actor held).
+func TestGraph_S4_AfterItsLastSaveConflictsTheNextInvocationStartsFromTheStoredRun(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	st := &racedStore{Store: persistence.NewMemoryStore()}
+	g := build(t, graph.NewBuilder().AddNode("a", fn(r, "a", nil)), graph.Config{ID: "g", Session: manager(t, st, "s")})
+	_, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	st.armed.Store(true)
+	_, err = g.Invoke(ctx, agent.Text("again"))
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	_, err = g.Invoke(ctx, agent.Text("once more"))
+	require.ErrorIs(t, err, actors.ErrIncompleteRun, "the stored run is cut off")
+	res, err := g.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	res, err = g.Invoke(ctx, agent.Text("once more"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
 }
