@@ -41,7 +41,7 @@ var (
 	// an error of its own (an executor that returned no result).
 	ErrNodeFailed = errors.New("node failed")
 	// ErrIncompleteRun: a task while the stored run was cut off by a crash.
-	ErrIncompleteRun = errors.New("the last run was cut off in the middle (the process stopped): carry it on with an empty input before giving a new task")
+	ErrIncompleteRun = errors.New("the last run was cut off in the middle (its process stopped, or a Close cut it off): carry it on with an empty input before giving a new task")
 	// ErrEmptyTask: a fresh run was given no task.
 	ErrEmptyTask = errors.New("an orchestrator run needs a task: give a prompt")
 	// ErrBadTask: an input has a message or a response that is not JSON,
