@@ -1172,7 +1172,7 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 		starts = append(starts, x.held...)
 		x.held = nil
 	}
-	x.launch(c, starts, func() { x.settle(c) })
+	x.launch(c, starts, func(bool) { x.settle(c) })
 }
 
 // fail ends the invocation with err before any node ran; the run is as
@@ -1204,8 +1204,9 @@ func (x *orchActor) cancelledBeforeRun(c actor.Context) {
 
 // launch sends the runs of starts, after saving that they started (a
 // crash mid-run then knows where each node's executor stood), then calls
-// then (at once when nothing is launched).
-func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func()) {
+// then, with whether it saved the run (at once, false, when nothing is
+// launched).
+func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved bool)) {
 	var runs []*braidv1.NodeRun
 	var was []braidv1.NodeStatus // the runs' nodes' statuses before
 	for _, s := range starts {
@@ -1281,7 +1282,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func()) {
 		x.inflight++
 	}
 	if len(runs) == 0 {
-		then()
+		then(false)
 		return
 	}
 	x.save(c, persistence.SaveMessage, func(err error) {
@@ -1296,7 +1297,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func()) {
 		} else {
 			x.send(c, runs)
 		}
-		then()
+		then(err == nil)
 	})
 }
 
@@ -1533,15 +1534,21 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*per
 		if stop != "" {
 			x.stop(stop)
 		}
-		x.launch(c, starts, func() { x.reported(c) })
+		x.launch(c, starts, func(saved bool) {
+			if saved {
+				x.settle(c) // the launch's save holds the report
+				return
+			}
+			x.reported(c)
+		})
 		return
 	}
 	x.reported(c)
 }
 
 // reported ends a report's handling: while other nodes run, the run is
-// saved (the report's result is not lost to a crash; after a launch the
-// save has nothing left to write), then the run settles if none does.
+// saved (the report's result is not lost to a crash), then the run
+// settles if none does.
 func (x *orchActor) reported(c actor.Context) {
 	if x.inflight == 0 {
 		x.settle(c)
