@@ -446,6 +446,8 @@ func (x *agentActor) cancel(m *braidv1.AgentCancel) bool {
 		cause = context.Canceled
 	case braidv1.CancelReason_CANCEL_REASON_CALLER_DEADLINE:
 		cause = context.DeadlineExceeded
+	case braidv1.CancelReason_CANCEL_REASON_CUT_OFF:
+		cause = actors.ErrCutOff
 	default:
 		cause = ErrCancelled
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/sqlite"
+	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -158,4 +159,34 @@ func forStores(t *testing.T, test func(*testing.T, persistence.Store)) {
 		t.Cleanup(func() { _ = st.Close() })
 		test(t, st)
 	})
+}
+
+// SPEC R2, S6: the cut-off has a protobuf form: an AgentCancel with reason
+// CUT_OFF (what a node run in another process sends when its orchestrator
+// closes) cuts the invocation off as a Close does, so the run is left to
+// carry on and its tool runs again.
+func TestAgentActor_S6_ACancelWithReasonCutOffLeavesTheRunToCarryOn(t *testing.T) {
+	ctx := context.Background()
+	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+	a := r.agent(t)
+	t.Cleanup(func() { _ = a.Close(context.Background()) })
+	d := newDriver(t, freshSystem(t))
+	in, err := agent.InputToWire(agent.Text("go"))
+	require.NoError(t, err)
+	d.send(t, a, &braidv1.AgentInvoke{Input: in, InvocationId: "i1"})
+	<-r.started
+	d.send(t, a, &braidv1.AgentCancel{Reason: braidv1.CancelReason_CANCEL_REASON_CUT_OFF, InvocationId: "i1"})
+	c, ok := d.next(t).(*braidv1.AgentCancelled)
+	require.True(t, ok)
+	assert.True(t, c.GetWasRunning())
+	_, isErr := d.next(t).(*braidv1.Error)
+	require.True(t, isErr, "the invocation ends with an error")
+
+	st, err := a.Status(ctx)
+	require.NoError(t, err)
+	require.True(t, st.Incomplete(), "left to carry on: %+v", st)
+	res, err := a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	assert.Equal(t, "saw: fetched", res.Message.Text())
+	assert.Equal(t, int32(2), r.runs.Load())
 }
