@@ -159,7 +159,7 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		Session:      sess,
 	})
 	if err != nil {
-		return err
+		return damagedHint(err, ws)
 	}
 	defer a.Close(context.WithoutCancel(ctx))
 
@@ -167,13 +167,27 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 
 	status, err := a.Status(ctx)
 	if err != nil {
-		return err
+		return damagedHint(err, ws)
 	}
 	pending := status.Interrupts
-	if len(pending) > 0 {
+	switch {
+	case len(pending) > 0:
 		fmt.Fprintf(stdout, "workspace: %s\n", ws)
 		fmt.Fprintf(stdout, "\nresuming the run saved in %s: it is waiting for an answer\n", filepath.Join(ws, sessionsDir))
-	} else {
+	case status.Incomplete():
+		// A run a crash (or a Close) cut off: carried on, not prompted
+		// again (a prompt is refused until then, agent.ErrIncompleteRun).
+		fmt.Fprintf(stdout, "workspace: %s\n", ws)
+		fmt.Fprintf(stdout, "\ncarrying on the run saved in %s: it was cut off before it finished\n", filepath.Join(ws, sessionsDir))
+		res, err := streamOnce(ctx, a, agent.Input{}, stdout)
+		if err != nil {
+			return err
+		}
+		pending = res.Interrupts
+		if res.StopReason != agent.StopInterrupt {
+			return finish(stdout, ws, res)
+		}
+	default:
 		if err := seedWorkspace(ws); err != nil {
 			return err
 		}
@@ -221,6 +235,15 @@ func runDemo(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 		pending = res.Interrupts
 	}
+}
+
+// damagedHint adds to an error that a damaged stored run caused how to
+// start over: the demo's session is the demo's own.
+func damagedHint(err error, ws string) error {
+	if errors.Is(err, persistence.ErrDamaged) {
+		return fmt.Errorf("%w\nthe demo's saved run is damaged; to start over, delete it: braid session delete demo -dir %s", err, filepath.Join(ws, sessionsDir))
+	}
+	return err
 }
 
 // checkDemoArgs refuses, as a *usageError, arguments left after a demo's

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,7 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 func remaining(t *testing.T, ws string) []string {
@@ -328,4 +332,52 @@ func TestDemo_ToolsTouchOnlyTheSampleFiles(t *testing.T) {
 	assert.Contains(t, err.Error(), `"thesis.docx" is not one of the demo's sample files`)
 	assert.FileExists(t, filepath.Join(ws, "notes.txt"), "a refused call deletes none of its paths")
 	assert.FileExists(t, filepath.Join(ws, "thesis.docx"))
+}
+
+// SPEC S1, A3: a demo run cut off before the model answered (its history
+// ends with the prompt: a crash during the model call) is carried on by
+// the next `braid demo` on the folder, not prompted again (which the
+// agent refuses, ErrIncompleteRun).
+func TestDemo_CarriesOnARunCutOffBeforeItFinished(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	// What a crash during the first model call leaves: the prompt alone.
+	store, err := sqlite.Open(ctx, sqlite.Config{Dir: filepath.Join(ws, ".braid")})
+	require.NoError(t, err)
+	_, err = store.DeleteSession(ctx, "demo")
+	require.NoError(t, err)
+	sm, err := persistence.NewSessionManager(store, "demo")
+	require.NoError(t, err)
+	a, err := agent.New(ctx, agent.Config{Model: model.Scripted(), Session: sm})
+	require.NoError(t, err)
+	require.NoError(t, a.SetMessages(ctx, []model.Message{model.UserText("Delete the files in my workspace that are older than 5 days")}))
+	require.NoError(t, a.Close(ctx))
+	require.NoError(t, store.Close())
+
+	out.Reset()
+	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
+	assert.Contains(t, out.String(), "carrying on the run saved in")
+	assert.NotContains(t, out.String(), "you: ", "no new prompt")
+	assert.Contains(t, out.String(), "Done: the old files are deleted.")
+	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
+}
+
+// SPEC S5: a damaged stored run makes the demo fail with the damage and
+// the command that clears it.
+func TestDemo_ADamagedRunSaysHowToStartOver(t *testing.T) {
+	ctx := context.Background()
+	ws := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, runDemo(ctx, []string{"-later", "-dir", ws}, strings.NewReader(""), &out))
+	db, err := sql.Open("sqlite", filepath.Join(ws, ".braid", "braid.db"))
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE braid_records SET data = '{"no":"such record"}'`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	err = runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out)
+	require.ErrorIs(t, err, persistence.ErrDamaged)
+	assert.Contains(t, err.Error(), "braid session delete demo -dir "+filepath.Join(ws, ".braid"))
 }
