@@ -102,13 +102,17 @@ func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
 }
 
 // cutOffAgent is a node whose agent calls fetch once and answers with
-// what it returned; fetch's first run blocks until its context ends and
-// returns the context's error, later runs return "fetched".
-func cutOffAgent(runs *atomic.Int32, started chan<- struct{}, opts ...tool.Option) actors.Node {
+// what it returned; fetch's first run blocks until its context ends,
+// closes cut if it is not nil, and returns the context's error; later
+// runs return "fetched".
+func cutOffAgent(runs *atomic.Int32, started, cut chan<- struct{}, opts ...tool.Option) actors.Node {
 	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
 		if runs.Add(1) == 1 {
 			started <- struct{}{}
 			<-ctx.Done()
+			if cut != nil {
+				close(cut)
+			}
 			return "", ctx.Err()
 		}
 		return "fetched", nil
@@ -133,7 +137,7 @@ func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T)
 	st := persistence.NewMemoryStore()
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
-	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started)) }
+	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil)) }
 	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
 	errc := make(chan error, 1)
 	go func() {
@@ -159,7 +163,7 @@ func TestGraph_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	b := func() *graph.Builder {
-		return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, tool.AtMostOnce()))
+		return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil, tool.AtMostOnce()))
 	}
 	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
 	errc := make(chan error, 1)
@@ -221,7 +225,7 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 			cut := make(chan struct{})
 			b := func(wait <-chan struct{}) *graph.Builder {
 				return graph.NewBuilder().AddNode("first", closeAfter{wait: wait}).
-					AddNode("n", cutOffAgentSignal(&runs, started, cut, opts...))
+					AddNode("n", cutOffAgent(&runs, started, cut, opts...))
 			}
 			g := build(t, b(cut), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
 			errc := make(chan error, 1)
@@ -252,27 +256,6 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 	}
 }
 
-// cutOffAgentSignal is cutOffAgent whose fetch closes cut once its first
-// run has seen its context end.
-func cutOffAgentSignal(runs *atomic.Int32, started chan<- struct{}, cut chan<- struct{}, opts ...tool.Option) actors.Node {
-	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-		if runs.Add(1) == 1 {
-			started <- struct{}{}
-			<-ctx.Done()
-			close(cut)
-			return "", ctx.Err()
-		}
-		return "fetched", nil
-	}, opts...)
-	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("saw: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
-	})
-	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
-}
 
 // SPEC S6, M11: a graph closed while a nested graph's node's tool runs is
 // cut off at every level, as by a crash: the nested run is not cancelled
@@ -285,7 +268,7 @@ func TestGraph_S6_ANestedRunCutOffByItsParentsCloseIsCarriedOnNotCancelled(t *te
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	b := func() *graph.Builder {
-		inner := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started))
+		inner := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil))
 		return graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{}))
 	}
 	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})

@@ -105,17 +105,7 @@ func TestGraphSessionExample_StepErrors(t *testing.T) {
 // without an error; a mistyped flag, or an answer given as an argument
 // instead of with -answer, exits 2 (a usage error: nothing ran).
 func TestHelpExitsZeroAndBadCommandLineExitsTwo(t *testing.T) {
-	status, stderr := seedtest.RunMain(t, main, "-h")
-	assert.Equal(t, 0, status, "-h: %s", stderr)
-	assert.Empty(t, stderr, "-h is no error")
-
-	status, stderr = seedtest.RunMain(t, main, "-bogus")
-	assert.Equal(t, 2, status, "-bogus: %s", stderr)
-	assert.Contains(t, stderr, "flag provided but not defined: -bogus")
-
-	status, stderr = seedtest.RunMain(t, main, "-answer", "y", "y")
-	assert.Equal(t, 2, status, "an extra argument: %s", stderr)
-	assert.Contains(t, stderr, `got the argument "y"`)
+	seedtest.CheckCommandLine(t, main)
 }
 
 // -dir is part of a correct command line: without it nothing runs, and

@@ -50,3 +50,29 @@ func RunMain(t *testing.T, main func(), args ...string) (status int, stderr stri
 	}
 	return 0, errBuf.String()
 }
+
+// CheckCommandLine checks what every example's command line promises:
+// -h prints the usage and exits 0, with nothing on standard error; a
+// mistyped flag, or an answer given as an argument instead of with
+// -answer, exits 2 (a usage error: nothing ran) and says why. Like
+// RunMain, it must come first in the calling test.
+func CheckCommandLine(t *testing.T, main func()) {
+	t.Helper()
+	for _, c := range []struct {
+		args   []string
+		status int
+		says   string // "": nothing on standard error
+	}{
+		{[]string{"-h"}, 0, ""},
+		{[]string{"-bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"-answer", "y", "y"}, 2, `got the argument "y"`},
+	} {
+		status, stderr := RunMain(t, main, c.args...)
+		if status != c.status {
+			t.Errorf("%q: exit status %d, want %d; standard error: %s", c.args, status, c.status, stderr)
+		}
+		if c.says == "" && stderr != "" || !strings.Contains(stderr, c.says) {
+			t.Errorf("%q: standard error %q, want %q", c.args, stderr, c.says)
+		}
+	}
+}
