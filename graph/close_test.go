@@ -127,17 +127,12 @@ func cutOffAgent(runs *atomic.Int32, started, cut chan<- struct{}, opts ...tool.
 	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
 }
 
-// SPEC S6, M10: a graph closed while a node's tool runs is carried on
-// later as after a crash, and so is the tool: the context error the Close
-// gave it is not its result, so the carried-on run runs it again, and the
-// model sees what it returned then. Before, the cut was recorded as the
-// tool's error result and the carried-on run answered with it.
-func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T) {
+// closedMidTool builds the graph b gives on session "s" of st, invokes
+// it, closes it once started signals (a tool runs), and builds it again on
+// the session in a fresh System (a new process).
+func closedMidTool(t *testing.T, st persistence.Store, b func() *graph.Builder, started <-chan struct{}) *graph.Graph {
+	t.Helper()
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
-	var runs atomic.Int32
-	started := make(chan struct{}, 1)
-	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil)) }
 	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
 	errc := make(chan error, 1)
 	go func() {
@@ -147,8 +142,20 @@ func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T)
 	<-started
 	require.NoError(t, g.Close(ctx))
 	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
+	return build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+}
 
-	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+// SPEC S6, M10: a graph closed while a node's tool runs is carried on
+// later as after a crash, and so is the tool: the context error the Close
+// gave it is not its result, so the carried-on run runs it again, and the
+// model sees what it returned then. Before, the cut was recorded as the
+// tool's error result and the carried-on run answered with it.
+func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T) {
+	st := persistence.NewMemoryStore()
+	var runs atomic.Int32
+	started := make(chan struct{}, 1)
+	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil)) }
+	g2 := closedMidTool(t, st, b, started)
 	res := finish(t, g2)
 	assert.Equal(t, int32(2), runs.Load(), "fetch ran again")
 	assert.Equal(t, "saw: fetched", res.Node("n").Text())
@@ -165,17 +172,7 @@ func TestGraph_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing
 	b := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil, tool.AtMostOnce()))
 	}
-	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
-	errc := make(chan error, 1)
-	go func() {
-		_, err := g.Invoke(ctx, agent.Text("go"))
-		errc <- err
-	}()
-	<-started
-	require.NoError(t, g.Close(ctx))
-	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
-
-	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g2 := closedMidTool(t, st, b, started)
 	res, err := g2.Invoke(ctx, agent.Input{}) // carry the cut-off run on
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
@@ -256,14 +253,12 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 	}
 }
 
-
 // SPEC S6, M11: a graph closed while a nested graph's node's tool runs is
 // cut off at every level, as by a crash: the nested run is not cancelled
 // (its result would then be the node's, CANCELLED), so the run carried on
 // later resumes the nested graph, runs the cut-off tool again, and
 // completes.
 func TestGraph_S6_ANestedRunCutOffByItsParentsCloseIsCarriedOnNotCancelled(t *testing.T) {
-	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
@@ -271,17 +266,7 @@ func TestGraph_S6_ANestedRunCutOffByItsParentsCloseIsCarriedOnNotCancelled(t *te
 		inner := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil))
 		return graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{}))
 	}
-	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
-	errc := make(chan error, 1)
-	go func() {
-		_, err := g.Invoke(ctx, agent.Text("go"))
-		errc <- err
-	}()
-	<-started
-	require.NoError(t, g.Close(ctx))
-	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
-
-	g2 := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g2 := closedMidTool(t, st, b, started)
 	res := finish(t, g2)
 	assert.Equal(t, int32(2), runs.Load(), "fetch ran again")
 	inner := res.Node("inner")
