@@ -298,7 +298,7 @@ func TestAgentActor_AnswersWhileAToolBlocks(t *testing.T) {
 	assert.Equal(t, 1, runs.total())
 	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
-	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs), "the finished tool's result is kept")
+	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs), "the finished tool's result is kept, then the cancel is said (SPEC A3)")
 }
 
 // SPEC R2, A10, I9: a streamed invocation over protobuf sends its events,

@@ -593,7 +593,11 @@ func (a *Agent) abandon(r *request, reply *localReply, cause error) {
 // Cancel stops the running invocation, if any: it ends with stop reason
 // cancelled at the next safe point (before the model call, before the
 // tools, or after them; a model stream in progress is aborted). The
-// history stays valid. It reports whether an invocation was running.
+// history stays valid: one the cancel left ending with a user message
+// (the prompt, or the tool results, the model had not answered) gets the
+// assistant message DefaultCancelledTurn, so the run is over and the next
+// prompt is taken (a history that ends with a user message is an
+// incomplete run, SPEC A3). It reports whether an invocation was running.
 func (a *Agent) Cancel(ctx context.Context) (bool, error) {
 	rep, err := a.ask(ctx, &braidv1.AgentCancel{})
 	if err != nil {

@@ -250,7 +250,10 @@ func TestAgentCancel_WhileToolRuns(t *testing.T) {
 	assert.Equal(t, 1, m.Calls(), "no model call after the cancel")
 	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
-	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs))
+	// The run is over: an assistant message says so, and the history does
+	// not end with a user message (which would be an incomplete run).
+	assert.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
+	assert.Equal(t, agent.DefaultCancelledTurn, msgs[3].Text())
 	assert.False(t, agenttest.Interrupted(t, a))
 	assert.False(t, cancelNow(t, a), "nothing runs any more")
 }
@@ -286,7 +289,8 @@ func TestAgentCancel_DuringModelStream(t *testing.T) {
 	require.NoError(t, o.err)
 	require.NotNil(t, o.res)
 	assert.Equal(t, agent.StopCancelled, o.res.StopReason)
-	assert.Equal(t, []string{"user:text"}, describeAll(agenttest.Messages(t, a)))
+	assert.Equal(t, []string{"user:text", "assistant:text"}, describeAll(agenttest.Messages(t, a)), "the prompt, then the cancel is said (SPEC A3)")
+	assert.Equal(t, agent.DefaultCancelledTurn, o.res.Message.Text())
 	assert.False(t, agenttest.Interrupted(t, a))
 }
 

@@ -23,6 +23,7 @@ const (
 	DefaultCancelTools   = "Tool cancelled by hook"
 	DefaultCancelled     = "Tool execution cancelled"
 	DefaultCancelModel   = "model call cancelled by hook"
+	DefaultCancelledTurn = "Cancelled by user"
 	DefaultEndTurn       = "Turn ended early by hook after tool execution"
 	unknownToolResultFmt = "Unknown tool: %s"
 )
@@ -231,12 +232,12 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 			assistant, completed = *a.pending.Message, a.pending.Completed
 		} else {
 			if inv.cancelled(ctx) {
-				return inv.result(StopCancelled, inv.lastMessage()), nil
+				return inv.cancelledStop(ctx, inv.lastMessage())
 			}
 			msg, stop, res, err := inv.modelTurn(ctx)
 			if err != nil {
 				if inv.cancelled(ctx) {
-					return inv.result(StopCancelled, inv.lastMessage()), nil
+					return inv.cancelledStop(ctx, inv.lastMessage())
 				}
 				return nil, inv.ctxErr(ctx, err)
 			}
@@ -527,9 +528,27 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		return inv.result(StopEndTurn, msg), nil
 	}
 	if inv.cancelled(ctx) {
-		return inv.result(StopCancelled, gathered), nil
+		return inv.cancelledStop(ctx, gathered)
 	}
 	return nil, nil
+}
+
+// cancelledStop ends an invocation that Cancel stopped, whose last message
+// is last. One that stopped before the model answered (its prompt, or the
+// tool results of its last cycle, end the history) gets the assistant
+// message DefaultCancelledTurn (as Strands TS does for a cancelled model
+// stream), so that the history does not end with a user message: that is
+// an incomplete run (a crash's, carried on with the empty input), and a
+// cancelled run is over: the next prompt is taken (SPEC A3, A9).
+func (inv *invocation) cancelledStop(ctx context.Context, last model.Message) (*Result, error) {
+	if !awaitsModel(inv.a.history()) {
+		return inv.result(StopCancelled, last), nil
+	}
+	msg := model.AssistantText(DefaultCancelledTurn)
+	if err := inv.appendMessages(ctx, msg); err != nil {
+		return nil, err
+	}
+	return inv.result(StopCancelled, msg), nil
 }
 
 // stopForInterrupts activates and saves the interrupt state, and only then

@@ -321,7 +321,7 @@ func TestAgentCancel_BeforeToolsGivesEveryToolACancelledResult(t *testing.T) {
 	assert.Equal(t, 1, m.Calls())
 	msgs := agenttest.Messages(t, a)
 	requireValidHistory(t, msgs)
-	require.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult"}, describeAll(msgs))
+	require.Equal(t, []string{"user:text", "assistant:toolUse", "user:toolResult", "assistant:text"}, describeAll(msgs))
 	for _, r := range msgs[2].ToolResults() {
 		assert.Equal(t, model.ToolError, r.Status)
 		require.Len(t, r.Content, 1)
