@@ -25,7 +25,9 @@ var ErrConfig = errors.New("invalid agent node config")
 // the agent when its orchestrator opens it; it sets the agent's
 // OwnerPath, System, Session and IdleTimeout from the orchestrator, so cfg
 // must leave them empty. cfg.ID defaults to the node's id and must not
-// contain ":".
+// contain ":". cfg.Messages, the history the agent starts with (and
+// gets back on a reset), must not end with a user message: every run
+// gives the agent a prompt.
 func Agent(cfg agent.Config, opts ...Option) actors.Node {
 	n := &agentNode{cfg: cfg}
 	for _, o := range opts {
@@ -59,6 +61,12 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 		return nil, fmt.Errorf("%w: node %q: OwnerPath, System, Session and Restore are set by the orchestrator", ErrConfig, env.NodeID)
 	case strings.Contains(cfg.ID, ":"):
 		return nil, fmt.Errorf("%w: node %q: agent id %q contains \":\"", ErrConfig, env.NodeID, cfg.ID)
+	case len(cfg.Messages) > 0 && cfg.Messages[len(cfg.Messages)-1].Role == model.RoleUser:
+		// Every run of a node gives its agent a prompt, which an agent
+		// whose history ends with a user message refuses (ErrIncompleteRun:
+		// two user messages in a row), and a reset gives it that history
+		// back: the node could never run.
+		return nil, fmt.Errorf("%w: node %q: agent Messages end with a user message: each run of the node gives its agent a prompt, which would follow it; end them with an assistant message, or put the context in SystemPrompt", ErrConfig, env.NodeID)
 	}
 	if cfg.ID == "" {
 		cfg.ID = env.NodeID
