@@ -34,7 +34,7 @@ func TestGraph_S6_ACloseCutsOffAGraphNestedTwoLevelsDownAndItsAtMostOnceToolAsks
 			var runs atomic.Int32
 			started := make(chan struct{}, 1)
 			b := func() *graph.Builder {
-				deep := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, tool.AtMostOnce()))
+				deep := graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil, tool.AtMostOnce()))
 				mid := graph.NewBuilder().AddNode("deep", deep.AsNode(graph.Config{}))
 				return graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{}))
 			}
