@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -21,7 +22,9 @@ type ToolInput struct {
 // outer agent stops with them; their answers are routed back to sub,
 // which resumes (it does not start again), then the tool returns sub's
 // answer. With sessions on both agents this works across processes: sub
-// keeps its interrupt state in its own record. Give sub an owner path or
+// keeps its interrupt state in its own record. A run of sub left
+// unfinished (a crash or a Close cut it off) is carried on by the call
+// with its prompt, and dropped by a call with another. Give sub an owner path or
 // an id of its own so that its session record and ids do not clash with
 // the outer agent's.
 func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool {
@@ -49,8 +52,8 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 				return "", raised
 			}
 			input = Resume(answers...)
-		} else {
-			input = Text(in.Prompt)
+		} else if input, err = promptOrCarryOn(ctx, sub, st, in.Prompt); err != nil {
+			return "", err
 		}
 		res, err := sub.Invoke(ctx, input)
 		if err != nil {
@@ -67,6 +70,38 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 		}
 		return res.Message.Text(), nil
 	}, opts...)
+}
+
+// promptOrCarryOn is the input for sub, which is not interrupted, for a
+// call with prompt. sub takes no prompt while a run of it is unfinished
+// (Incomplete: a crash or a Close cut it off, or its model call failed
+// after its tools ran): when that run's prompt is prompt, it is this
+// call's, cut off and called again (the outer agent carries its own run
+// on), and the empty input carries it on, without running its finished
+// tools again; otherwise it is a dead call's, and it is dropped, its
+// history taken back to where it began, before prompt is given.
+func promptOrCarryOn(ctx context.Context, sub *Agent, st Status, prompt string) (Input, error) {
+	if !st.Incomplete() {
+		return Text(prompt), nil
+	}
+	snap, err := sub.Snapshot(ctx)
+	if err != nil {
+		return Input{}, err
+	}
+	began := len(snap.Messages)
+	for i := len(snap.Messages) - 1; i >= 0; i-- {
+		if m := snap.Messages[i]; m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
+			began = i
+			break
+		}
+	}
+	if began < len(snap.Messages) && snap.Messages[began].Text() == prompt {
+		return Input{}, nil
+	}
+	if err := sub.SetMessages(ctx, snap.Messages[:began], DropUnfinished()); err != nil {
+		return Input{}, err
+	}
+	return Text(prompt), nil
 }
 
 func reasonOf(in interrupt.Interrupt) any {

@@ -80,3 +80,35 @@ func countUser(ms []model.Message) int {
 	}
 	return n
 }
+
+// SPEC M11, S6: a sub agent whose run a Close cut off (its tool cut, its
+// run incomplete) takes no prompt until that run is carried on. Called
+// again with the same prompt (the outer agent carrying its own cut-off
+// run on), the tool carries the sub agent's run on; called with another
+// prompt (a new call), it drops that dead run and answers the new one.
+// Before, every later call failed with ErrIncompleteRun.
+func TestAgentAsTool_S6_ASubAgentCutOffIsCarriedOnByTheSameCallAndDroppedByAnother(t *testing.T) {
+	for _, prompt := range []string{"go", "another request"} {
+		t.Run(prompt, func(t *testing.T) {
+			ctx := context.Background()
+			r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+			sub := r.closedMidTool(t) // cut off while answering "go"
+			outer := newAgent(t, agent.Config{Model: model.Scripted(), System: freshSystem(t),
+				Tools: []tool.Tool{agent.AsTool(sub, "helper", "a helper agent")}})
+			res, err := outer.CallTool(ctx, "helper", agent.ToolInput{Prompt: prompt})
+			require.NoError(t, err)
+			assert.Equal(t, "saw: fetched", res.Text())
+			snap, err := sub.Snapshot(ctx)
+			require.NoError(t, err)
+			requireValidHistory(t, snap.Messages)
+			var prompts []string
+			for _, m := range snap.Messages {
+				if m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
+					prompts = append(prompts, m.Text())
+				}
+			}
+			assert.Equal(t, []string{prompt}, prompts, "the sub agent's history holds this call's prompt alone")
+			assert.Equal(t, int32(2), r.runs.Load())
+		})
+	}
+}
