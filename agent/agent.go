@@ -251,7 +251,9 @@ func (a *Agent) Snapshot(ctx context.Context) (*Snapshot, error) {
 // summarise, start over). It runs after the invocations asked for before
 // it and is refused while the agent is interrupted (ErrInterruptedReset),
 // unless given DropUnfinished. With a Session, the new history is saved
-// (durably) before it returns.
+// (durably) before it returns. A history that ends with a user message
+// waits for the model's answer: the agent is then Incomplete, and the
+// next Invoke takes the empty Input (a prompt is ErrIncompleteRun).
 func (a *Agent) SetMessages(ctx context.Context, msgs []model.Message, opts ...SetMessagesOption) error {
 	var o setMessagesOptions
 	for _, f := range opts {
