@@ -320,7 +320,8 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 				return "damaged", nil
 			}
 			waiting = data.Interrupts.Activated() && len(data.Interrupts.Unanswered()) > 0
-			cut = !waiting && len(data.Pending) > 0 && string(data.Pending) != "null"
+			cut = !waiting && (len(data.Pending) > 0 && string(data.Pending) != "null" ||
+				!data.Interrupts.Activated() && endsWithUser(r.Messages))
 		}
 		switch {
 		case waiting:
@@ -330,6 +331,19 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 		}
 	}
 	return status, nil
+}
+
+// endsWithUser reports whether the last of an agent's stored messages is a
+// user's, which the model has not answered: the agent is Incomplete
+// (agent.Status), a run to carry on.
+func endsWithUser(msgs []json.RawMessage) bool {
+	if len(msgs) == 0 {
+		return false
+	}
+	var m struct {
+		Role model.Role `json:"role"`
+	}
+	return json.Unmarshal(msgs[len(msgs)-1], &m) == nil && m.Role == model.RoleUser
 }
 
 // showSession prints each record: its history, one line per message, and

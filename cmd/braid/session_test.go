@@ -162,8 +162,9 @@ func compactJSON(t *testing.T, b json.RawMessage) json.RawMessage {
 }
 
 // `braid session list -status` tells a session waiting for answers, one
-// whose run is done, one cut off short of its end, and a damaged one,
-// without failing on the damage.
+// whose run is done, one cut off short of its end (in a tool cycle, or
+// before the model answered its prompt), and a damaged one, without
+// failing on the damage.
 func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 	ctx := context.Background()
 	ws := t.TempDir()
@@ -180,6 +181,11 @@ func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 	}
 	save("cut", `{"state":{},"interrupts":{"activated":false,"interrupts":[]},"pending":{"kind":"tools"}}`)
 	save("broken", `{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)
+	// a prompt the model has not answered (a crash during the model call)
+	_, err = st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+		Key: persistence.Key{SessionID: "asked", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`),
+		Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[{"text":"hi"}]}`)}})
+	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	execSQL(t, dir, `UPDATE braid_records SET data = '{"state":' WHERE session_id = 'broken'`)
 
@@ -193,6 +199,7 @@ func TestSession_ListStatusTellsWaitingIdleIncompleteAndDamaged(t *testing.T) {
 	assert.Regexp(t, `(?m)^SESSION\s+RECORDS\s+UPDATED\s+STATUS$`, got)
 	assert.Regexp(t, `(?m)^demo\s+1\s.*\swaiting$`, got)
 	assert.Regexp(t, `(?m)^cut\s+1\s.*\sincomplete$`, got)
+	assert.Regexp(t, `(?m)^asked\s+1\s.*\sincomplete$`, got)
 	assert.Regexp(t, `(?m)^broken\s+1\s.*\sdamaged$`, got)
 
 	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
