@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,7 +132,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := importSession(ctx, store, exp); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "imported session %s: %d records\n", exp.SessionID, len(exp.Records))
+		_, err = fmt.Fprintf(stdout, "imported session %s: %d records\n", shownID(exp.SessionID), len(exp.Records))
 		return err
 	case "delete":
 		return deleteSession(ctx, store, id, stdout)
@@ -234,7 +235,7 @@ func deleteSession(ctx context.Context, store persistence.Store, id string, w io
 	case n == 0:
 		return fmt.Errorf("session %q: %w", id, persistence.ErrNotFound)
 	}
-	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", id, n)
+	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", shownID(id), n)
 	return err
 }
 
@@ -254,7 +255,7 @@ func listSessions(ctx context.Context, store persistence.Store, withStatus bool,
 		if in.Damaged {
 			updated = "(damaged)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s", in.SessionID, in.Records, updated)
+		fmt.Fprintf(tw, "%s\t%d\t%s", shownID(in.SessionID), in.Records, updated)
 		if withStatus {
 			st, err := sessionStatus(ctx, store, in.SessionID)
 			if err != nil {
@@ -333,6 +334,17 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 	return status, nil
 }
 
+// shownID is an id as the command prints it: as it is, or quoted with
+// Go's escapes when it holds a character a terminal does not show as
+// itself (a line separator, a bidirectional override, a quote), so that
+// the printed id names that id alone and cannot rearrange the line.
+func shownID(id string) string {
+	if q := strconv.Quote(id); q[1:len(q)-1] != id {
+		return q
+	}
+	return id
+}
+
 // endsWithUser reports whether the last of an agent's stored messages is a
 // user's, which the model has not answered: the agent is Incomplete
 // (agent.Status), a run to carry on.
@@ -350,9 +362,9 @@ func endsWithUser(msgs []json.RawMessage) bool {
 // the interrupts it waits for. exp is as persistence.Export returns it,
 // its agents' records checked as the session manager loads them.
 func showSession(exp *persistence.SessionExport, w io.Writer) error {
-	fmt.Fprintf(w, "session %s\n", exp.SessionID)
+	fmt.Fprintf(w, "session %s\n", shownID(exp.SessionID))
 	for _, r := range exp.Records {
-		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, r.ID, r.Version, r.UpdatedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, shownID(r.ID), r.Version, r.UpdatedAt.Local().Format(time.DateTime))
 		if r.Kind == persistence.KindMultiAgent {
 			if err := showRun(exp.SessionID, r, w); err != nil {
 				return err
@@ -382,7 +394,7 @@ func showSession(exp *persistence.SessionExport, w io.Writer) error {
 		if data.Interrupts != nil && data.Interrupts.Activated() {
 			fmt.Fprintln(w, "  waiting for:")
 			for _, in := range data.Interrupts.Unanswered() {
-				fmt.Fprintf(w, "    %s  name=%s source=%s reason=%s\n", in.ID, in.Name, in.Source, in.Reason)
+				fmt.Fprintf(w, "    %s  name=%s source=%s reason=%s\n", shownID(in.ID), shownID(in.Name), in.Source, in.Reason)
 			}
 		} else if len(data.Pending) > 0 {
 			fmt.Fprintln(w, "  a run was cut off: the next invocation carries it on")
@@ -411,7 +423,7 @@ func showRun(sessionID string, r persistence.RecordExport, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  %s %s: %s", run.Type, run.ID, run.Status)
+	fmt.Fprintf(w, "  %s %s: %s", run.Type, shownID(run.ID), run.Status)
 	if run.Message != "" {
 		fmt.Fprintf(w, " (%s)", run.Message)
 	}
@@ -422,9 +434,9 @@ func showRun(sessionID string, r persistence.RecordExport, w io.Writer) error {
 		waiting = "was interrupted by"
 	}
 	for _, n := range run.Nodes {
-		fmt.Fprintf(w, "  node %-20s %-11s runs=%d\n", n.ID, n.Status, n.ExecutionCount)
+		fmt.Fprintf(w, "  node %-20s %-11s runs=%d\n", shownID(n.ID), n.Status, n.ExecutionCount)
 		for _, in := range n.Waiting {
-			fmt.Fprintf(w, "    %s %s  name=%s source=%s reason=%s\n", waiting, in.ID, in.Name, in.Source, in.Reason)
+			fmt.Fprintf(w, "    %s %s  name=%s source=%s reason=%s\n", waiting, shownID(in.ID), shownID(in.Name), in.Source, in.Reason)
 		}
 	}
 	return nil

@@ -514,3 +514,35 @@ func TestSession_ListStatusMarksAColumnOfTheWrongTypeDamaged(t *testing.T) {
 	assert.Empty(t, so)
 	assert.Contains(t, se, `session "bad" agent "a": record: damaged session data`)
 }
+
+// An id that holds a character a terminal does not show as itself (a
+// bidirectional override, a line separator; SPEC S2 allows both) is
+// printed quoted, with Go's escapes, by list and show: it cannot pass for
+// another id or rearrange the line. Plain ids print as they are.
+func TestSession_ListAndShowQuoteIdsATerminalWouldNotShowAsThemselves(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	for _, id := range []string{"plain", "evil\u202egnp.exe", "two\u2028lines"} {
+		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key: persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a\u202eb"}, Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+
+	var so, se bytes.Buffer
+	require.Equal(t, 0, run(ctx, []string{"session", "list", "-dir", dir}, nil, &so, &se), se.String())
+	got := so.String()
+	assert.Regexp(t, `(?m)^plain\s`, got)
+	assert.Contains(t, got, `"evil\u202egnp.exe"`)
+	assert.Contains(t, got, `"two\u2028lines"`)
+	assert.NotContains(t, got, "\u202e")
+	assert.NotContains(t, got, "\u2028")
+
+	so.Reset()
+	require.Equal(t, 0, run(ctx, []string{"session", "show", "-dir", dir, "evil\u202egnp.exe"}, nil, &so, &se), se.String())
+	assert.Contains(t, so.String(), `session "evil\u202egnp.exe"`)
+	assert.Contains(t, so.String(), `"a\u202eb"`)
+	assert.NotContains(t, so.String(), "\u202e")
+}
