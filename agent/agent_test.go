@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -540,4 +542,19 @@ func TestNew_RefusesAHookForAnEventTheAgentNeverFires(t *testing.T) {
 		hook.Add(r, func(context.Context, *agent.AfterToolsEvent) error { return nil })
 	})
 	newAgent(t, agent.Config{Model: model.Scripted(model.TextTurn("hi")), Hooks: []hook.Provider{ok}})
+}
+
+// SPEC S2: an agent's id is checked at New with or without a session (it
+// is its session record's id once it has one): an id a store cannot keep
+// is a config error matching persistence.ErrBadID, where it used to be
+// accepted until a session was added.
+func TestNew_S2_AnIdAStoreCannotKeepIsRefusedWithOrWithoutASession(t *testing.T) {
+	for _, id := range []string{"a/b", "a\\b", "bad\xffutf8", "tab\there", strings.Repeat("x", 256)} {
+		_, err := agent.New(context.Background(), agent.Config{ID: id, Model: model.Scripted(), System: freshSystem(t)})
+		require.ErrorIs(t, err, agent.ErrConfig, "%q", id)
+		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
+	}
+	a, err := agent.New(context.Background(), agent.Config{ID: "ok-id", Model: model.Scripted(), System: freshSystem(t)})
+	require.NoError(t, err)
+	require.NoError(t, a.Close(context.Background()))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -19,7 +20,8 @@ const DefaultID = "default"
 // Config configures an agent. Model is required; everything else has a default.
 type Config struct {
 	// ID names the agent within a session (default "default"); snapshots are
-	// keyed by it.
+	// keyed by it. It is a record id (SPEC S2: valid UTF-8, 1–255 bytes, no
+	// control characters, "/" or "\"), with or without a session.
 	ID string
 	// Name is a display name (default: ID).
 	Name string
@@ -128,6 +130,13 @@ func (c Config) Validate() error {
 	}
 	if c.IdleTimeout > 0 && c.Session == nil {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)
+	}
+	if c.ID != "" {
+		// Checked with or without a session: an agent's id is the id of
+		// its session record once it has one (SPEC S2).
+		if err := persistence.ValidateID("agent", c.ID); err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 	}
 	if c.OwnerPath != "" && strings.Contains(c.ID, ":") {
 		return fmt.Errorf("%w: the id %q of an agent with an owner path holds \":\" (its session record id joins path and id with \":\")", ErrConfig, c.ID)
