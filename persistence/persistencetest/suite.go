@@ -548,8 +548,9 @@ func testMessageRows(t *testing.T, h Harness) {
 			_, err = h.Store.Sessions(bg)
 			require.NoError(t, err)
 
-			_, err = h.Store.DeleteSession(bg, k.SessionID)
+			n, err := h.Store.DeleteSession(bg, k.SessionID)
 			require.NoError(t, err)
+			assert.Equal(t, 2, n, "both records removed, one left as its messages alone included")
 			_, err = h.Store.Load(bg, k)
 			assert.ErrorIs(t, err, persistence.ErrNotFound)
 			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(1), Messages: msgs(0, 3)})

@@ -317,12 +317,22 @@ func Delete(ctx context.Context, q Querier, k persistence.Key) error {
 // DeleteSession deletes every record of the session, and its messages,
 // and returns how many records it deleted.
 func DeleteSession(ctx context.Context, q Querier, sessionID string) (int, error) {
+	// A record left as its messages alone (its row deleted by hand: damage,
+	// SPEC S5) is a record removed too.
+	var orphans int64
+	if _, err := queryRow(ctx, q, orphansSQL, []any{sessionID}, &orphans); err != nil {
+		return 0, err
+	}
 	if err := q.Exec(ctx, "DELETE FROM braid_messages WHERE session_id = $1", sessionID); err != nil {
 		return 0, err
 	}
 	n, err := q.ExecN(ctx, "DELETE FROM braid_records WHERE session_id = $1", sessionID)
-	return int(n), err
+	return int(n + orphans), err
 }
+
+// orphansSQL counts the records of a session left as messages alone.
+const orphansSQL = `SELECT count(*) FROM (SELECT DISTINCT kind, id FROM braid_messages m WHERE session_id = $1
+  AND NOT EXISTS (SELECT 1 FROM braid_records r WHERE r.session_id = m.session_id AND r.kind = m.kind AND r.id = m.id)) o`
 
 // Load reads the record under k, after checking k (SPEC S2): one
 // statement, so one snapshot. A record that is not as written is a
