@@ -330,6 +330,9 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 				Interrupts: interruptsToWire(gate.Unanswered())}
 			return rep
 		case cancelled:
+			// The executor does not run: not an execution (SPEC M7; a
+			// swarm's node history lists the nodes that ran).
+			rep.Gated = true
 			rep.Result = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: msg}
 			n.after(ctx, rep)
 			return rep

@@ -70,8 +70,9 @@ type Result struct {
 	// Results are the node results in the order the nodes first finished.
 	Results []*NodeResult
 	// ExecutionOrder lists the nodes in the order their runs ended (a node
-	// run twice appears twice; a run interrupted and then resumed is one).
-	// For a Swarm it is the node history.
+	// run twice appears twice; a run interrupted and then resumed is one;
+	// a node a BeforeNodeCall hook cancelled did not run and is not
+	// listed). For a Swarm it is the node history.
 	ExecutionOrder []string
 	ExecutionCount int
 	// CompletedNodes, FailedNodes and InterruptedNodes count the nodes by

@@ -241,7 +241,8 @@ type NodeReport struct {
 	// gate are the BeforeNodeCall interrupts the node's hooks raised or
 	// found (owned by the orchestrator).
 	Gate []*Interrupt `protobuf:"bytes,4,rep,name=gate,proto3" json:"gate,omitempty"`
-	// gated: the node did not run because a BeforeNodeCall hook interrupted.
+	// gated: the node did not run because a BeforeNodeCall hook interrupted
+	// it (result INTERRUPTED) or cancelled it (result CANCELLED).
 	Gated bool `protobuf:"varint,5,opt,name=gated,proto3" json:"gated,omitempty"`
 	// messages is the node executor's progress after the run, on every
 	// report (NodeRunner.Progress: its agent's message count, a nested
