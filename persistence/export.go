@@ -126,6 +126,11 @@ func exportChanges(exp *SessionExport) ([]Change, error) {
 	changes := make([]Change, len(exp.Records))
 	for i, r := range exp.Records {
 		key := Key{SessionID: exp.SessionID, Kind: r.Kind, ID: r.ID}
+		// The ids first (ErrBadID, SPEC S2): a record whose key a store
+		// cannot keep is refused as such, whatever its data holds.
+		if err := key.Validate(); err != nil {
+			return nil, err
+		}
 		if r.SchemaVersion != SchemaVersion {
 			return nil, SchemaDamage(key, "export", r.SchemaVersion)
 		}

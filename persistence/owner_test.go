@@ -130,3 +130,33 @@ func TestImport_RefusesRecordsMovedToAnotherKey(t *testing.T) {
 	_, rec := openAgent(t, newManager(t, dst))
 	assert.Equal(t, []string{"a"}, msgTexts(rec.Messages))
 }
+
+// SPEC S2: Import refuses an export whose session or record id a store
+// cannot keep with ErrBadID, whatever its data holds (an id edited to
+// one of another session's is damage too, but the id is what is wrong),
+// and writes nothing.
+func TestImport_S2_ABadIdIsErrBadIDBeforeAnythingElse(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	s, _ := openAgent(t, newManager(t, st))
+	require.NoError(t, s.Save(ctx, agentRec(1, userMsgs("a")...), persistence.SaveInvocation))
+	exp, err := persistence.Export(ctx, st, smSession)
+	require.NoError(t, err)
+
+	dst := persistence.NewMemoryStore()
+	for name, edit := range map[string]func(*persistence.SessionExport){
+		"session": func(e *persistence.SessionExport) { e.SessionID = "a/b" },
+		"record":  func(e *persistence.SessionExport) { e.Records[0].ID = "bad\xff" },
+	} {
+		bad := *exp
+		bad.Records = append([]persistence.RecordExport(nil), exp.Records...)
+		edit(&bad)
+		err := persistence.Import(ctx, dst, &bad)
+		require.ErrorIs(t, err, persistence.ErrBadID, name)
+		assert.NotErrorIs(t, err, persistence.ErrDamaged, name)
+		require.ErrorIs(t, persistence.CheckExport(&bad), persistence.ErrBadID, name)
+	}
+	infos, err := dst.Sessions(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, infos, "nothing is written")
+}
