@@ -103,11 +103,19 @@ func answerAll(res *multiagent.Result, v string) agent.Input {
 	return agent.Resume(rs...)
 }
 
-func sessionName(withSession bool) string {
-	if withSession {
-		return "session"
-	}
-	return "no session"
+// withAndWithoutSession runs test twice: with a session on a new memory
+// store, which session adds to a config, and without one (session gives
+// the config back as it is).
+func withAndWithoutSession(t *testing.T, test func(t *testing.T, session func(graph.Config) graph.Config)) {
+	t.Run("session", func(t *testing.T) {
+		test(t, func(cfg graph.Config) graph.Config {
+			cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			return cfg
+		})
+	})
+	t.Run("no session", func(t *testing.T) {
+		test(t, func(cfg graph.Config) graph.Config { return cfg })
+	})
 }
 
 // SPEC M8 (reset on revisit), M3: a node revisited with a reset whose
@@ -115,41 +123,36 @@ func sessionName(withSession bool) string {
 // and it runs: its agent starts from its initial history, as an ungated
 // revisit does.
 func TestGraph_GatedRevisitIsResetWhenItsGatePasses(t *testing.T) {
-	for _, withSession := range []bool{true, false} {
-		t.Run(sessionName(withSession), func(t *testing.T) {
-			ctx := context.Background()
-			seen := &seenModel{}
-			r := newRecorder()
-			var loops atomic.Int32
-			loop := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
-				loops.Add(1)
-				return []model.ContentBlock{model.Text("again")}, nil
-			})
-			talker := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-				seen.add(req.Messages)
-				return model.TextTurn("done"), nil
-			})})
-			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "talk")}}
-			if withSession {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
-			}
-			g := build(t, graph.NewBuilder().
-				AddNode("talk", talker).AddNode("loop", loop).
-				AddEdge("talk", "loop").
-				AddEdge("loop", "talk", func(*graph.State) bool { return loops.Load() == 1 }).
-				SetEntryPoint("talk").ResetOnRevisit(true), cfg)
-			res, err := g.Invoke(ctx, agent.Text("first"))
-			require.NoError(t, err)
-			for range 2 { // the first visit's gate, then the revisit's
-				require.Len(t, res.Interrupts, 1)
-				res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
-				require.NoError(t, err)
-			}
-			require.Equal(t, multiagent.StatusCompleted, res.Status)
-			require.Equal(t, 2, seen.count())
-			assert.Len(t, seen.last(), 1, "the revisit starts from the initial history: %q", seen.last())
+	withAndWithoutSession(t, func(t *testing.T, session func(graph.Config) graph.Config) {
+		ctx := context.Background()
+		seen := &seenModel{}
+		r := newRecorder()
+		var loops atomic.Int32
+		loop := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+			loops.Add(1)
+			return []model.ContentBlock{model.Text("again")}, nil
 		})
-	}
+		talker := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+			seen.add(req.Messages)
+			return model.TextTurn("done"), nil
+		})})
+		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "talk")}})
+		g := build(t, graph.NewBuilder().
+			AddNode("talk", talker).AddNode("loop", loop).
+			AddEdge("talk", "loop").
+			AddEdge("loop", "talk", func(*graph.State) bool { return loops.Load() == 1 }).
+			SetEntryPoint("talk").ResetOnRevisit(true), cfg)
+		res, err := g.Invoke(ctx, agent.Text("first"))
+		require.NoError(t, err)
+		for range 2 { // the first visit's gate, then the revisit's
+			require.Len(t, res.Interrupts, 1)
+			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+			require.NoError(t, err)
+		}
+		require.Equal(t, multiagent.StatusCompleted, res.Status)
+		require.Equal(t, 2, seen.count())
+		assert.Len(t, seen.last(), 1, "the revisit starts from the initial history: %q", seen.last())
+	})
 }
 
 // SPEC A3, M2: a node whose agent is left waiting by two dead runs in a
@@ -158,33 +161,28 @@ func TestGraph_GatedRevisitIsResetWhenItsGatePasses(t *testing.T) {
 // so the second one's prompt is taken back too (no two user messages in
 // a row). With a session and without.
 func TestGraph_NodeLeftWaitingByTwoDeadRunsInARowTakesBothBack(t *testing.T) {
-	for _, withSession := range []bool{true, false} {
-		t.Run(sessionName(withSession), func(t *testing.T) {
-			ctx := context.Background()
-			seen := &seenModel{}
-			var fail atomic.Bool
-			fail.Store(true)
-			cfg := graph.Config{ID: "g"}
-			if withSession {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
-			}
-			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)).AddNode("flaky", flakyNode(&fail)), cfg)
-			for _, p := range []string{"first", "second"} {
-				res, err := g.Invoke(ctx, agent.Text(p))
-				require.NoError(t, err)
-				require.Equal(t, multiagent.StatusFailed, res.Status)
-				require.NoError(t, res.Node("asks").Err, p)
-			}
-			fail.Store(false)
-			res, err := g.Invoke(ctx, agent.Text("third"))
+	withAndWithoutSession(t, func(t *testing.T, session func(graph.Config) graph.Config) {
+		ctx := context.Background()
+		seen := &seenModel{}
+		var fail atomic.Bool
+		fail.Store(true)
+		cfg := session(graph.Config{ID: "g"})
+		g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)).AddNode("flaky", flakyNode(&fail)), cfg)
+		for _, p := range []string{"first", "second"} {
+			res, err := g.Invoke(ctx, agent.Text(p))
 			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
-			assert.Equal(t, []string{"user:third"}, seen.last(), "both dead runs' prompts are taken back")
-			res, err = g.Invoke(ctx, answerAll(res, "y"))
-			require.NoError(t, err)
-			assert.Equal(t, multiagent.StatusCompleted, res.Status)
-		})
-	}
+			require.Equal(t, multiagent.StatusFailed, res.Status)
+			require.NoError(t, res.Node("asks").Err, p)
+		}
+		fail.Store(false)
+		res, err := g.Invoke(ctx, agent.Text("third"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+		assert.Equal(t, []string{"user:third"}, seen.last(), "both dead runs' prompts are taken back")
+		res, err = g.Invoke(ctx, answerAll(res, "y"))
+		require.NoError(t, err)
+		assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	})
 }
 
 // SPEC A3, M6: a node whose agent was left waiting by a run whose gate
@@ -193,35 +191,30 @@ func TestGraph_NodeLeftWaitingByTwoDeadRunsInARowTakesBothBack(t *testing.T) {
 // answered: neither the "no" (which did not run the agent) nor the
 // gated launch moves where the dead invocation began.
 func TestGraph_GatedNodeTakesBackTheDeadRunsPromptOnceTheGatePasses(t *testing.T) {
-	for _, withSession := range []bool{true, false} {
-		t.Run(sessionName(withSession), func(t *testing.T) {
-			ctx := context.Background()
-			seen := &seenModel{}
-			r := newRecorder()
-			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
-			if withSession {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
-			}
-			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)), cfg)
-			res, err := g.Invoke(ctx, agent.Text("first"))
-			require.NoError(t, err)
-			gateID := res.Interrupts[0].ID
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-			require.NoError(t, err)
-			require.Len(t, res.Interrupts, 1, "the agent's tool asks")
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCancelled, res.Status)
+	withAndWithoutSession(t, func(t *testing.T, session func(graph.Config) graph.Config) {
+		ctx := context.Background()
+		seen := &seenModel{}
+		r := newRecorder()
+		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
+		g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)), cfg)
+		res, err := g.Invoke(ctx, agent.Text("first"))
+		require.NoError(t, err)
+		gateID := res.Interrupts[0].ID
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+		require.NoError(t, err)
+		require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCancelled, res.Status)
 
-			res, err = g.Invoke(ctx, agent.Text("second"))
-			require.NoError(t, err)
-			require.Len(t, res.Interrupts, 1, "the new run's gate")
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
-			assert.Equal(t, []string{"user:second"}, seen.last(), "the cancelled run's prompt is taken back")
-		})
-	}
+		res, err = g.Invoke(ctx, agent.Text("second"))
+		require.NoError(t, err)
+		require.Len(t, res.Interrupts, 1, "the new run's gate")
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+		assert.Equal(t, []string{"user:second"}, seen.last(), "the cancelled run's prompt is taken back")
+	})
 }
 
 // SPEC A3, M6, M8 (reset on revisit): a node revisited with a reset
@@ -231,55 +224,50 @@ func TestGraph_GatedNodeTakesBackTheDeadRunsPromptOnceTheGatePasses(t *testing.T
 // taken back whole, so the next prompt is not the second user message in
 // a row.
 func TestGraph_DeadInvocationOfAResetRevisitIsTakenBackToTheReset(t *testing.T) {
-	for _, withSession := range []bool{true, false} {
-		t.Run(sessionName(withSession), func(t *testing.T) {
-			ctx := context.Background()
-			seen := &seenModel{}
-			r := newRecorder()
-			var loops atomic.Int32
-			loop := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
-				loops.Add(1)
-				return []model.ContentBlock{model.Text("again")}, nil
-			})
-			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
-			if withSession {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
-			}
-			g := build(t, graph.NewBuilder().
-				AddNode("asks", askingNode(seen, nil)).AddNode("loop", loop).
-				AddEdge("asks", "loop").
-				AddEdge("loop", "asks", func(*graph.State) bool { return loops.Load() == 1 }).
-				SetEntryPoint("asks").ResetOnRevisit(true), cfg)
-			answer := func(res *multiagent.Result, name, v string) *multiagent.Result {
-				t.Helper()
-				require.Len(t, res.Interrupts, 1)
-				require.Equal(t, name, res.Interrupts[0].Name)
-				res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, v)))
-				require.NoError(t, err)
-				return res
-			}
-			res, err := g.Invoke(ctx, agent.Text("first"))
-			require.NoError(t, err)
-			res = answer(res, "approval", "y")
-			res = answer(res, "which", "y") // asks completes, loop runs, asks is revisited: its gate
-			require.Len(t, res.Interrupts, 1)
-			gateID := res.Interrupts[0].ID
-			res = answer(res, "approval", "y")
-			require.Len(t, seen.last(), 1, "the revisit began from the reset")
-			require.Equal(t, "which", res.Interrupts[0].Name)
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCancelled, res.Status)
-
-			res, err = g.Invoke(ctx, agent.Text("second"))
-			require.NoError(t, err)
-			res = answer(res, "approval", "y")
-			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
-			h := seen.last()
-			require.Len(t, h, 1, "the dead revisit's prompt is taken back: %q", h)
-			assert.Contains(t, h[0], "second")
+	withAndWithoutSession(t, func(t *testing.T, session func(graph.Config) graph.Config) {
+		ctx := context.Background()
+		seen := &seenModel{}
+		r := newRecorder()
+		var loops atomic.Int32
+		loop := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+			loops.Add(1)
+			return []model.ContentBlock{model.Text("again")}, nil
 		})
-	}
+		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
+		g := build(t, graph.NewBuilder().
+			AddNode("asks", askingNode(seen, nil)).AddNode("loop", loop).
+			AddEdge("asks", "loop").
+			AddEdge("loop", "asks", func(*graph.State) bool { return loops.Load() == 1 }).
+			SetEntryPoint("asks").ResetOnRevisit(true), cfg)
+		answer := func(res *multiagent.Result, name, v string) *multiagent.Result {
+			t.Helper()
+			require.Len(t, res.Interrupts, 1)
+			require.Equal(t, name, res.Interrupts[0].Name)
+			res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, v)))
+			require.NoError(t, err)
+			return res
+		}
+		res, err := g.Invoke(ctx, agent.Text("first"))
+		require.NoError(t, err)
+		res = answer(res, "approval", "y")
+		res = answer(res, "which", "y") // asks completes, loop runs, asks is revisited: its gate
+		require.Len(t, res.Interrupts, 1)
+		gateID := res.Interrupts[0].ID
+		res = answer(res, "approval", "y")
+		require.Len(t, seen.last(), 1, "the revisit began from the reset")
+		require.Equal(t, "which", res.Interrupts[0].Name)
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCancelled, res.Status)
+
+		res, err = g.Invoke(ctx, agent.Text("second"))
+		require.NoError(t, err)
+		res = answer(res, "approval", "y")
+		require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+		h := seen.last()
+		require.Len(t, h, 1, "the dead revisit's prompt is taken back: %q", h)
+		assert.Contains(t, h[0], "second")
+	})
 }
 
 // SPEC A3, M2: a node whose agent was left waiting by a run that ended
@@ -359,39 +347,34 @@ func TestGraph_AgentRefusingItsOwnAutoResumeIsNotRunAgain(t *testing.T) {
 // lists that interrupt), the model is not called again, and the tool that
 // had its result does not run again; the agent's answer then finishes it.
 func TestGraph_ReansweringAGateWhileTheAgentWaitsKeepsTheAgentsInvocation(t *testing.T) {
-	for _, withSession := range []bool{true, false} {
-		t.Run(sessionName(withSession), func(t *testing.T) {
-			ctx := context.Background()
-			seen := &seenModel{}
-			var sides atomic.Int32
-			r := newRecorder()
-			cfg := graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}}
-			if withSession {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
-			}
-			g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, &sides)), cfg)
-			res, err := g.Invoke(ctx, agent.Text("first"))
-			require.NoError(t, err)
-			gateID := res.Interrupts[0].ID
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-			require.NoError(t, err)
-			require.Len(t, res.Interrupts, 1, "the agent's tool asks")
-			agentAsk := res.Interrupts[0].ID
+	withAndWithoutSession(t, func(t *testing.T, session func(graph.Config) graph.Config) {
+		ctx := context.Background()
+		seen := &seenModel{}
+		var sides atomic.Int32
+		r := newRecorder()
+		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
+		g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, &sides)), cfg)
+		res, err := g.Invoke(ctx, agent.Text("first"))
+		require.NoError(t, err)
+		gateID := res.Interrupts[0].ID
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+		require.NoError(t, err)
+		require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+		agentAsk := res.Interrupts[0].ID
 
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
-			require.Len(t, res.Interrupts, 1)
-			assert.Equal(t, agentAsk, res.Interrupts[0].ID)
-			assert.Equal(t, 1, seen.count(), "the model is not asked again")
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
+		require.Len(t, res.Interrupts, 1)
+		assert.Equal(t, agentAsk, res.Interrupts[0].ID)
+		assert.Equal(t, 1, seen.count(), "the model is not asked again")
 
-			res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(agentAsk, "y")))
-			require.NoError(t, err)
-			assert.Equal(t, multiagent.StatusCompleted, res.Status, "%v", res.Node("asks").Err)
-			assert.EqualValues(t, 1, sides.Load(), "the side tool ran once")
-			assert.Equal(t, []string{"user:first", "assistant:[tool]", "user:[tool]"}, seen.last())
-		})
-	}
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(agentAsk, "y")))
+		require.NoError(t, err)
+		assert.Equal(t, multiagent.StatusCompleted, res.Status, "%v", res.Node("asks").Err)
+		assert.EqualValues(t, 1, sides.Load(), "the side tool ran once")
+		assert.Equal(t, []string{"user:first", "assistant:[tool]", "user:[tool]"}, seen.last())
+	})
 }
 
 // SPEC M6, M11, I7: the same for a nested graph: answering its node's
