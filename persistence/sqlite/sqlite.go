@@ -128,9 +128,6 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		return nil, nil, fmt.Errorf("sqlite store: %w", err)
 	}
 	s.wal = newWALSync(s.path + "-wal")
-	if err := s.checkForeign(ctx); err != nil {
-		return nil, nil, err
-	}
 	// Every commit is at synchronous=NORMAL (OFF without fsync); a durable
 	// point then waits for an fsync of the WAL (walSync).
 	level := map[bool]string{false: "NORMAL", true: "OFF"}[cfg.NoFsync]
@@ -138,6 +135,12 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	s.r, _ = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	s.w.SetMaxOpenConns(1)
 	s.r.SetMaxOpenConns(cfg.ReadConns)
+	// Before the write connection, whose first use switches the file to WAL.
+	if err := s.checkForeign(ctx); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, nil, err
+	}
 	w := &writer{stmts: map[string]*sql.Stmt{}}
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
@@ -175,18 +178,14 @@ var ErrForeign = errors.New("the database is not a Braid store: it has tables an
 // checkForeign refuses a database file that holds tables but not Braid's
 // (ErrForeign), before anything is written to it: opening a store creates
 // its tables and switches the file to WAL, which must not happen to
-// another program's database found where the store's is looked for.
+// another program's database found where the store's is looked for. It
+// reads on the query-only pool, which keeps the connection.
 func (s *Store) checkForeign(ctx context.Context) error {
 	if fi, err := os.Stat(s.path); err != nil || fi.Size() == 0 {
 		return nil // no file yet, or an empty one: the store creates it
 	}
-	db, err := sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
-	if err != nil {
-		return s.wrap("open", err)
-	}
-	defer db.Close()
 	var tables, braid int
-	err = db.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN name LIKE 'braid\_%' ESCAPE '\' THEN 1 END) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &braid)
+	err := s.r.QueryRowContext(ctx, `SELECT count(*), count(CASE WHEN name LIKE 'braid\_%' ESCAPE '\' THEN 1 END) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &braid)
 	switch {
 	case err != nil:
 		return s.wrap("open", err)
