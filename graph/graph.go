@@ -3,13 +3,13 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/internal/runclient"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -93,15 +93,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // hooks and nodes (their agents' hooks, models and tools), in this
 // process.
 func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
-	w, err := agent.InputToWire(in)
-	if err != nil {
-		return nil, err
-	}
-	res, locals, err := g.o.InvokeLocal(ctx, w)
-	if err != nil {
-		return nil, err
-	}
-	return multiagent.ResultFromWireLocal(res, locals)
+	return runclient.Invoke(ctx, g.o, in)
 }
 
 // Stream runs like Invoke and yields the run's events as they happen
@@ -109,45 +101,12 @@ func (g *Graph) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result,
 // come after the run is saved. A consumer that stops early leaves the run
 // going on to its end unread; a later resume can finish it.
 func (g *Graph) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent.Event, error] {
-	return func(yield func(multiagent.Event, error) bool) {
-		w, err := agent.InputToWire(in)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		var convErr error
-		res, err := g.o.Stream(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
-			e, err := multiagent.EventFromWire(ev)
-			if err != nil {
-				convErr = err
-				return false
-			}
-			return yield(e, nil)
-		})
-		switch {
-		case convErr != nil:
-			yield(nil, convErr)
-		case errors.Is(err, actors.ErrStreamStopped):
-		case err != nil:
-			yield(nil, err)
-		default:
-			r, err := multiagent.ResultFromWire(res)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			yield(&multiagent.ResultEvent{Result: r}, nil)
-		}
-	}
+	return runclient.Stream(ctx, g.o, in)
 }
 
 // Status returns the run as it stands; answered at once, while nodes run.
 func (g *Graph) Status(ctx context.Context) (*multiagent.Result, error) {
-	res, err := g.o.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return multiagent.ResultFromWire(res)
+	return runclient.Status(ctx, g.o)
 }
 
 // Cancel stops the running invocation, if any, and reports whether one

@@ -2,14 +2,13 @@ package swarm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/internal/runclient"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/proto/braidv1"
 )
 
 // Swarm is a client handle to a swarm's orchestrator actor (SPEC R1). All
@@ -82,15 +81,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // then. The values of ctx reach the run's hooks and nodes (their agents'
 // hooks, models and tools), in this process.
 func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result, error) {
-	w, err := agent.InputToWire(in)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.o.Invoke(ctx, w)
-	if err != nil {
-		return nil, err
-	}
-	return multiagent.ResultFromWire(res)
+	return runclient.Invoke(ctx, s.o, in)
 }
 
 // Stream runs like Invoke and yields the run's events as they happen
@@ -98,45 +89,12 @@ func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result,
 // come after the run is saved. A consumer that stops early leaves the run
 // going on to its end unread; a later resume can finish it.
 func (s *Swarm) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent.Event, error] {
-	return func(yield func(multiagent.Event, error) bool) {
-		w, err := agent.InputToWire(in)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		var convErr error
-		res, err := s.o.Stream(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
-			e, err := multiagent.EventFromWire(ev)
-			if err != nil {
-				convErr = err
-				return false
-			}
-			return yield(e, nil)
-		})
-		switch {
-		case convErr != nil:
-			yield(nil, convErr)
-		case errors.Is(err, actors.ErrStreamStopped):
-		case err != nil:
-			yield(nil, err)
-		default:
-			r, err := multiagent.ResultFromWire(res)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			yield(&multiagent.ResultEvent{Result: r}, nil)
-		}
-	}
+	return runclient.Stream(ctx, s.o, in)
 }
 
 // Status returns the run as it stands; answered at once, while a node runs.
 func (s *Swarm) Status(ctx context.Context) (*multiagent.Result, error) {
-	res, err := s.o.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return multiagent.ResultFromWire(res)
+	return runclient.Status(ctx, s.o)
 }
 
 // Cancel stops the running invocation, if any, and reports whether one
