@@ -46,6 +46,20 @@ func (s *copyingStore) Save(ctx context.Context, opts persistence.SaveOptions, c
 	return v, err
 }
 
+// made returns how many copies s has made.
+func (s *copyingStore) made() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.copies)
+}
+
+// since returns the copies s made after its first n.
+func (s *copyingStore) since(n int) []*persistence.SessionExport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copies[n:]
+}
+
 // crashGraph is a → work → {gated, side} → end: work's agent runs a tool
 // once, gated is gated by a hook.
 func crashGraph(r *recorder) *graph.Builder {
@@ -100,9 +114,7 @@ func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 	res := finish(t, g)
 	require.Len(t, res.Results, 5)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies
-	cs.mu.Unlock()
+	copies := cs.since(0)
 	require.Greater(t, len(copies), 10)
 
 	for i, exp := range copies {

@@ -111,16 +111,12 @@ func TestGraph_CrashAfterAnySaveOfANestedResumeKeepsTheAnswer(t *testing.T) {
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 1)
-	cs.mu.Lock()
-	from := len(cs.copies)
-	cs.mu.Unlock()
+	from := cs.made()
 	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[from:]
-	cs.mu.Unlock()
+	copies := cs.since(from)
 	require.NotEmpty(t, copies)
 	for i, exp := range copies {
 		st := persistence.NewMemoryStore()

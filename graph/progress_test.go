@@ -118,9 +118,7 @@ func TestGraph_NodeProgressSurvivesPassivation(t *testing.T) {
 	lc.AwaitNoneLive(t)
 	require.Positive(t, lc.Passivated(actors.Identity{SessionID: "s", Kind: graph.Kind, Path: "g"}))
 	require.Positive(t, lc.Passivated(actors.Identity{SessionID: "s", Kind: "agent", Path: "g/b/b"}))
-	cs.mu.Lock()
-	from := len(cs.copies)
-	cs.mu.Unlock()
+	from := cs.made()
 	before := lc.Passivated(actors.Identity{SessionID: "s", Kind: graph.Kind, Path: "g"})
 	gatedRun(t, g, "again", func() {
 		// The run waits on the gate and nothing else sends: every owner
@@ -130,9 +128,7 @@ func TestGraph_NodeProgressSurvivesPassivation(t *testing.T) {
 	})
 	require.Equal(t, 2, r.count("model:b"))
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[from:]
-	cs.mu.Unlock()
+	copies := cs.since(from)
 	crashAtLaunch(t, copies, "b", 2, mk)
 }
 
@@ -145,13 +141,9 @@ func TestGraph_AnsweredGateKeepsTheNodesProgress(t *testing.T) {
 	mk := func(r *recorder) *graph.Builder { return graph.NewBuilder().AddNode("a", textAgent(r, "a")) }
 	g := build(t, mk(r), graph.Config{ID: "g", Session: manager(t, cs, "s"), Hooks: []hook.Provider{gate(r, "a")}})
 	gatedRun(t, g, "go")
-	cs.mu.Lock()
-	from := len(cs.copies)
-	cs.mu.Unlock()
+	from := cs.made()
 	gatedRun(t, g, "again")
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[from:]
-	cs.mu.Unlock()
+	copies := cs.since(from)
 	crashAtLaunch(t, copies, "a", 2, mk)
 }

@@ -40,9 +40,7 @@ func TestGraph_CrashDuringARevisitFinishesItOnce(t *testing.T) {
 			require.Equal(t, 2, res.Node("loop").ExecutionCount)
 			require.NoError(t, g.Close(ctx))
 			want := map[bool]int{false: 8, true: 4}[reset]
-			cs.mu.Lock()
-			copies := cs.copies
-			cs.mu.Unlock()
+			copies := cs.since(0)
 			require.NotEmpty(t, copies)
 			for i, exp := range copies {
 				status, base := orchNodeStatus(exp, "loop")

@@ -135,9 +135,7 @@ func TestGraph_NestedUsageIsCountedOnceAcrossCrashes(t *testing.T) {
 	res := finish(t, g)
 	require.Equal(t, want, res.Usage)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies
-	cs.mu.Unlock()
+	copies := cs.since(0)
 	require.Greater(t, len(copies), 5)
 	for i, exp := range copies {
 		st := persistence.NewMemoryStore()

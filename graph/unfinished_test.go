@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,30 @@ func history(msgs []model.Message) []string {
 	}
 	return out
 }
+
+// storedHistory returns, as history renders them, the stored messages of
+// the agent records of session whose key keep accepts, record after
+// record.
+func storedHistory(t *testing.T, st persistence.Store, session string, keep func(persistence.Key) bool) []string {
+	t.Helper()
+	recs, err := st.Session(context.Background(), session)
+	require.NoError(t, err)
+	var h []string
+	for _, rec := range recs {
+		if rec.Key.Kind != persistence.KindAgent || !keep(rec.Key) {
+			continue
+		}
+		for _, raw := range rec.Messages {
+			m, err := model.ParseMessage(raw)
+			require.NoError(t, err)
+			h = append(h, history([]model.Message{m})...)
+		}
+	}
+	return h
+}
+
+// anyAgent keeps every agent's record (storedHistory).
+func anyAgent(persistence.Key) bool { return true }
 
 // askingNode is a node whose agent runs the tool "lookup", which asks
 // "which" (and, with sides set, the tool "side" before it in the same
@@ -427,63 +452,30 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadInvocationWasDroppedRunsTheNewPromp
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusFailed, res.Status)
 	fail.Store(false)
-	cs.mu.Lock()
-	n0 := len(cs.copies)
-	cs.mu.Unlock()
+	n0 := cs.made()
 	res, err = g.Invoke(ctx, agent.Text("second"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[n0:]
-	cs.mu.Unlock()
+	copies := cs.since(n0)
 	require.NotEmpty(t, copies)
 
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
-		seen := &seenModel{}
-		g2 := build(t, topology(seen), graph.Config{ID: "g", Session: manager(t, st, "s")})
-		before, err := g2.Status(ctx)
-		require.NoError(t, err)
-		if i == 0 {
-			require.Equal(t, multiagent.StatusExecuting, before.Status, "the first copy is of the new run's start")
-		}
-		for range 4 {
-			st, err := g2.Status(ctx)
+		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
+			st := persistence.NewMemoryStore()
+			require.NoError(t, persistence.Import(ctx, st, exp))
+			seen := &seenModel{}
+			g2 := build(t, topology(seen), graph.Config{ID: "g", Session: manager(t, st, "s")})
+			before, err := g2.Status(ctx)
 			require.NoError(t, err)
-			if st.Status == multiagent.StatusCompleted {
-				break
+			if i == 0 {
+				require.Equal(t, multiagent.StatusExecuting, before.Status, "the first copy is of the new run's start")
 			}
-			var in agent.Input
-			switch st.Status {
-			case multiagent.StatusExecuting:
-				in = agent.Input{} // carry the cut-off run on
-			case multiagent.StatusInterrupted:
-				in = answerAll(st, "y")
-			default:
-				t.Fatalf("copy %d: the run ended %s: %v", i, st.Status, st.Node("asks").Err)
-			}
-			_, err = g2.Invoke(ctx, in)
-			require.NoError(t, err, "copy %d", i)
-		}
-		final, err := g2.Status(ctx)
-		require.NoError(t, err)
-		require.Equal(t, multiagent.StatusCompleted, final.Status, "copy %d", i)
-		recs, err := st.Session(ctx, "s")
-		require.NoError(t, err)
-		var h []string
-		for _, rec := range recs {
-			if rec.Key.Kind == persistence.KindAgent && rec.Key.ID == "g:asks:asks" {
-				for _, raw := range rec.Messages {
-					m, err := model.ParseMessage(raw)
-					require.NoError(t, err)
-					h = append(h, history([]model.Message{m})...)
-				}
-			}
-		}
-		assert.Equal(t, []string{"user:second", "assistant:[tool]", "user:[tool]", "assistant:done"}, h, "copy %d", i)
-		require.NoError(t, g2.Close(ctx))
+			finish(t, g2)
+			h := storedHistory(t, st, "s", func(k persistence.Key) bool { return k.ID == "g:asks:asks" })
+			assert.Equal(t, []string{"user:second", "assistant:[tool]", "user:[tool]", "assistant:done"}, h, "copy %d", i)
+			require.NoError(t, g2.Close(ctx))
+		})
 	}
 }
 
@@ -507,58 +499,25 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt
 	require.Equal(t, multiagent.StatusFailed, res.Status)
 	require.Equal(t, multiagent.StatusInterrupted, res.Node("mid").Status)
 	fail.Store(false)
-	cs.mu.Lock()
-	n0 := len(cs.copies)
-	cs.mu.Unlock()
+	n0 := cs.made()
 	res, err = g.Invoke(ctx, agent.Text("second"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[n0:]
-	cs.mu.Unlock()
+	copies := cs.since(n0)
 
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
-		g2 := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, st, "s")})
-		for range 4 {
-			st, err := g2.Status(ctx)
-			require.NoError(t, err)
-			if st.Status == multiagent.StatusCompleted {
-				break
-			}
-			var in agent.Input
-			switch st.Status {
-			case multiagent.StatusExecuting:
-				in = agent.Input{}
-			case multiagent.StatusInterrupted:
-				in = answerAll(st, "y")
-			default:
-				t.Fatalf("copy %d: the run ended %s: %v", i, st.Status, st.Node("mid").Err)
-			}
-			_, err = g2.Invoke(ctx, in)
-			require.NoError(t, err, "copy %d", i)
-		}
-		final, err := g2.Status(ctx)
-		require.NoError(t, err)
-		require.Equal(t, multiagent.StatusCompleted, final.Status, "copy %d", i)
-		recs, err := st.Session(ctx, "s")
-		require.NoError(t, err)
-		var h []string
-		for _, rec := range recs {
-			if rec.Key.Kind == persistence.KindAgent {
-				for _, raw := range rec.Messages {
-					m, err := model.ParseMessage(raw)
-					require.NoError(t, err)
-					h = append(h, history([]model.Message{m})...)
-				}
-			}
-		}
-		require.Len(t, h, 4, "copy %d: %q", i, h)
-		assert.Contains(t, h[0], "second", "copy %d: %q", i, h)
-		assert.NotContains(t, h[0], "first", "copy %d", i)
-		require.NoError(t, g2.Close(ctx))
+		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
+			st := persistence.NewMemoryStore()
+			require.NoError(t, persistence.Import(ctx, st, exp))
+			g2 := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, st, "s")})
+			finish(t, g2)
+			h := storedHistory(t, st, "s", anyAgent)
+			require.Len(t, h, 4, "copy %d: %q", i, h)
+			assert.Contains(t, h[0], "second", "copy %d: %q", i, h)
+			assert.NotContains(t, h[0], "first", "copy %d", i)
+			require.NoError(t, g2.Close(ctx))
+		})
 	}
 }
 
@@ -592,60 +551,35 @@ func TestGraphCrash_NewRunAfterAFailedAfterNodeCallKeepsTheCompletedInvocation(t
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusFailed, res.Status, "the agent completed, its node failed")
 	failHook.Store(false)
-	cs.mu.Lock()
-	n0 := len(cs.copies)
-	cs.mu.Unlock()
+	n0 := cs.made()
 	res, err = g.Invoke(ctx, agent.Text("second"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
 	require.NoError(t, g.Close(ctx))
-	cs.mu.Lock()
-	copies := cs.copies[n0:]
-	cs.mu.Unlock()
+	copies := cs.since(n0)
 	want := []string{"user:first", "assistant:[tool]", "user:[tool]", "assistant:done", "user:second", "assistant:[tool]", "user:[tool]", "assistant:done"}
 
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
-		var before []string
-		for _, rec := range exp.Records {
-			if rec.Kind == persistence.KindAgent {
-				for _, raw := range rec.Messages {
-					m, err := model.ParseMessage(raw)
-					require.NoError(t, err)
-					before = append(before, history([]model.Message{m})...)
+		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
+			st := persistence.NewMemoryStore()
+			require.NoError(t, persistence.Import(ctx, st, exp))
+			var before []string
+			for _, rec := range exp.Records {
+				if rec.Kind == persistence.KindAgent {
+					for _, raw := range rec.Messages {
+						m, err := model.ParseMessage(raw)
+						require.NoError(t, err)
+						before = append(before, history([]model.Message{m})...)
+					}
 				}
 			}
-		}
-		sides.Store(0)
-		g2 := build(t, topology(&seenModel{}), cfg(st))
-		for range 4 {
-			st, err := g2.Status(ctx)
-			require.NoError(t, err)
-			if st.Status == multiagent.StatusCompleted {
-				break
-			}
-			in := agent.Input{}
-			if st.Status == multiagent.StatusInterrupted {
-				in = answerAll(st, "y")
-			}
-			_, err = g2.Invoke(ctx, in)
-			require.NoError(t, err, "copy %d", i)
-		}
-		recs, err := st.Session(ctx, "s")
-		require.NoError(t, err)
-		var h []string
-		for _, rec := range recs {
-			if rec.Key.Kind == persistence.KindAgent {
-				for _, raw := range rec.Messages {
-					m, err := model.ParseMessage(raw)
-					require.NoError(t, err)
-					h = append(h, history([]model.Message{m})...)
-				}
-			}
-		}
-		assert.Equal(t, want, h, "copy %d (the agent held %q)", i, before)
-		assert.LessOrEqual(t, sides.Load(), int32(1), "copy %d: the side tool runs at most once more", i)
-		require.NoError(t, g2.Close(ctx))
+			sides.Store(0)
+			g2 := build(t, topology(&seenModel{}), cfg(st))
+			finish(t, g2)
+			h := storedHistory(t, st, "s", anyAgent)
+			assert.Equal(t, want, h, "copy %d (the agent held %q)", i, before)
+			assert.LessOrEqual(t, sides.Load(), int32(1), "copy %d: the side tool runs at most once more", i)
+			require.NoError(t, g2.Close(ctx))
+		})
 	}
 }
