@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/sqlite"
@@ -17,9 +18,9 @@ import (
 	"github.com/braidhq/braid/tool"
 )
 
-// closeCutRig builds agents on one store whose fetch tool's first run
-// blocks until its context ends (and signals started), later runs return
-// "fetched"; the model calls fetch, then answers with what it returned.
+// closeCutRig builds agents on one store with agenttest's fetch tool,
+// whose first run blocks until its context ends (and signals started),
+// and a model that calls fetch, then answers with what it returned.
 type closeCutRig struct {
 	st      persistence.Store
 	runs    atomic.Int32
@@ -28,24 +29,9 @@ type closeCutRig struct {
 
 func (r *closeCutRig) agent(t *testing.T, opts ...tool.Option) *agent.Agent {
 	t.Helper()
-	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-		if r.runs.Add(1) == 1 {
-			r.started <- struct{}{}
-			<-ctx.Done()
-			return "", ctx.Err()
-		}
-		return "fetched", nil
-	}, opts...)
-	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("saw: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
-	})
 	sm, err := persistence.NewSessionManager(r.st, "s")
 	require.NoError(t, err)
-	a, err := agent.New(context.Background(), agent.Config{ID: "a", Session: sm, Model: m, Tools: []tool.Tool{fetch}, System: freshSystem(t)})
+	a, err := agent.New(context.Background(), agent.Config{ID: "a", Session: sm, Model: agenttest.FetchOnce(), Tools: []tool.Tool{agenttest.BlockingFetch(&r.runs, r.started, nil, opts...)}, System: freshSystem(t)})
 	require.NoError(t, err)
 	return a
 }

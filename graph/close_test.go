@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
@@ -106,25 +107,7 @@ func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
 // closes cut if it is not nil, and returns the context's error; later
 // runs return "fetched".
 func cutOffAgent(runs *atomic.Int32, started, cut chan<- struct{}, opts ...tool.Option) actors.Node {
-	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-		if runs.Add(1) == 1 {
-			started <- struct{}{}
-			<-ctx.Done()
-			if cut != nil {
-				close(cut)
-			}
-			return "", ctx.Err()
-		}
-		return "fetched", nil
-	}, opts...)
-	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("saw: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
-	})
-	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{fetch}})
+	return agentnode.Agent(agent.Config{Model: agenttest.FetchOnce(), Tools: []tool.Tool{agenttest.BlockingFetch(runs, started, cut, opts...)}})
 }
 
 // closedMidTool builds the graph b gives on session "s" of st, invokes

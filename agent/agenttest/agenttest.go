@@ -1,5 +1,7 @@
-// Package agenttest has test helpers that read an agent's session through
-// its actor (agent.Agent.Snapshot and Status) and fail the test on error.
+// Package agenttest has test helpers for code that runs agents: readers
+// of an agent's session through its actor (agent.Agent.Snapshot and
+// Status) that fail the test on error, and a tool and model for runs cut
+// off in the middle of a tool.
 package agenttest
 
 import (
