@@ -1,26 +1,3 @@
-// Package postgres is a persistence.Store on PostgreSQL (SPEC S3), for
-// sessions shared by several processes and machines. It passes the same
-// conformance suite as the embedded (SQLite) and memory stores.
-//
-// It uses the embedded store's tables, created on first use: braid_records,
-// one row per owner with its version and data, and braid_messages, one row
-// per message, all text, so JSON comes back byte for byte. Ids are text
-// COLLATE "C", so they order byte by byte. Keep several stores in one
-// database apart with the DSN's search_path. As with SQLite, New refuses
-// tables of a layout this build does not know (persistence.ErrSchemaVersion)
-// and writes nothing to them, and brings tables of an earlier layout to
-// this build's.
-//
-// A save is one transaction that first takes an advisory lock on its
-// session, so that its version checks and writes are one step for every
-// process; a stale save changes nothing. The common save (one owner,
-// appending) is one round trip: the lock and one statement whose record
-// write carries the version check and whose message inserts depend on it,
-// sent as one pipeline (an implicit transaction). Anything else (a batch,
-// a rewrite, a conflict to explain) takes the general path. Saves that are not durable commit
-// with synchronous_commit off; a durable save, and Sync, commit with it on,
-// waiting for the WAL flush, which makes every earlier commit durable too.
-// A load is one statement, so one snapshot.
 package postgres
 
 import (
@@ -79,7 +56,8 @@ const lockSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
   pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($2))`
 
 // New connects, with the defaults for cfg's zero fields, and creates the
-// tables if they do not exist.
+// tables if they do not exist (see the package doc for the role this
+// takes).
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	d := DefaultConfig()
 	if cfg.MaxConns == 0 {
@@ -106,7 +84,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
 		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
-			Columns: `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'braid_records'`})
+			Columns: `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'braid_records'`,
+			Exists:  `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`})
 	})
 	if err != nil {
 		pool.Close()

@@ -202,3 +202,58 @@ func TestNew_RefusesTheTablesOfANewerLayout(t *testing.T) {
 	assert.Equal(t, int64(2), rec.Version)
 	assert.Zero(t, rec.Incarnation)
 }
+
+// SPEC S3: a store opens with a role that may read and write Braid's
+// tables but not create tables (a production role, with the tables
+// created by another): opening creates nothing that is there already.
+// On a database without the tables such a role gets an error that says
+// so.
+func TestNew_OpensWithARoleThatCannotCreateTables(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	conn, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	defer conn.Close(bg)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")
+	schema, role := "dml_"+suffix, "app_"+suffix
+	for _, stmt := range []string{`CREATE SCHEMA ` + schema, `CREATE ROLE ` + role + ` LOGIN`, `GRANT USAGE ON SCHEMA ` + schema + ` TO ` + role} {
+		_, err := conn.Exec(bg, stmt)
+		require.NoError(t, err, stmt)
+	}
+	t.Cleanup(func() {
+		for _, stmt := range []string{`DROP SCHEMA ` + schema + ` CASCADE`, `DROP OWNED BY ` + role, `DROP ROLE ` + role} {
+			_, _ = conn.Exec(bg, stmt)
+		}
+	})
+	at := func(user string) string {
+		u, err := url.Parse(dsn)
+		require.NoError(t, err)
+		if user != "" {
+			u.User = url.User(user)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+
+	_, err = postgres.New(bg, postgres.Config{DSN: at(role)})
+	require.Error(t, err, "no tables, and the role cannot create them")
+	assert.Contains(t, err.Error(), "creating Braid's tables")
+	assert.Contains(t, err.Error(), "permission denied")
+
+	admin, err := postgres.New(bg, postgres.Config{DSN: at("")}) // creates the tables
+	require.NoError(t, err)
+	require.NoError(t, admin.Close())
+	_, err = conn.Exec(bg, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA `+schema+` TO `+role)
+	require.NoError(t, err)
+
+	s, err := postgres.New(bg, postgres.Config{DSN: at(role)})
+	require.NoError(t, err)
+	defer s.Close()
+	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	rec, err := s.Load(bg, k)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":1}`, string(rec.Data))
+}

@@ -146,7 +146,8 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
 		if err = q.Exec(ctx, "BEGIN IMMEDIATE"); err == nil {
 			if err = sqlstore.Init(ctx, q, sqlstore.Dialect{Text: "text", Options: " WITHOUT ROWID",
-				Columns: `SELECT name FROM pragma_table_info('braid_records')`}); err == nil {
+				Columns: `SELECT name FROM pragma_table_info('braid_records')`,
+				Exists:  `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`}); err == nil {
 				err = q.Exec(ctx, "COMMIT")
 			}
 		}

@@ -66,6 +66,9 @@ type Dialect struct {
 	Options string
 	// Columns lists the columns of braid_records, a name a row.
 	Columns string
+	// Exists counts the tables named $1 where the store's tables are (0
+	// or 1).
+	Exists string
 }
 
 // Init checks the database's layout, creates what it lacks of this
@@ -73,24 +76,30 @@ type Dialect struct {
 // the caller's transaction, which should serialise the stores that open at
 // once. A database of a newer layout is an error that matches
 // persistence.ErrSchemaVersion, and nothing is written to it (the caller
-// rolls back).
+// rolls back). Tables of this build's layout are only read: a role
+// that may not create tables opens a database that has them.
 func Init(ctx context.Context, q Querier, d Dialect) error {
-	if err := q.Exec(ctx, metaDDL); err != nil {
+	var meta int64
+	if _, err := queryRow(ctx, q, d.Exists, []any{"braid_meta"}, &meta); err != nil {
 		return err
 	}
 	var layout int64
-	found, err := queryRow(ctx, q, layoutSQL, []any{"layout"}, &layout)
+	found := false
+	if meta > 0 {
+		var err error
+		if found, err = queryRow(ctx, q, layoutSQL, []any{"layout"}, &layout); err != nil {
+			return err
+		}
+	}
 	switch {
-	case err != nil:
-		return err
 	case found && (layout < 1 || layout > Layout):
 		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layouts 1 to %d only", persistence.ErrSchemaVersion, layout, Layout)
 	case found && layout == Layout:
 		return nil
 	}
-	for _, ddl := range schema(d.Text, d.Options) {
+	for _, ddl := range append([]string{metaDDL}, schema(d.Text, d.Options)...) {
 		if err := q.Exec(ctx, ddl); err != nil {
-			return err
+			return fmt.Errorf("creating Braid's tables (layout %d): %w", Layout, err)
 		}
 	}
 	// Tables of layout 1 (with or without the row) lack the incarnation.

@@ -1,0 +1,28 @@
+// Package postgres is a persistence.Store on PostgreSQL (SPEC S3), for
+// sessions shared by several processes and machines. It passes the same
+// conformance suite as the embedded (SQLite) and memory stores.
+//
+// It uses the embedded store's tables: braid_records, one row per owner
+// with its version and data, and braid_messages, one row per message, all
+// text, so JSON comes back byte for byte. The first New on a database
+// creates them (with braid_meta, which holds their layout), which takes a
+// role that may create tables in the schema; once they are there, New
+// only reads braid_meta, so an application's role needs no more than
+// SELECT, INSERT, UPDATE and DELETE on the three tables. Ids are text
+// COLLATE "C", so they order byte by byte. Keep several stores in one
+// database apart with the DSN's search_path. As with SQLite, New refuses
+// tables of a layout this build does not know (persistence.ErrSchemaVersion)
+// and writes nothing to them, and brings tables of an earlier layout to
+// this build's.
+//
+// A save is one transaction that first takes an advisory lock on its
+// session, so that its version checks and writes are one step for every
+// process; a stale save changes nothing. The common save (one owner,
+// appending) is one round trip: the lock and one statement whose record
+// write carries the version check and whose message inserts depend on it,
+// sent as one pipeline (an implicit transaction). Anything else (a batch,
+// a rewrite, a conflict to explain) takes the general path. Saves that are not durable commit
+// with synchronous_commit off; a durable save, and Sync, commit with it on,
+// waiting for the WAL flush, which makes every earlier commit durable too.
+// A load is one statement, so one snapshot.
+package postgres
