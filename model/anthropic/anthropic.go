@@ -130,6 +130,14 @@ func (m *Model) attempt(ctx, actx context.Context, params sdk.MessageNewParams, 
 			return yielded, m.streamError(err)
 		}
 		for _, ev := range events {
+			// The answer may be read already (buffered): a done ctx
+			// ends the call before each event, not only at a read.
+			if ctx.Err() != nil {
+				return yielded, ctx.Err()
+			}
+			if actx.Err() != nil {
+				return yielded, m.timeoutError(actx.Err())
+			}
 			yielded = true
 			if !yield(ev, nil) {
 				return true, errStopped

@@ -1,8 +1,11 @@
 package anthropic_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -79,6 +82,48 @@ func TestStream_CancelMidStreamReturnsPromptlyWithCanceled(t *testing.T) {
 	assert.Less(t, time.Since(cancelledAt), time.Second, "the stream ended promptly")
 	assert.Equal(t, []model.StreamEvent{&model.TextDelta{Text: "Thinking"}}, events)
 	assert.Equal(t, 1, r.Count())
+}
+
+// A consumer that cancels the context on the first event ends the stream
+// with ctx.Err() even when the whole answer has arrived already (a short
+// answer read in one go): the turn is not finished after the cancel
+// (model.Model's contract).
+func TestStream_CancelAfterTheAnswerIsBufferedEndsWithCanceled(t *testing.T) {
+	m, _ := newModel(t, "text", func(c *anthropic.Config) {
+		c.HTTPClient = &http.Client{Transport: bufferedTransport{next: c.HTTPClient.Transport}}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var events []model.StreamEvent
+	var last error
+	for ev, err := range m.Stream(ctx, weatherRequest()) {
+		if err != nil {
+			last = err
+			break
+		}
+		events = append(events, ev)
+		cancel()
+	}
+	assert.Equal(t, []model.StreamEvent{&model.TextDelta{Text: "Hello"}}, events, "nothing after the cancel")
+	assert.ErrorIs(t, last, context.Canceled)
+}
+
+// bufferedTransport reads each response body whole before returning the
+// response, so the answer is in memory before its first event is read.
+type bufferedTransport struct{ next http.RoundTripper }
+
+func (b bufferedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := b.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
 }
 
 func TestStream_CancelledBeforeTheCallSendsNothing(t *testing.T) {

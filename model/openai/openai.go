@@ -141,22 +141,33 @@ func (m *Model) attempt(ctx, actx context.Context, params sdk.ChatCompletionNewP
 
 	var t turn
 	yielded := false
-	send := func() bool {
-		for _, ev := range t.take() {
+	// send yields the queued events, and then stop when it is not nil. It
+	// returns the result that ends the attempt, or false to read on. A
+	// done ctx ends the attempt before each event: the answer may be read
+	// already (buffered), so reading would not notice it.
+	send := func(stop *model.MessageStop) (attemptResult, bool) {
+		evs := t.take()
+		if stop != nil {
+			evs = append(evs, stop)
+		}
+		for _, ev := range evs {
+			if err := m.cut(ctx, actx); err != nil {
+				return attemptResult{err: err}, true
+			}
 			yielded = true
 			if !yield(ev, nil) {
-				return false
+				return attemptResult{done: true}, true
 			}
 		}
-		return true
+		return attemptResult{done: stop != nil}, stop != nil
 	}
 	for stream.Next() {
 		chunk := stream.Current()
 		if err := t.add(&chunk); err != nil {
 			return attemptResult{err: m.malformed(err)}
 		}
-		if !send() {
-			return attemptResult{done: true}
+		if r, end := send(nil); end {
+			return r
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -169,10 +180,20 @@ func (m *Model) attempt(ctx, actx context.Context, params sdk.ChatCompletionNewP
 		}
 		return attemptResult{err: m.malformed(err)}
 	}
-	if send() {
-		yield(stop, nil)
+	r, _ := send(stop)
+	return r
+}
+
+// cut returns the error that ends the call when ctx is done (ctx.Err()) or
+// actx, ctx bounded by Config.Timeout, is (a timeout error); else nil.
+func (m *Model) cut(ctx, actx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return attemptResult{done: true}
+	if err := actx.Err(); err != nil {
+		return m.timeoutError(err)
+	}
+	return nil
 }
 
 // timeoutError: Config.Timeout passed before the answer was complete.

@@ -1,9 +1,12 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -278,6 +281,49 @@ func TestStream_CancelMidStreamEndsPromptlyWithContextCanceled(t *testing.T) {
 	assert.ErrorIs(t, last, context.Canceled)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Len(t, r.requestBodies(), 1, "a cancelled stream is not retried")
+}
+
+// A consumer that cancels the context on the first event ends the stream
+// with ctx.Err() even when the whole answer has arrived already (a short
+// answer read in one go): the turn is not finished after the cancel
+// (model.Model's contract).
+func TestStream_CancelAfterTheAnswerIsBufferedEndsWithContextCanceled(t *testing.T) {
+	r := newInline(t, sse(text("Hel"), text("lo"), finish("stop"), usage(3, 2), done))
+	m := newModel(t, r, func(c *openai.Config) {
+		c.HTTPClient = &http.Client{Transport: bufferedTransport{next: c.HTTPClient.Transport}}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got []model.StreamEvent
+	var last error
+	for ev, err := range m.Stream(ctx, userRequest()) {
+		if err != nil {
+			last = err
+			break
+		}
+		got = append(got, ev)
+		cancel()
+	}
+	assert.Equal(t, []model.StreamEvent{&model.TextDelta{Text: "Hel"}}, got, "nothing after the cancel")
+	assert.ErrorIs(t, last, context.Canceled)
+}
+
+// bufferedTransport reads each response body whole before returning the
+// response, so the answer is in memory before its first event is read.
+type bufferedTransport struct{ next http.RoundTripper }
+
+func (b bufferedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := b.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
 }
 
 func TestStream_CancelDuringBackoffEndsWithContextCanceled(t *testing.T) {
