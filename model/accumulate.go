@@ -12,33 +12,40 @@ import (
 // ErrIncompleteStream: the stream ended without a MessageStop.
 var ErrIncompleteStream = errors.New("model stream ended without a stop event")
 
+// ErrMaxTokensInToolUse: the turn reached the model's output token limit
+// (stop reason max_tokens) in the middle of a tool use, so the tool's input
+// is cut off. Raising the model's max tokens setting is the usual cure.
+var ErrMaxTokensInToolUse = errors.New("the model reached its max tokens limit in the middle of a tool use")
+
 // Accumulator folds stream events into the assistant message. The zero value
 // is ready to use.
 type Accumulator struct {
-	blocks  []ContentBlock
-	text    strings.Builder
-	inText  bool
-	tool    *ToolUse
-	input   bytes.Buffer
+	blocks []ContentBlock
+	text   strings.Builder
+	inText bool
+	tool   *ToolUse
+	input  bytes.Buffer
+	// bad is the first tool use whose input is not valid JSON: reported at
+	// MessageStop, whose stop reason says whether it was cut off.
+	bad     *ToolUse
 	stopped bool
 	stop    MessageStop
 }
 
-// Add folds one event in.
+// Add folds one event in. A tool use whose input is not valid JSON fails
+// the turn at its MessageStop: with ErrMaxTokensInToolUse when the stop
+// reason is max_tokens (the input was cut off), else with an error naming
+// the tool.
 func (a *Accumulator) Add(ev StreamEvent) error {
 	switch e := ev.(type) {
 	case *TextDelta:
 		if a.tool != nil {
-			if err := a.endBlock(); err != nil {
-				return err
-			}
+			a.endBlock()
 		}
 		a.inText = true
 		a.text.WriteString(e.Text)
 	case *ToolUseStart:
-		if err := a.endBlock(); err != nil {
-			return err
-		}
+		a.endBlock()
 		if e.Name == "" {
 			return errors.New("model stream: tool use without a name")
 		}
@@ -49,10 +56,14 @@ func (a *Accumulator) Add(ev StreamEvent) error {
 		}
 		a.input.WriteString(e.Partial)
 	case *BlockStop:
-		return a.endBlock()
+		a.endBlock()
 	case *MessageStop:
-		if err := a.endBlock(); err != nil {
-			return err
+		a.endBlock()
+		if a.bad != nil {
+			if e.StopReason == StopMaxTokens {
+				return fmt.Errorf("model stream: %w: tool %q (%s) has an incomplete input; raise the model's max tokens", ErrMaxTokensInToolUse, a.bad.Name, a.bad.ToolUseID)
+			}
+			return fmt.Errorf("model stream: tool %q (%s): input is not valid JSON", a.bad.Name, a.bad.ToolUseID)
 		}
 		a.stopped, a.stop = true, *e
 	case nil:
@@ -63,7 +74,9 @@ func (a *Accumulator) Add(ev StreamEvent) error {
 	return nil
 }
 
-func (a *Accumulator) endBlock() error {
+// endBlock ends the open block: a tool use whose input is not valid JSON
+// is kept aside (see Add).
+func (a *Accumulator) endBlock() {
 	if a.inText {
 		a.blocks = append(a.blocks, Text(a.text.String()))
 		a.text.Reset()
@@ -74,15 +87,15 @@ func (a *Accumulator) endBlock() error {
 		if len(raw) == 0 {
 			raw = []byte("{}")
 		}
-		if !json.Valid(raw) {
-			return fmt.Errorf("model stream: tool %q (%s): input is not valid JSON", a.tool.Name, a.tool.ToolUseID)
+		if json.Valid(raw) {
+			a.tool.Input = append(json.RawMessage(nil), raw...)
+			a.blocks = append(a.blocks, ToolUseBlock(*a.tool))
+		} else if a.bad == nil {
+			a.bad = a.tool
 		}
-		a.tool.Input = append(json.RawMessage(nil), raw...)
-		a.blocks = append(a.blocks, ToolUseBlock(*a.tool))
 		a.tool = nil
 		a.input.Reset()
 	}
-	return nil
 }
 
 // Result returns the assistant message, the stop reason and the usage. It

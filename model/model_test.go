@@ -195,19 +195,45 @@ func TestAccumulator_TextOnlyKeepsStopReason(t *testing.T) {
 	assert.Equal(t, "partial", msg.Text())
 }
 
-// SPEC A13 (model input): invalid tool input JSON is an error.
+// SPEC A13 (model input): invalid tool input JSON is an error (at the
+// turn's MessageStop, whose stop reason says why).
 func TestAccumulator_InvalidToolInputIsError(t *testing.T) {
 	var acc model.Accumulator
 	require.NoError(t, acc.Add(&model.ToolUseStart{ToolUseID: "t1", Name: "x"}))
 	require.NoError(t, acc.Add(&model.ToolInputDelta{Partial: `{"paths":[`}))
-	err := acc.Add(&model.BlockStop{})
+	require.NoError(t, acc.Add(&model.BlockStop{}))
+	err := acc.Add(&model.MessageStop{StopReason: model.StopToolUse})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "t1")
+	assert.Contains(t, err.Error(), "not valid JSON")
+	assert.NotErrorIs(t, err, model.ErrMaxTokensInToolUse)
+	_, _, err = acc.Result()
+	assert.Error(t, err, "no turn after a failed MessageStop")
 
 	var acc2 model.Accumulator
 	require.NoError(t, acc2.Add(&model.ToolUseStart{ToolUseID: "t1", Name: "x"}))
 	require.NoError(t, acc2.Add(&model.ToolInputDelta{Partial: `not json`}))
 	assert.Error(t, acc2.Add(&model.MessageStop{StopReason: model.StopToolUse}))
+}
+
+// SPEC A9: a turn that reaches max_tokens in the middle of a tool use's
+// input fails with ErrMaxTokensInToolUse, which names the cause, rather
+// than as a model that wrote invalid JSON.
+func TestAccumulator_MaxTokensInsideToolInputIsErrMaxTokensInToolUse(t *testing.T) {
+	var acc model.Accumulator
+	for _, ev := range []model.StreamEvent{
+		&model.TextDelta{Text: "Writing the file."},
+		&model.BlockStop{},
+		&model.ToolUseStart{ToolUseID: "t1", Name: "write_file"},
+		&model.ToolInputDelta{Partial: `{"path":"a.txt","content":"lorem ip`},
+		&model.BlockStop{},
+	} {
+		require.NoError(t, acc.Add(ev))
+	}
+	err := acc.Add(&model.MessageStop{StopReason: model.StopMaxTokens})
+	require.ErrorIs(t, err, model.ErrMaxTokensInToolUse)
+	assert.Contains(t, err.Error(), "write_file")
+	assert.Contains(t, err.Error(), "t1")
 }
 
 // SPEC A2: malformed streams are errors.

@@ -252,6 +252,17 @@ func TestStream_FinishReasonMapsToStopReason(t *testing.T) {
 	}
 }
 
+// A turn cut off by max_tokens (finish_reason length) in the middle of a
+// tool call's arguments fails with model.ErrMaxTokensInToolUse, not as
+// arguments the model got wrong.
+func TestStream_LengthInsideToolArgumentsIsErrMaxTokensInToolUse(t *testing.T) {
+	r := newInline(t, sse(text("Writing."), toolStart(0, "call_1", "write_file", `{"content":"lorem ip`), finish("length"), usage(3, 2), done))
+	m := newModel(t, r)
+	_, _, err := model.Complete(context.Background(), m, userRequest())
+	require.ErrorIs(t, err, model.ErrMaxTokensInToolUse)
+	assert.Contains(t, err.Error(), "write_file")
+}
+
 func TestStream_RefusalIsText(t *testing.T) {
 	refusal := chunk(`[{"index":0,"delta":{"refusal":"I can't help with that."},"finish_reason":null}]`, "null")
 	msg, stop := complete(t, newModel(t, newInline(t, sse(refusal, finish("stop"), done))), userRequest())
