@@ -3,6 +3,7 @@ package anthropic
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -107,7 +108,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL", ErrInvalidConfig, r.BaseURL)
 		}
 	}
-	if c.Temperature != nil && (*c.Temperature < 0 || *c.Temperature > 1) {
+	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {
 		return fmt.Errorf("%w: Temperature %v is outside 0..1", ErrInvalidConfig, *c.Temperature)
 	}
 	if c.MaxTokens < 0 {

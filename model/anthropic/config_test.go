@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ func TestConfig_ValidateReportsEachProblem(t *testing.T) {
 		{"bad base url", func(c *anthropic.Config) { c.BaseURL = "http://[::1" }, anthropic.ErrInvalidConfig, "BaseURL"},
 		{"temperature above 1", func(c *anthropic.Config) { c.Temperature = temp(1.5) }, anthropic.ErrInvalidConfig, "Temperature 1.5 is outside 0..1"},
 		{"negative temperature", func(c *anthropic.Config) { c.Temperature = temp(-0.1) }, anthropic.ErrInvalidConfig, "Temperature"},
+		// NaN passes both bounds checks; the API cannot be sent it (JSON has
+		// no NaN), so every call would fail.
+		{"NaN temperature", func(c *anthropic.Config) { c.Temperature = temp(math.NaN()) }, anthropic.ErrInvalidConfig, "Temperature NaN"},
 		{"negative max tokens", func(c *anthropic.Config) { c.MaxTokens = -1 }, anthropic.ErrInvalidConfig, "MaxTokens -1 is negative"},
 		{"negative timeout", func(c *anthropic.Config) { c.Timeout = -time.Second }, anthropic.ErrInvalidConfig, "Timeout"},
 		{"negative retry delay", func(c *anthropic.Config) { c.RetryBaseDelay = -time.Millisecond }, anthropic.ErrInvalidConfig, "RetryBaseDelay"},
