@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/braidhq/braid/model/internal/redact"
 )
 
 // Defaults. DefaultConfig sets them all; New applies MaxTokens and the
@@ -102,10 +104,14 @@ func (c Config) Validate() error {
 	if r.BaseURL != "" {
 		u, err := url.Parse(r.BaseURL)
 		if err != nil {
-			return fmt.Errorf("%w: BaseURL %q: %v", ErrInvalidConfig, r.BaseURL, err)
+			var uerr *url.Error
+			if errors.As(err, &uerr) {
+				err = uerr.Err // without the URL, quoted redacted
+			}
+			return fmt.Errorf("%w: BaseURL %q: %v", ErrInvalidConfig, redact.URL(r.BaseURL), err)
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL", ErrInvalidConfig, r.BaseURL)
+			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL", ErrInvalidConfig, redact.URL(r.BaseURL))
 		}
 	}
 	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {

@@ -111,3 +111,19 @@ func TestConfig_NewCopiesTheConfig(t *testing.T) {
 	complete(t, m, weatherRequest()) // the replay server checks the body
 	assert.Equal(t, "claude-sonnet-4-5", m.ModelID())
 }
+
+// A base URL with credentials in it (a proxy's user:password@) that
+// Validate refuses is quoted in the error without its password.
+func TestConfig_RefusedBaseURLIsQuotedWithoutItsPassword(t *testing.T) {
+	clearEnv(t)
+	for _, base := range []string{"ftp://proxy:s3cretpw@example.com", "http://proxy:s3cretpw@exa mple.com"} {
+		cfg := anthropic.DefaultConfig()
+		cfg.Model = "claude-sonnet-4-5"
+		cfg.APIKey = testAPIKey
+		cfg.BaseURL = base
+		err := cfg.Validate()
+		require.ErrorIs(t, err, anthropic.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "proxy:xxxxx@exa")
+		assert.NotContains(t, err.Error(), "s3cretpw")
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/braidhq/braid/model/internal/redact"
 )
 
 // Defaults.
@@ -138,7 +140,7 @@ func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("BaseURL %q is not an http or https URL with a host", c.BaseURL)
+			bad("BaseURL %q is not an http or https URL with a host", redact.URL(c.BaseURL))
 		}
 	}
 	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {

@@ -151,3 +151,17 @@ func TestNew_BrokenSharedConfigIsReported(t *testing.T) {
 	assert.False(t, errors.Is(err, bedrock.ErrInvalidConfig))
 	assert.Contains(t, err.Error(), "AWS configuration")
 }
+
+// A base URL with credentials in it (a proxy's user:password@) that
+// Validate refuses is quoted in the error without its password.
+func TestConfigValidate_RefusedBaseURLIsQuotedWithoutItsPassword(t *testing.T) {
+	for _, base := range []string{"ftp://proxy:s3cretpw@bedrock.local", "http://proxy:s3cretpw@bed rock.local"} {
+		cfg := bedrock.DefaultConfig()
+		cfg.Model = testModel
+		cfg.BaseURL = base
+		err := cfg.Validate()
+		require.ErrorIs(t, err, bedrock.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "proxy:xxxxx@bed")
+		assert.NotContains(t, err.Error(), "s3cretpw")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/braidhq/braid/model/internal/redact"
 )
 
 // Defaults. DefaultConfig sets them all; New applies the retry ones to zero
@@ -112,7 +114,7 @@ func (c Config) Validate() error {
 	if r.BaseURL != "" {
 		u, err := url.Parse(r.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL such as \"http://127.0.0.1:11434/v1\"", ErrInvalidConfig, r.BaseURL)
+			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL such as \"http://127.0.0.1:11434/v1\"", ErrInvalidConfig, redact.URL(r.BaseURL))
 		}
 	}
 	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 2) {

@@ -142,3 +142,18 @@ func TestNew_CopiesTheConfig(t *testing.T) {
 	assert.Equal(t, testModel, body["model"])
 	assert.Equal(t, testModel, m.ModelID())
 }
+
+// A base URL with credentials in it (a proxy's user:password@) that
+// Validate refuses is quoted in the error without its password.
+func TestConfig_RefusedBaseURLIsQuotedWithoutItsPassword(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	for _, base := range []string{"ftp://proxy:s3cretpw@example.com/v1", "http://proxy:s3cretpw@exa mple.com/v1"} {
+		cfg := openai.DefaultConfig()
+		cfg.Model = testModel
+		cfg.BaseURL = base
+		err := cfg.Validate()
+		require.ErrorIs(t, err, openai.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), "proxy:xxxxx@exa")
+		assert.NotContains(t, err.Error(), "s3cretpw")
+	}
+}
