@@ -102,7 +102,10 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		}
 		in, err := m.input(req)
 		if err != nil {
-			yield(nil, err)
+			yield(nil, &model.ProviderError{
+				Provider: providerName, Model: m.cfg.Model, Kind: model.ErrBadRequest,
+				Message: err.Error(), Err: err,
+			})
 			return
 		}
 		callCtx := ctx

@@ -25,7 +25,10 @@
 //   - model.ErrServer: InternalServerException, ServiceUnavailableException,
 //     ModelNotReadyException, ModelStreamErrorException, other 5xx (after
 //     the retries), and a stream that ends before messageStop.
-//   - model.ErrBadRequest: any other ValidationException or HTTP 400.
+//   - model.ErrBadRequest: any other ValidationException or HTTP 400, and
+//     a request that cannot be sent as Converse (an unknown role or block
+//     kind, a tool input or schema that is not JSON), refused before
+//     anything is sent.
 //
 // A caller's cancellation is not a ProviderError: the sequence ends with an
 // error matching ctx.Err(). Config.Timeout running out ends it with a

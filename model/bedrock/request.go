@@ -16,7 +16,7 @@ import (
 )
 
 // errNilRequest: Stream was called with a nil request.
-var errNilRequest = errors.New("bedrock: nil request")
+var errNilRequest = errors.New("nil request")
 
 // input builds the ConverseStream request: the model id, the system prompt
 // as one text block, the messages, the tools as toolSpecs with JSON input
@@ -34,7 +34,7 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 	for i, msg := range req.Messages {
 		cm, err := message(msg, status)
 		if err != nil {
-			return nil, fmt.Errorf("bedrock: message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		// Converse refuses a message without content and two messages of one
 		// role in a row (a history can have both: an assistant turn that
@@ -54,7 +54,7 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 		for _, spec := range req.Tools {
 			t, err := toolSpec(spec)
 			if err != nil {
-				return nil, fmt.Errorf("bedrock: tool %q: %w", spec.Name, err)
+				return nil, fmt.Errorf("tool %q: %w", spec.Name, err)
 			}
 			tc.Tools = append(tc.Tools, t)
 		}

@@ -253,7 +253,10 @@ func TestRequest_InvalidRequestsFailBeforeSending(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, r := newReplayModel(t, "text")
 			_, err := collect(context.Background(), m, tc.req)
-			require.Error(t, err)
+			require.ErrorIs(t, err, model.ErrBadRequest, "as every provider reports a request it cannot send")
+			var pe *model.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, "bedrock", pe.Provider)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Empty(t, r.Requests(), "nothing is sent")
 		})

@@ -74,7 +74,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			return
 		}
 		if req == nil {
-			yield(nil, errors.New("openai: nil request"))
+			yield(nil, m.requestError("the request is nil"))
 			return
 		}
 		params, err := m.params(req)

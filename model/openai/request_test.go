@@ -285,6 +285,7 @@ func TestRequest_ImagesAndDocumentsBecomeParts(t *testing.T) {
 
 func TestRequest_InvalidMessagesFailWithoutSending(t *testing.T) {
 	for name, req := range map[string]*model.Request{
+		"nil request":          nil,
 		"schema not an object": {Messages: []model.Message{model.UserText("hi")}, Tools: []model.ToolSpec{{Name: "x", InputSchema: json.RawMessage(`[1]`)}}},
 		"tool use from user": {Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
 			model.ToolUseBlock(model.ToolUse{ToolUseID: "t", Name: "x"})}}}},
