@@ -84,9 +84,10 @@ type Config struct {
 	// exponential backoff: on ThrottlingException, ServiceUnavailableException,
 	// InternalServerException, ModelNotReadyException, other 5xx answers and
 	// connection errors, and on the throttling, service-unavailable,
-	// internal-server and model-stream exceptions of the event stream when
-	// they come before anything was yielded (never after: the caller has
-	// the first part of the turn). 0 means DefaultMaxRetries
+	// internal-server and model-stream exceptions of the event stream, and
+	// an event stream that ends before messageStop, when they come before
+	// anything was yielded (never after: the caller has the first part of
+	// the turn). 0 means DefaultMaxRetries
 	// (2); NoRetries (-1) turns retries off. It takes precedence over
 	// AWS_MAX_ATTEMPTS and the shared config's max_attempts.
 	MaxRetries int

@@ -70,6 +70,18 @@ func TestRetry_ThrottlingInStreamBeforeContentIsRetried(t *testing.T) {
 	assert.Len(t, r.Requests(), 2)
 }
 
+// An event stream that ends before anything was yielded (here: after
+// messageStart) is a failed attempt with nothing yielded, retried as Stream
+// promises (and as the other providers retry it).
+func TestRetry_StreamEndingBeforeContentIsRetried(t *testing.T) {
+	m, r := newReplayModel(t, "stream_cut_then_text")
+	msg, stop, err := model.Complete(context.Background(), m, userRequest())
+	require.NoError(t, err)
+	assert.Equal(t, modeltest.TextAnswer, msg.Text())
+	assert.Equal(t, model.StopEndTurn, stop.StopReason)
+	assert.Len(t, r.Requests(), 2)
+}
+
 func TestRetry_ThrottlingInStreamOnEveryAttemptIsRateLimited(t *testing.T) {
 	m, r := newReplayModel(t, "stream_throttled")
 	evs, err := collect(context.Background(), m, userRequest())

@@ -178,10 +178,14 @@ func (t *turn) emit(ev model.StreamEvent) error {
 }
 
 // retryable says whether the attempt may be retried after err: a retryable
-// exception of the event stream before anything was yielded.
+// exception of the event stream, or a stream that ended before messageStop,
+// before anything was yielded.
 func (t *turn) retryable(err error) bool {
 	if t.yielded {
 		return false
+	}
+	if errors.Is(err, model.ErrIncompleteStream) {
+		return true
 	}
 	var apiErr smithy.APIError
 	return errors.As(err, &apiErr) && retryableStreamCode(apiErr.ErrorCode())
