@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -17,10 +18,12 @@ import (
 //
 //   - SystemPrompt → system (one text block), when not empty;
 //   - each message → a message of the same role, its blocks in order: text →
-//     text (empty ones dropped), toolUse → tool_use {id, name, input},
+//     text (empty and whitespace-only ones dropped: the API refuses them),
+//     toolUse → tool_use {id, name, input},
 //     toolResult → tool_result {tool_use_id, content, is_error};
-//   - a tool result's content → text blocks: a text item as it is, a JSON
-//     item as its compact JSON text; is_error is true for status "error";
+//   - a tool result's content → text blocks: a text item as it is (left
+//     out when empty or whitespace only), a JSON item as its compact JSON
+//     text; is_error is true for status "error";
 //   - each ToolSpec → a tool {name, description, input_schema}, the schema
 //     sent as given (its "type" must be "object" or absent);
 //   - the model id, max_tokens and temperature (when set) from the Config.
@@ -94,7 +97,7 @@ func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, 
 	for j, b := range msg.Content {
 		switch {
 		case b.Text != nil:
-			if *b.Text != "" {
+			if strings.TrimSpace(*b.Text) != "" {
 				blocks = append(blocks, sdk.NewTextBlock(*b.Text))
 			}
 		case b.ToolUse != nil:
@@ -188,7 +191,7 @@ func toolResult(r model.ToolResult) (sdk.ToolResultBlockParam, error) {
 			}
 			text = buf.String()
 		}
-		if text == "" {
+		if strings.TrimSpace(text) == "" {
 			continue
 		}
 		tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: text}})

@@ -30,3 +30,32 @@ func TestParams_SkipsEmptyMessagesAndJoinsSameRole(t *testing.T) {
 		{"role":"assistant","content":[{"type":"text","text":"answer"}]}
 	]`, string(b))
 }
+
+// The API refuses a text block of whitespace alone ("text content blocks
+// must contain non-whitespace text"), and a model can answer one (a "\n\n"
+// before a tool use, a blank reply): kept in the history, it would fail
+// every later call of the session. Such blocks are left out, in messages and
+// in tool results, like empty ones.
+func TestParams_LeavesOutWhitespaceOnlyText(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m", MaxTokens: 10}}
+	p, err := m.params(&model.Request{Messages: []model.Message{
+		model.UserText("first"),
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			model.Text("\n\n"),
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "echo", Input: json.RawMessage(`{}`)}),
+		}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.ToolResultBlock(model.TextResult("t1", "\n")),
+		}},
+		model.AssistantText(" \t"),
+		model.UserText("second"),
+	}})
+	require.NoError(t, err)
+	b, err := json.Marshal(p.Messages)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[
+		{"role":"user","content":[{"type":"text","text":"first"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"echo","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1"},{"type":"text","text":"second"}]}
+	]`, string(b))
+}
