@@ -61,6 +61,11 @@ func (t *turn) read(ctx context.Context, es *bedrockruntime.ConverseStreamEventS
 			if !ok {
 				return t.end(ctx, es)
 			}
+			// select picks at random when the cancel and an event are
+			// both ready: nothing is yielded once ctx is done.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := t.handle(ev); err != nil {
 				if errors.Is(err, errConsumerStopped) {
 					return nil

@@ -152,3 +152,31 @@ func TestStream_EarlyAnswerDoesNotCutTheStream(t *testing.T) {
 		require.ErrorIs(t, last, context.Canceled, "attempt %d: the stream is held until the caller goes away", i)
 	}
 }
+
+// model.Model: once ctx is cancelled the sequence ends with ctx's error at
+// once, even when the rest of the answer has arrived already (events the
+// stream holds are not yielded after the cancel). Run many times: the
+// stream's next event and the cancel are both ready when the read loop
+// looks.
+func TestStream_CancelAfterTheFirstEventYieldsNoMoreEvents(t *testing.T) {
+	for range 40 {
+		m, _ := newReplayModel(t, "text")
+		ctx, cancel := context.WithCancel(context.Background())
+		var after int
+		var last error
+		for ev, err := range m.Stream(ctx, userRequest()) {
+			if err != nil {
+				last = err
+				break
+			}
+			if ctx.Err() != nil {
+				after++
+				t.Logf("yielded after the cancel: %T", ev)
+			}
+			cancel()
+		}
+		cancel()
+		require.Zero(t, after, "events yielded after the cancel")
+		require.ErrorIs(t, last, context.Canceled)
+	}
+}
