@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/braidhq/braid/model/internal/redact"
@@ -112,6 +113,12 @@ func (c Config) Validate() error {
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("%w: BaseURL %q must be an absolute http or https URL", ErrInvalidConfig, redact.URL(r.BaseURL))
+		}
+		// The API's paths begin with /v1 (OpenAI's base URLs end with it):
+		// a base URL that ends with it would ask for /v1/v1/messages, a
+		// 404 that reads as an unknown model.
+		if p := strings.TrimRight(u.Path, "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
+			return fmt.Errorf("%w: BaseURL %q ends with /v1: give it without, the requests add /v1/messages", ErrInvalidConfig, redact.URL(r.BaseURL))
 		}
 	}
 	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {

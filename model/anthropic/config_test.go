@@ -127,3 +127,22 @@ func TestConfig_RefusedBaseURLIsQuotedWithoutItsPassword(t *testing.T) {
 		assert.NotContains(t, err.Error(), "s3cretpw")
 	}
 }
+
+// A base URL that ends with /v1 (as OpenAI's do) is refused with a message
+// that says so, rather than every call failing with a 404 read as an
+// unknown model.
+func TestConfig_BaseURLEndingWithV1IsRefused(t *testing.T) {
+	clearEnv(t)
+	for _, base := range []string{"https://proxy.example/v1", "https://proxy.example/anthropic/v1/", "http://127.0.0.1:8080/v1"} {
+		cfg := anthropic.DefaultConfig()
+		cfg.Model = "claude-sonnet-4-5"
+		cfg.APIKey = testAPIKey
+		cfg.BaseURL = base
+		err := cfg.Validate()
+		require.ErrorIs(t, err, anthropic.ErrInvalidConfig, base)
+		assert.Contains(t, err.Error(), "ends with /v1")
+	}
+	cfg := anthropic.DefaultConfig()
+	cfg.Model, cfg.APIKey, cfg.BaseURL = "claude-sonnet-4-5", testAPIKey, "https://proxy.example/v1beta"
+	assert.NoError(t, cfg.Validate(), "a path that only begins like /v1")
+}
