@@ -1239,7 +1239,13 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 		}
 		x.seq++
 		n.run++
-		n.started = x.seq
+		if n.status != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+			// A new run. A resume (of its gate or its executor), or a run
+			// a crash cut off, goes on with the run it carries on: an
+			// edge whose source ended since that run started is taken
+			// once it has ended (RunView.Started).
+			n.started = x.seq
+		}
 		var unfinishedSince *int64
 		if !n.recover {
 			n.base = n.msgs

@@ -60,7 +60,9 @@ func (v *RunView) LocalResult(node string) any {
 // Started and Ended return the sequence numbers of a node's last run
 // start and end in this run (0: never; a fresh run starts with none).
 // Sequence numbers grow with every start and end, so "ended after node's
-// last start" is Ended(a) > Started(b).
+// last start" is Ended(a) > Started(b). A run that stopped for interrupts
+// and was resumed, or that a crash cut off and was carried on, is one
+// run: its start is where it first started.
 func (v *RunView) Started(node string) uint64 {
 	if n := v.x.nodes[node]; n != nil {
 		return n.started

@@ -11,7 +11,9 @@
 // cancelled, or that nothing left to run can reach does not hold it back.
 // Back edges (those that close a cycle, found by a depth-first search from
 // the entry points, following edges in the order they were added) re-run
-// their target but never hold it back.
+// their target but never hold it back. A node that waits for answers
+// takes no edge: an edge into it taken meanwhile runs it again once the
+// run it stopped in (resumed, it is one run) has ended.
 //
 // A BeforeNodeCall hook, or a node's agent, can interrupt: from the first
 // interrupt on nothing new is scheduled, the nodes already running run to

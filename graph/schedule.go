@@ -189,7 +189,11 @@ func (p *policy) taken(i int) []int {
 		return ns.taken
 	}
 	ns.scanned, ns.taken = s.epoch, ns.taken[:0]
-	if ns.waiting {
+	if ns.waiting || ns.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+		// An interrupted node waits for its answers: its run goes on when
+		// they come (SPEC M5), and an edge taken meanwhile is taken once
+		// that run has ended (its start stays that of the run, see
+		// actors.RunView.Started).
 		return nil
 	}
 	for _, ei := range p.t.in[i] {
