@@ -34,8 +34,10 @@ var (
 	// come back from; build the orchestrator again (SPEC R6: never a
 	// silent restart with fresh state).
 	ErrOrchestratorFaulted = errors.New("the orchestrator's actor stopped after a fault and had no session to come back from: build it again")
-	// ErrTopology: the stored run of an orchestrator names nodes it does
-	// not have, or was saved by another kind of orchestrator (SPEC M10).
+	// ErrTopology: the stored run of an orchestrator waits for a resume
+	// (or was cut off) and names nodes it does not have or was saved by
+	// one of another shape, or the record was saved by another kind of
+	// orchestrator (SPEC M10).
 	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
 	// ErrNodeFailed is matched by the error of a node that failed without
 	// an error of its own (an executor that returned no result).

@@ -431,8 +431,8 @@ func (x *orchActor) reload() error {
 // restore loads a stored run (SPEC M10, S5): a record that does not
 // decode strictly is a *persistence.DamageError, and so is one of another
 // kind of orchestrator or id (matching ErrTopology too), or one saved under
-// another key; one naming nodes
-// this one lacks is ErrTopology.
+// another key; one that waits for a resume (or was cut off) naming
+// nodes this one lacks is ErrTopology (an ended one leaves them out).
 func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMessage) error {
 	var d orchData
 	if err := persistence.DecodeExact(data, &d); err != nil {
@@ -487,9 +487,19 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		node string
 	}
 	var firsts, runs []ended
+	// A run that ended waits for nothing: an orchestrator of another
+	// shape may start a new one (OrchestratorConfig.Shape), so the nodes
+	// it lacks are left out (the next save drops them) and so is the
+	// policy's state, which may name them.
+	pending := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
+	lacks := false
 	for _, id := range slices.Sorted(maps.Keys(last)) {
 		j := last[id]
 		if !known[id] {
+			if !pending {
+				lacks = true
+				continue
+			}
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
 		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, first: j.First, executed: j.Executed,
@@ -536,13 +546,18 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		x.executed = append(x.executed, r.node)
 	}
 	for _, h := range d.Held {
+		if !pending && !known[h.Node] {
+			continue
+		}
 		in := &braidv1.AgentInput{}
 		if err := cmp.Or(protojson.Unmarshal(h.Input, in), checkWireJSON(in.ProtoReflect())); err != nil {
 			return persistence.Damaged(key, "held node "+h.Node, "input: %v", err)
 		}
 		x.held = append(x.held, NodeStart{Node: h.Node, Input: in, Reset: h.Reset})
 	}
-	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && d.Extra["policy"] != nil {
+	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok && lacks {
+		sp.ResetPolicy()
+	} else if ok && d.Extra["policy"] != nil {
 		if err := sp.UnmarshalPolicy(d.Extra["policy"]); err != nil {
 			return persistence.Damaged(key, "policy", "%v", err)
 		}
