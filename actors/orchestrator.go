@@ -155,7 +155,8 @@ type OrchestratorConfig struct {
 	// M10); nil keeps it in memory.
 	Session *persistence.SessionManager
 	// MaxNodeExecutions ends the run FAILED when that many node runs have
-	// executed (0: no limit).
+	// executed and another would start (0: no limit); a node run that
+	// stopped for interrupts and is resumed is not another.
 	MaxNodeExecutions int
 	// ExecutionTimeout ends the run FAILED once it has executed this long
 	// (summed across resumes; 0: no limit); NodeTimeout fails a node run
@@ -1231,7 +1232,11 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 		if n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING && !n.recover {
 			continue // runs already; its policy asked twice
 		}
-		if max := x.cfg.MaxNodeExecutions; max > 0 && len(x.executed) >= max {
+		// A resume (of its gate or its executor), or a run a crash cut
+		// off, carries on a run that started within the limit: not a new
+		// execution (the run's other nodes may have reached it since).
+		carried := n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
+		if max := x.cfg.MaxNodeExecutions; max > 0 && !carried && len(x.executed) >= max {
 			x.stop(fmt.Sprintf("Max node executions reached: %d", max))
 			break
 		}
@@ -1241,11 +1246,10 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 		}
 		x.seq++
 		n.run++
-		if n.status != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING {
-			// A new run. A resume (of its gate or its executor), or a run
-			// a crash cut off, goes on with the run it carries on: an
-			// edge whose source ended since that run started is taken
-			// once it has ended (RunView.Started).
+		if !carried {
+			// A new run. A carried-on run keeps its start: an edge whose
+			// source ended since it started is taken once it has ended
+			// (RunView.Started).
 			n.started = x.seq
 		}
 		var unfinishedSince *int64

@@ -48,7 +48,9 @@ type Config struct {
 	// System is the actor system (nil: actors.Default()).
 	System *actors.System
 	// MaxNodeExecutions ends the run FAILED ("Max node executions
-	// reached: N") once that many node runs executed; 0 is no limit.
+	// reached: N") once that many node runs executed and another would
+	// start; 0 is no limit. A node run that stopped for interrupts (its
+	// gate's or its agent's) and is resumed is not another: it finishes.
 	MaxNodeExecutions int
 	// ExecutionTimeout ends the run FAILED once it has executed that long
 	// ("Execution timed out: Xs"); NodeTimeout fails a node run that takes
