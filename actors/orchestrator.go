@@ -641,6 +641,7 @@ type orchActor struct {
 	phase    int  // 0 idle, 1 before hooks, 2 running nodes, 3 after hooks
 	resuming bool
 	carrying bool                 // the invocation carries on a run a crash cut off
+	cutStop  bool                 // the stored run scheduled nothing new when it was cut off (orchData.Stopping)
 	answers  []interrupt.Response // a resume's answers, validated, applied once its hooks pass
 	routedTo map[string]bool      // nodes a resume runs
 }
@@ -1075,6 +1076,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.duration = 0
 	x.message = ""
 	x.usage = &braidv1.Usage{}
+	x.cutStop = false
 	if sp, ok := x.cfg.Policy.(StatefulPolicy); ok {
 		sp.ResetPolicy()
 	}
@@ -1148,6 +1150,7 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 	x.apply()
 	x.phase = 2
 	var starts []NodeStart
+	stopped := false
 	if !x.resuming {
 		s, err := x.policyBegin()
 		if err != nil {
@@ -1172,10 +1175,19 @@ func (x *orchActor) hooksDone(c actor.Context, m *hooksDone) {
 				starts = append(starts, NodeStart{Node: id, Input: n.input, Local: n.local, Reset: n.reset && !n.inner})
 			}
 		}
-		starts = append(starts, x.held...)
-		x.held = nil
+		// A run cut off while it scheduled nothing new (an interrupt
+		// waits, SPEC M4), carried on without answers, finishes its
+		// cut-off nodes and schedules nothing new either.
+		stopped = x.carrying && x.cutStop && len(x.routedTo) == 0
+		if !stopped {
+			starts = append(starts, x.held...)
+			x.held = nil
+		}
 	}
 	x.launch(c, starts, func(bool) { x.settle(c) })
+	if stopped {
+		x.stopping = true // after the cut-off nodes were sent on
+	}
 }
 
 // fail ends the invocation with err before any node ran; the run is as

@@ -142,6 +142,11 @@ type orchData struct {
 	// UsageBase is the run's usage where its last invocation began
 	// (absent in the records of earlier builds).
 	UsageBase map[string]int64 `json:"usageBase,omitempty"`
+	// Stopping: the run, executing, scheduled nothing new (an interrupt,
+	// SPEC M4, or a limit had stopped it), so a carry-on after a crash
+	// schedules nothing new either (absent: false, and in the records of
+	// earlier builds).
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // logEntry is one entry of the record's log: a task or a node.
@@ -293,7 +298,11 @@ func (x *orchActor) saved(c actor.Context, m *saveDone) {
 func (x *orchActor) stage() (*persistence.Staged, error) {
 	key := x.owner.Key()
 	d := &orchData{Type: x.cfg.Kind, ID: x.cfg.ID, Session: key.SessionID, Owner: key.ID, Shape: x.shape, Status: x.status.String(), DurationNs: int64(x.duration), Message: x.message,
-		Seq: x.seq, Held: []heldJSON{}, Usage: usageJSON(x.usage)}
+		Seq: x.seq, Held: []heldJSON{}, Usage: usageJSON(x.usage),
+		// An interrupt or a limit stopped it (not a Cancel, which a
+		// carry-on does not know of, nor a failed save: it ends the
+		// invocation, and the next starts from the stored run).
+		Stopping: x.stopping && !x.canceled && x.saveErr == nil && x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING}
 	if x.usageBase != nil {
 		d.UsageBase = usageJSON(x.usageBase)
 	}
@@ -399,7 +408,7 @@ func (x *orchActor) reload() error {
 	}
 	old := x.nodes
 	x.nodes = make(map[string]*nodeRec, len(old))
-	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase = 0, nil, 0, 0, "", &braidv1.Usage{}, nil
+	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase, x.cutStop = 0, nil, 0, 0, "", &braidv1.Usage{}, nil, false
 	x.table, x.byNode, x.raised, x.dropped = map[string]*routed{}, map[string][]*routed{}, nil, 0
 	x.held, x.results, x.executed, x.dirty, x.rewrite = nil, nil, nil, x.dirty[:0], false
 	clear(x.joint)
@@ -562,7 +571,7 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 			return persistence.Damaged(key, "policy", "%v", err)
 		}
 	}
-	x.duration, x.message, x.seq = time.Duration(d.DurationNs), d.Message, d.Seq
+	x.duration, x.message, x.seq, x.cutStop = time.Duration(d.DurationNs), d.Message, d.Seq, d.Stopping
 	x.usage = usageFromJSON(d.Usage)
 	x.usageBase = nil
 	if d.UsageBase != nil {
