@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -36,10 +38,14 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 		var input Input
 		if st.Interrupted() {
 			// Answers given to the outer interrupts go to sub, by id.
+			round, err := sincePrompt(ctx, sub)
+			if err != nil {
+				return "", err
+			}
 			var answers []interrupt.Response
 			var raised error
 			for _, si := range st.Interrupts {
-				ans, err := tc.Interrupt(si.ID, reasonOf(si))
+				ans, err := tc.Interrupt(askName(si.ID, round), reasonOf(si))
 				if err != nil {
 					if raised == nil {
 						raised = err
@@ -60,9 +66,18 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 			return "", err
 		}
 		if res.Interrupted() {
+			round, err := sincePrompt(ctx, sub)
+			if err != nil {
+				return "", err
+			}
 			var raised error
 			for _, si := range res.Interrupts {
-				if _, err := tc.Interrupt(si.ID, reasonOf(si)); err != nil && raised == nil {
+				_, err := tc.Interrupt(askName(si.ID, round), reasonOf(si))
+				if err == nil {
+					// An answer sub was given already: it waits all the same.
+					err = fmt.Errorf("agent %q: interrupt_id=<%s> was answered and is asked again", sub.ID(), si.ID)
+				}
+				if raised == nil {
 					raised = err
 				}
 			}
@@ -102,6 +117,35 @@ func promptOrCarryOn(ctx context.Context, sub *Agent, st Status, prompt string) 
 		return Input{}, err
 	}
 	return Text(prompt), nil
+}
+
+// sincePrompt returns how many messages of sub's history follow its last
+// prompt (its last user message without tool results): 0 while the
+// first question of a call waits, more for each cycle sub finished since.
+// A sub interrupt id raised again in one call comes after a finished cycle
+// or model turn (SPEC A7 clears the interrupt state only then), so the
+// count tells the rounds of a call apart, and it is the same every time
+// the outer tool runs while sub waits.
+func sincePrompt(ctx context.Context, sub *Agent) (int, error) {
+	snap, err := sub.Snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i := len(snap.Messages) - 1; i >= 0; i-- {
+		if m := snap.Messages[i]; m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
+			return len(snap.Messages) - 1 - i, nil
+		}
+	}
+	return len(snap.Messages), nil
+}
+
+// askName is the name of the outer interrupt that asks sub's interrupt id
+// in round (see sincePrompt): the id alone in a call's first round.
+func askName(id string, round int) string {
+	if round == 0 {
+		return id
+	}
+	return id + "@" + strconv.Itoa(round)
 }
 
 func reasonOf(in interrupt.Interrupt) any {
