@@ -116,8 +116,11 @@ type (
 	jobDone struct {
 		seq uint64
 		d   *data // nil: keep the committed state (the job panicked)
-		res any   // answered to the caller by the job itself
-		err error
+		// sess, if set, is the writer d was loaded with, replacing the
+		// actor's: the job lost a save to another writer (reload).
+		sess *persistence.AgentSession
+		res  any // answered to the caller by the job itself
+		err  error
 	}
 )
 
@@ -267,40 +270,59 @@ func (x *agentActor) activate() {
 	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
 	restore := cfg.Restore
 	if cfg.Session != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
-		sess, rec, err := cfg.Session.OpenAgent(ctx, actors.RecordID(cfg.OwnerPath, cfg.ID))
-		cancel()
+		sess, rec, err := x.core.load()
 		if err != nil {
-			x.loadErr = fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+			x.loadErr = err
 			return
 		}
-		x.sess = sess
-		restore = nil
-		if rec != nil {
-			if restore, err = fromRecord(sess.Key(), rec); err != nil {
-				x.loadErr = fmt.Errorf("restore agent %q: %w", cfg.ID, err)
-				return
-			}
-		}
+		x.sess, restore = sess, rec
 	} else if !x.first {
 		x.loadErr = fmt.Errorf("agent %q: %w", cfg.ID, ErrFaulted)
 		return
 	}
-	if s := restore; s != nil {
-		x.d.messages = model.CloneMessages(s.Messages)
-		x.d.kv.replace(s.State)
-		if s.Interrupts != nil {
-			x.d.interrupts.Restore(s.Interrupts)
-		}
-		x.d.pending = s.Pending.clone()
-	} else {
-		x.d.messages = model.CloneMessages(cfg.Messages)
-	}
-	x.d.messages = x.d.messages[:len(x.d.messages):len(x.d.messages)]
+	x.d = x.core.dataOf(restore)
 	j := newJob(x.core, x.d, x.sess, nil)
 	if err := hook.Run(x.jobCtx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
 	}
+}
+
+// load reads the agent's session from its store (Config.Session): a
+// writer of its own and the stored agent, nil when the store has none.
+func (c *core) load() (*persistence.AgentSession, *Snapshot, error) {
+	cfg := &c.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
+	defer cancel()
+	sess, rec, err := cfg.Session.OpenAgent(ctx, actors.RecordID(cfg.OwnerPath, cfg.ID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+	}
+	if rec == nil {
+		return sess, nil, nil
+	}
+	s, err := fromRecord(sess.Key(), rec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore agent %q: %w", cfg.ID, err)
+	}
+	return sess, s, nil
+}
+
+// dataOf is the agent's data restored from s, or, with none, its initial
+// history (Config.Messages).
+func (c *core) dataOf(s *Snapshot) *data {
+	d := &data{kv: &State{}, interrupts: interrupt.NewState()}
+	if s != nil {
+		d.messages = model.CloneMessages(s.Messages)
+		d.kv.replace(s.State)
+		if s.Interrupts != nil {
+			d.interrupts.Restore(s.Interrupts)
+		}
+		d.pending = s.Pending.clone()
+	} else {
+		d.messages = model.CloneMessages(c.cfg.Messages)
+	}
+	d.messages = d.messages[:len(d.messages):len(d.messages)]
+	return d
 }
 
 // failed answers a request of an actor whose activation failed, and stops
@@ -412,6 +434,25 @@ func (a *job) execute() {
 	}()
 	done.res, done.err = a.runRequest(run.ctx, run.req)
 	done.d = a.result()
+	a.reload(done)
+}
+
+// reload loads the session again into done after the job lost a save to
+// another writer (persistence.ErrConflict, SPEC S4: another process
+// resumed or ran this agent first). Its state is stale, and every later
+// save would fail the same way: the next work starts from the stored
+// state instead. A load that fails leaves done as it is (the next
+// conflict tries again); so does a save parked for an orchestrator's
+// commit, which the orchestrator takes from this writer.
+func (a *job) reload(done *jobDone) {
+	if a.sess == nil || !errors.Is(done.err, persistence.ErrConflict) || a.sess.Parked() {
+		return
+	}
+	sess, s, err := a.core.load()
+	if err != nil {
+		return
+	}
+	done.sess, done.d = sess, a.core.dataOf(s)
 }
 
 func (x *agentActor) done(c actor.Context, m *jobDone) {
@@ -421,6 +462,9 @@ func (x *agentActor) done(c actor.Context, m *jobDone) {
 	x.running = nil
 	if m.d != nil {
 		x.d = m.d
+	}
+	if m.sess != nil {
+		x.sess = m.sess
 	}
 	if x.closed {
 		for _, reply := range x.closers {

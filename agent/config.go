@@ -66,7 +66,9 @@ type Config struct {
 	// every save point (SPEC S1, I9): a persistence.NewSessionManager over a
 	// store the application opened once (sqlite.Open, postgres.New) and
 	// closes itself. The manager opens nothing, so an agent per request
-	// leaks nothing.
+	// leaks nothing. Work whose save loses to another writer of the
+	// session (persistence.ErrConflict, SPEC S4) fails with it, and the
+	// agent loads the stored session again: the next work starts there.
 	Session Session
 	// MaxAutoResumes bounds how often AfterInvocation hooks may call Resume
 	// within one Invoke (default 16).

@@ -181,8 +181,8 @@ func validateHistory(msgs []model.Message) error {
 // when it is created, and saves through the writer at every save point, one
 // save at a time, and does not go on (nor tell anyone about an interrupt)
 // until the save returns. A failed save fails the invocation; after a
-// persistence.ErrConflict the agent is stale (another writer changed the
-// record): build a new one, which loads the newer record.
+// persistence.ErrConflict (another writer changed the record) the agent
+// opens its record again, and its next work starts from the newer one.
 type Session interface {
 	SessionID() string
 	OpenAgent(ctx context.Context, agentID string) (*persistence.AgentSession, *persistence.AgentRecord, error)
