@@ -2,13 +2,18 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
 )
 
 // The forms ParseInput accepts are named only by ParseInput's errors: a
@@ -45,4 +50,104 @@ func TestBadInputErrorsNameWhatWasRefusedNotTheParseInputForms(t *testing.T) {
 	_, err = agent.ParseInput([]byte(`42`))
 	require.ErrorIs(t, err, agent.ErrBadInput)
 	assert.Contains(t, err.Error(), "a string, a list of content blocks, a list of messages, or a list of interruptResponse blocks")
+}
+
+// SPEC I7, S5, R2: a prompt message, or an initial history, that the
+// session could not load back (a role other than user or assistant, a
+// block of no kind, a tool use without an id) is refused with a typed
+// error before anything changes, as the protobuf form and SetMessages
+// refuse it. Before, it was appended and saved, and every later agent on
+// the session failed to load it (a *DamageError), or the save failed with
+// "message 0 is not JSON-encodable".
+func TestInvoke_I7_APromptTheSessionCouldNotLoadBackIsRefusedBeforeAnythingChanges(t *testing.T) {
+	ctx := context.Background()
+	bad := map[string]model.Message{
+		"system role":           {Role: "system", Content: []model.ContentBlock{model.Text("be brief")}},
+		"block of no kind":      {Role: model.RoleUser, Content: []model.ContentBlock{{}}},
+		"tool use without id":   {Role: model.RoleAssistant, Content: []model.ContentBlock{{ToolUse: &model.ToolUse{Name: "x"}}}},
+		"result without status": {Role: model.RoleUser, Content: []model.ContentBlock{{ToolResult: &model.ToolResult{ToolUseID: "t1"}}}},
+	}
+	for name, m := range bad {
+		t.Run(name, func(t *testing.T) {
+			store := persistence.NewMemoryStore()
+			sm, err := persistence.NewSessionManager(store, "bad")
+			require.NoError(t, err)
+			mod := model.Scripted(model.TextTurn("ok"), model.TextTurn("ok"))
+			a := newAgent(t, agent.Config{Model: mod, Session: sm, System: freshSystem(t)})
+			_, err = a.Invoke(ctx, agent.Messages(m))
+			require.ErrorIs(t, err, agent.ErrBadInput)
+			assert.Contains(t, err.Error(), "prompt message 0")
+			assert.Zero(t, mod.Calls(), "the model is not called")
+			assert.Empty(t, agenttest.Messages(t, a))
+			require.NoError(t, a.Close(ctx))
+
+			again := newAgent(t, agent.Config{Model: mod, Session: sm, System: freshSystem(t)})
+			res, err := again.Invoke(ctx, agent.Text("hi"))
+			require.NoError(t, err, "the session loads")
+			assert.Equal(t, "ok", res.Message.Text())
+
+			_, err = agent.New(ctx, agent.Config{Model: mod, Messages: []model.Message{m}})
+			require.ErrorIs(t, err, agent.ErrConfig, "nor is it taken as the initial history")
+			assert.Contains(t, err.Error(), "Messages: message 0")
+		})
+	}
+}
+
+// SPEC A13, S5, R2: a tool result the session could not load back (a
+// content block of neither text nor JSON, JSON that is empty or not JSON)
+// becomes an error result naming the tool, and the loop goes on; a result
+// an AfterToolCall hook sets that has no status fails the invocation with
+// ErrBadInput. Before, both were saved into the history, and every later
+// agent on the session failed to load it (a *DamageError), or the save
+// failed with "not JSON-encodable".
+func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T) {
+	ctx := context.Background()
+	raw := func(content ...model.ToolResultContent) tool.Tool {
+		return &tool.Raw{ToolSpec: model.ToolSpec{Name: "odd", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			Fn: func(context.Context, *tool.Context, json.RawMessage) ([]model.ToolResultContent, error) {
+				return content, nil
+			}}
+	}
+	// run invokes an agent with tool tl and returns its result and the
+	// history a new agent loads from its session.
+	run := func(t *testing.T, tl tool.Tool, hooks ...hook.Provider) ([]model.Message, *agent.Result, error) {
+		t.Helper()
+		sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "odd")
+		require.NoError(t, err)
+		a := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: []tool.Tool{tl}, Hooks: hooks,
+			Model: toolThenText("done", model.Call("t1", "odd", map[string]any{}))})
+		res, err := a.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, a.Close(ctx))
+		again := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Model: model.Scripted(model.TextTurn("ok"))})
+		msgs := agenttest.Messages(t, again)
+		requireValidHistory(t, msgs)
+		return msgs, res, err
+	}
+	for name, c := range map[string]model.ToolResultContent{
+		"neither text nor json": {},
+		"json that is not json": {JSON: json.RawMessage(`{"a":`)},
+		"empty json":            {JSON: json.RawMessage{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			msgs, res, err := run(t, raw(c))
+			require.NoError(t, err)
+			assert.Equal(t, agent.StopEndTurn, res.StopReason, "the loop goes on")
+			require.Len(t, msgs, 4)
+			results := msgs[2].ToolResults()
+			require.Len(t, results, 1)
+			assert.Equal(t, model.ToolError, results[0].Status)
+			assert.Contains(t, results[0].Text(), "tool odd returned an invalid result")
+		})
+	}
+	t.Run("SetResult without a status", func(t *testing.T) {
+		text := "replaced"
+		set := hook.Func(func(_ context.Context, ev *agent.AfterToolCallEvent) error {
+			ev.SetResult(model.ToolResult{Content: []model.ToolResultContent{{Text: &text}}})
+			return nil
+		})
+		msgs, _, err := run(t, raw(model.ToolResultContent{Text: &text}), set)
+		require.ErrorIs(t, err, agent.ErrBadInput)
+		assert.Contains(t, err.Error(), "SetResult")
+		assert.Empty(t, msgs, "the failed invocation took its prompt back")
+	})
 }

@@ -165,6 +165,16 @@ func (c Config) Validate() error {
 		}
 		seen[name] = true
 	}
+	for i, m := range c.Messages {
+		// A history a session could not load back (SPEC S5), as
+		// SetMessages refuses it.
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("%w: Messages: message %d: %v", ErrConfig, i, err)
+		}
+	}
+	if err := validateHistory(c.Messages); err != nil {
+		return fmt.Errorf("%w: Messages: %v", ErrConfig, err)
+	}
 	if c.Restore != nil && c.Session != nil {
 		return fmt.Errorf("%w: Restore and Session exclude each other (the session restores the agent)", ErrConfig)
 	}

@@ -185,6 +185,11 @@ func (a *job) validate(in Input) error {
 		if len(m.Content) == 0 {
 			return fmt.Errorf("%w: prompt message %d has no content", ErrBadInput, i)
 		}
+		// What the session could not load back, nor the protobuf form
+		// carry (InputFromWire refuses it too).
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("%w: prompt message %d: %v", ErrBadInput, i, err)
+		}
 	}
 	return nil
 }
@@ -1066,10 +1071,14 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		inv.metrics.ToolCalls++
 		inv.mu.Unlock()
 		var res model.ToolResult
+		if err == nil {
+			res = model.ToolResult{ToolUseID: id, Status: model.ToolSuccess, Content: content}
+			if verr := checkResult(res); verr != nil {
+				err = fmt.Errorf("tool %s returned an invalid result: %w", t.use.Name, verr)
+			}
+		}
 		if err != nil {
 			res = model.ErrorResult(id, err.Error())
-		} else {
-			res = model.ToolResult{ToolUseID: id, Status: model.ToolSuccess, Content: content}
 		}
 		canRetry := attempt < a.cfg.MaxToolRetries && ctx.Err() == nil
 		if !t.finish(ctx, res, err, "", canRetry) {
@@ -1145,8 +1154,28 @@ func (t *toolTask) finish(ctx context.Context, res model.ToolResult, toolErr err
 		return true
 	}
 	if ev.replaced != nil {
+		if err := checkResult(*ev.replaced); err != nil {
+			inv.fail(fmt.Errorf("AfterToolCall hook (%s, %s): SetResult: %w: %w", t.use.Name, t.use.ToolUseID, ErrBadInput, err))
+			return false
+		}
 		res = *ev.replaced
 	}
 	t.cycle.record(t.i, res)
 	return false
+}
+
+// checkResult refuses a tool result the session could not load back, nor
+// the protobuf form carry (SPEC S5, R2): one model.ToolResult.Validate
+// refuses (no status, a content block with neither text nor JSON, or
+// both), or whose JSON content is empty or not JSON.
+func checkResult(r model.ToolResult) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	for i, c := range r.Content {
+		if c.JSON != nil && !json.Valid(c.JSON) {
+			return fmt.Errorf("toolResult %s: content %d: json is not one JSON value", r.ToolUseID, i)
+		}
+	}
+	return nil
 }
