@@ -993,11 +993,24 @@ type toolTask struct {
 	tool  tool.Tool
 }
 
-// Prepare runs BeforeToolCall (SPEC A4, A8, A13).
+// Prepare runs BeforeToolCall (SPEC A4, A8, A13). A tool whose invocation
+// was stopped before it starts (a sequential executor's, after the tool
+// before it) does not start: a Cancel gives it the error result
+// DefaultCancelled without its hooks, as a Cancel before the batch gives
+// every tool; a caller gone or a Close leaves it without a result, cut
+// off as by a crash (SPEC S6), and stops the executor.
 func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	inv := t.cycle.inv
 	a := inv.a
 	id := t.use.ToolUseID
+	if ctx.Err() != nil {
+		if inv.cancelled(ctx) {
+			t.cycle.record(t.i, model.ErrorResult(id, DefaultCancelled))
+			return false, false
+		}
+		inv.fail(fmt.Errorf("%w: tool %s (%s) was not started", context.Cause(ctx), t.use.Name, id))
+		return false, true
+	}
 	scope := a.scope(interrupt.SourceHook, func(name string) string {
 		return interrupt.BeforeToolCallID(id, name)
 	})
