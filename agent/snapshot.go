@@ -128,25 +128,27 @@ func (p *Pending) validate() error {
 	if err := p.Message.Validate(); err != nil {
 		return err
 	}
-	uses := map[string]bool{}
+	// A model may give several tool uses one id: each may have a result
+	// or a start mark, so an id may have as many as it has uses.
+	uses := map[string]int{}
 	for _, u := range p.Message.ToolUses() {
-		uses[u.ToolUseID] = true
+		uses[u.ToolUseID]++
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, r := range p.Completed {
 		if err := r.Validate(); err != nil {
 			return err
 		}
-		if !uses[r.ToolUseID] || seen[r.ToolUseID] {
-			return fmt.Errorf("finished result %q is not one of the cycle's tool uses, or is there twice", r.ToolUseID)
+		if seen[r.ToolUseID] >= uses[r.ToolUseID] {
+			return fmt.Errorf("finished result %q is not one of the cycle's tool uses, or is there more often than its uses", r.ToolUseID)
 		}
-		seen[r.ToolUseID] = true
+		seen[r.ToolUseID]++
 	}
 	for _, st := range p.Started {
-		if !uses[st.ToolUseID] || seen[st.ToolUseID] {
+		if seen[st.ToolUseID] >= uses[st.ToolUseID] {
 			return fmt.Errorf("started tool %q is not an unfinished tool use of the cycle", st.ToolUseID)
 		}
-		seen[st.ToolUseID] = true
+		seen[st.ToolUseID]++
 	}
 	return nil
 }
