@@ -127,6 +127,7 @@ func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T
 		"neither text nor json": {},
 		"json that is not json": {JSON: json.RawMessage(`{"a":`)},
 		"empty json":            {JSON: json.RawMessage{}},
+		"json not in utf-8":     {JSON: json.RawMessage("\"y\xff\"")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			msgs, res, err := run(t, raw(c))
@@ -150,4 +151,34 @@ func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T
 		assert.Contains(t, err.Error(), "SetResult")
 		assert.Empty(t, msgs, "the failed invocation took its prompt back")
 	})
+}
+
+// SPEC A11: the key/value state holds JSON only, and JSON text is UTF-8:
+// a json.RawMessage value, or a key, that is not UTF-8 is an error at Set
+// (SetState, or a hook's or tool's State().Set) and changes nothing; the
+// agent and its session go on. Before, the value was taken, and every
+// later save of the agent failed ("damaged session data"), so that every
+// invocation failed until the agent was built again.
+func TestState_A11_AValueOrKeyThatIsNotUTF8IsRefusedAtSet(t *testing.T) {
+	ctx := context.Background()
+	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "utf8")
+	require.NoError(t, err)
+	bad := json.RawMessage("\"y\xff\"")
+	var toolErr error
+	setter := tool.New("setter", "sets state", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		toolErr = tc.State.Set("k", bad)
+		return "set", nil
+	})
+	a := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: []tool.Tool{setter},
+		Model: toolThenText("done", model.Call("t1", "setter", nil))})
+
+	require.ErrorIs(t, a.SetState(ctx, "k", bad), agent.ErrBadInput)
+	require.ErrorIs(t, a.SetState(ctx, "k\xff", 1), agent.ErrBadInput)
+	res, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err, "the agent's saves go on")
+	assert.Equal(t, agent.StopEndTurn, res.StopReason)
+	require.Error(t, toolErr, "a tool's Set is refused too")
+	snap, err := a.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, snap.State)
 }

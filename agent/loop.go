@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
@@ -1180,14 +1181,14 @@ func (t *toolTask) finish(ctx context.Context, res model.ToolResult, toolErr err
 // checkResult refuses a tool result the session could not load back, nor
 // the protobuf form carry (SPEC S5, R2): one model.ToolResult.Validate
 // refuses (no status, a content block with neither text nor JSON, or
-// both), or whose JSON content is empty or not JSON.
+// both), or whose JSON content is empty, not JSON or not UTF-8.
 func checkResult(r model.ToolResult) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
 	for i, c := range r.Content {
-		if c.JSON != nil && !json.Valid(c.JSON) {
-			return fmt.Errorf("toolResult %s: content %d: json is not one JSON value", r.ToolUseID, i)
+		if c.JSON != nil && (!json.Valid(c.JSON) || !utf8.Valid(c.JSON)) {
+			return fmt.Errorf("toolResult %s: content %d: json is not one JSON value in UTF-8", r.ToolUseID, i)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // State is an agent's key/value store (SPEC A11): JSON values only, read as
@@ -50,16 +51,21 @@ func (s *State) GetString(key string) (string, bool) {
 
 // Set stores value under key as JSON. A value that cannot be encoded is an
 // error and changes nothing. A json.RawMessage is stored as it is after a
-// validity check.
+// validity check: one JSON value, in UTF-8 (as JSON text is; a session
+// could not store it otherwise). The key must be valid UTF-8 too, so that
+// it comes back from the session as it was given.
 func (s *State) Set(key string, value any) error {
 	if key == "" {
 		return fmt.Errorf("agent state: empty key")
 	}
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("agent state %q: key is not valid UTF-8", key)
+	}
 	var raw []byte
 	switch v := value.(type) {
 	case json.RawMessage:
-		if !json.Valid(v) {
-			return fmt.Errorf("agent state %q: value is not valid JSON", key)
+		if !json.Valid(v) || !utf8.Valid(v) {
+			return fmt.Errorf("agent state %q: value is not valid JSON in UTF-8", key)
 		}
 		raw = bytes.Clone(v)
 	default:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/internal/strictjson"
 )
@@ -141,9 +142,32 @@ func encodeJSON(v any) (json.RawMessage, error) {
 }
 
 func compactRaw(b []byte) (json.RawMessage, error) {
+	if !utf8.Valid(b) {
+		// JSON text is UTF-8, and a session stores nothing else;
+		// encoding/json's checks let other bytes through. Each byte
+		// that is not becomes U+FFFD, as encoding/json and
+		// JSON.stringify write a string holding it.
+		b = toValidUTF8(b)
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// toValidUTF8 returns b with each byte that is not part of a UTF-8
+// sequence replaced by U+FFFD.
+func toValidUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
 }

@@ -198,3 +198,35 @@ func TestValue_PrintsAsJSONText(t *testing.T) {
 	assert.Contains(t, fmt.Sprintf("%v", Response{ID: "i", Value: mustValue(t, "y")}), `"y"`)
 	assert.Equal(t, "", fmt.Sprint(Value{}))
 }
+
+// SPEC I1, I3, I9: JSON text is UTF-8. A reason or an answer given as
+// JSON bytes that are not UTF-8 (which encoding/json's checks let through)
+// is taken with each such byte as U+FFFD, as encoding/json and
+// JSON.stringify write a Go or JavaScript string holding it, so that the
+// owner's state can be saved. Before, the bytes were kept as they were,
+// and every later save of the owner failed ("damaged session data").
+func TestValue_I3_JSONThatIsNotUTF8IsTakenAsEncodingJSONWritesIt(t *testing.T) {
+	bad := json.RawMessage("\"y\xff\xfez\"")
+	const want = "\"y\ufffd\ufffdz\""
+	v, err := JSON(bad)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(v.Raw()))
+	r := Respond("i", bad)
+	require.NoError(t, r.Err())
+	assert.Equal(t, want, string(r.Value.Raw()))
+	rs, err := ParseResponses([]byte("[{\"interruptResponse\":{\"interruptId\":\"i\",\"response\":\"y\xff\xfez\"}}]"))
+	require.NoError(t, err)
+	assert.Equal(t, want, string(rs[0].Value.Raw()))
+
+	st := NewState()
+	scope := NewScope(st, SourceHook, func(name string) string { return "id:" + name })
+	_, err = scope.Interrupt("gate", bad)
+	require.ErrorIs(t, err, ErrInterrupted)
+	in, ok := st.Get("id:gate")
+	require.True(t, ok)
+	assert.Equal(t, want, string(in.Reason))
+	saved, err := json.Marshal(st)
+	require.NoError(t, err, "the state can be saved")
+	var back State
+	require.NoError(t, json.Unmarshal(saved, &back))
+}
