@@ -105,10 +105,25 @@ func (r *Result) Node(id string) *NodeResult {
 	return nil
 }
 
-// Text returns the text of the last node that completed.
+// Text returns the text of the last node that completed: the last node
+// of ExecutionOrder (the order runs ended) whose status is COMPLETED, so
+// that a node run again (a swarm's a → b → a, a graph's back edge) gives
+// its last answer. A result without an execution order falls back to
+// Results.
 func (r *Result) Text() string {
 	if r == nil {
 		return ""
+	}
+	if len(r.ExecutionOrder) > 0 {
+		byID := make(map[string]*NodeResult, len(r.Results))
+		for _, n := range r.Results {
+			byID[n.NodeID] = n
+		}
+		for i := len(r.ExecutionOrder) - 1; i >= 0; i-- {
+			if n := byID[r.ExecutionOrder[i]]; n != nil && n.Status == StatusCompleted {
+				return n.Text()
+			}
+		}
 	}
 	for i := len(r.Results) - 1; i >= 0; i-- {
 		if r.Results[i].Status == StatusCompleted {
