@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -187,10 +188,29 @@ func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
 		usage = res.GetUsage()
 	}
 	out := &braidv1.NodeResult{Status: res.GetStatus(), Result: &braidv1.NodeResult_MultiAgent{MultiAgent: res}, Usage: usage}
-	if out.Status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+	switch out.Status {
+	case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
 		out.Interrupts = res.GetInterrupts()
+	case braidv1.NodeStatus_NODE_STATUS_FAILED:
+		out.Error = DefaultCodec().Encode(nestedFailure(res))
 	}
 	return out
+}
+
+// nestedFailure is the error of a node whose nested run FAILED (a failed
+// node has an error, SPEC M7): it matches ErrNodeFailed and says why, by
+// the nested run's message (a limit, a timeout) or else by the error of
+// its first failed node.
+func nestedFailure(res *braidv1.MultiAgentResult) error {
+	if why := res.GetMessage(); why != "" {
+		return fmt.Errorf("%w: %s", ErrNodeFailed, why)
+	}
+	for _, n := range res.GetResults() {
+		if n.GetStatus() == braidv1.NodeStatus_NODE_STATUS_FAILED {
+			return fmt.Errorf("%w: node %q: %s", ErrNodeFailed, n.GetNodeId(), n.GetError().GetMessage())
+		}
+	}
+	return ErrNodeFailed
 }
 
 // Progress implements actors.NodeRunner: the nested orchestrator's

@@ -40,7 +40,8 @@ var (
 	// orchestrator (SPEC M10).
 	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
 	// ErrNodeFailed is matched by the error of a node that failed without
-	// an error of its own (an executor that returned no result).
+	// an error of its own (an executor that returned no result, a nested
+	// Graph or Swarm whose run FAILED).
 	ErrNodeFailed = errors.New("node failed")
 	// ErrIncompleteRun: a task while the stored run was cut off by a crash.
 	ErrIncompleteRun = errors.New("the last run was cut off in the middle (its process stopped, or a Close cut it off): carry it on with an empty input before giving a new task")

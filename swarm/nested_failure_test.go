@@ -1,0 +1,63 @@
+package swarm_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/swarm"
+)
+
+// SPEC M7, M9, M11: a nested orchestrator whose run FAILED fails its node
+// with an error (a FAILED node has one) that says why: a nested swarm's
+// limit, or a failed node further down, named with its cause.
+func TestNesting_ANestedRunThatFailedGivesItsNodeAnErrorSayingWhy_M7(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	team := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "x"})).AddAgent(teamAgent(r, "b", handoff{to: "a", message: "y"}))
+	g, err := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{MaxHandoffs: 2})).
+		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("team", "after").
+		Build(ctx, graph.Config{ID: "g", System: freshSystem(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close(ctx) })
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	n := res.Node("team")
+	require.NotNil(t, n)
+	assert.Equal(t, multiagent.StatusFailed, n.Status)
+	require.NotNil(t, n.Multi)
+	assert.Equal(t, "Max handoffs reached: 2", n.Multi.Message)
+	require.Error(t, n.Err, "a FAILED node has its Err (NodeResult doc)")
+	assert.ErrorIs(t, n.Err, actors.ErrNodeFailed)
+	assert.Contains(t, n.Err.Error(), "Max handoffs reached: 2")
+	assert.Equal(t, 0, r.count("model:after"))
+
+	// two levels: a graph in a graph whose function node fails
+	boom := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+		return nil, errors.New("disk full")
+	})
+	inner := graph.NewBuilder().AddNode("write", boom)
+	g2, err := graph.NewBuilder().AddNode("mid", graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{})).AsNode(graph.Config{})).
+		Build(ctx, graph.Config{ID: "g2", System: freshSystem(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g2.Close(ctx) })
+	res, err = g2.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status)
+	mid := res.Node("mid")
+	require.NotNil(t, mid)
+	require.Error(t, mid.Err)
+	assert.ErrorIs(t, mid.Err, actors.ErrNodeFailed)
+	assert.Contains(t, mid.Err.Error(), `node "inner"`)
+	assert.Contains(t, mid.Err.Error(), "disk full", "the cause, from two levels down")
+}
