@@ -193,8 +193,22 @@ func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
 		out.Interrupts = res.GetInterrupts()
 	case braidv1.NodeStatus_NODE_STATUS_FAILED:
 		out.Error = DefaultCodec().Encode(nestedFailure(res))
+	case braidv1.NodeStatus_NODE_STATUS_CANCELLED:
+		out.Message = nestedCancel(res)
 	}
 	return out
+}
+
+// nestedCancel is the message of a node whose nested run was CANCELLED
+// (a cancelled node has one, SPEC M7): the first cancelled node's, with
+// its id ("" when none says why).
+func nestedCancel(res *braidv1.MultiAgentResult) string {
+	for _, n := range res.GetResults() {
+		if n.GetStatus() == braidv1.NodeStatus_NODE_STATUS_CANCELLED && n.GetMessage() != "" {
+			return fmt.Sprintf("node %q: %s", n.GetNodeId(), n.GetMessage())
+		}
+	}
+	return ""
 }
 
 // nestedFailure is the error of a node whose nested run FAILED (a failed

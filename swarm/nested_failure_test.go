@@ -12,6 +12,8 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/swarm"
@@ -60,4 +62,33 @@ func TestNesting_ANestedRunThatFailedGivesItsNodeAnErrorSayingWhy_M7(t *testing.
 	assert.ErrorIs(t, mid.Err, actors.ErrNodeFailed)
 	assert.Contains(t, mid.Err.Error(), `node "inner"`)
 	assert.Contains(t, mid.Err.Error(), "disk full", "the cause, from two levels down")
+}
+
+// SPEC M3, M7, M11: a gate two levels down that cancels a node (its
+// answer is "no") cancels the nested runs above it, and each cancelled
+// node's Message says which node was cancelled and why, as a node a gate
+// cancels has.
+func TestNesting_ANestedRunCancelledByAnInnerGateGivesItsNodeTheReason_M7(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	team := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "x"})).AddAgent(teamAgent(r, "b", handoff{}))
+	mid := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{Hooks: []hook.Provider{gate(r, "b")}}))
+	g, err := graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{})).
+		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("mid", "after").
+		Build(ctx, graph.Config{ID: "top", System: freshSystem(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close(ctx) })
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "n")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCancelled, res.Status)
+	m := res.Node("mid")
+	require.NotNil(t, m)
+	assert.Equal(t, multiagent.StatusCancelled, m.Status)
+	assert.Equal(t, `node "team": node "b": b denied`, m.Message)
+	require.NotNil(t, m.Multi)
+	assert.Equal(t, `node "b": b denied`, m.Multi.Node("team").Message)
+	assert.Equal(t, 0, r.count("model:after"))
 }
