@@ -23,20 +23,32 @@ type ToolInput struct {
 // interrupt, named by the sub interrupt's id and with its reason, so the
 // outer agent stops with them; their answers are routed back to sub,
 // which resumes (it does not start again), then the tool returns sub's
-// answer. With sessions on both agents this works across processes: sub
+// answer. When sub, answered, stops again in the same call with an id it
+// asked before (a BeforeTools gate on its next cycle: a fresh interrupt,
+// SPEC A7), the outer interrupt is named "<id>@<n>", n the messages sub
+// has added since the call's prompt, so that each stop is asked, and
+// answered, once. With sessions on both agents this works across processes: sub
 // keeps its interrupt state in its own record. A run of sub left
-// unfinished (a crash or a Close cut it off) is carried on by the call
-// with its prompt, and dropped by a call with another. Give sub an owner path or
-// an id of its own so that its session record and ids do not clash with
-// the outer agent's.
+// unfinished (a crash or a Close cut it off) or waiting for answers is
+// carried on, or answered, by the call with its prompt, and dropped by a
+// call with another (the call it belonged to is over: its outer run
+// ended without it). Give sub an owner path or an id of its own so that
+// its session record and ids do not clash with the outer agent's.
 func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool {
 	return tool.New(name, description, func(ctx context.Context, tc *tool.Context, in ToolInput) (string, error) {
 		st, err := sub.Status(ctx)
 		if err != nil {
 			return "", err
 		}
-		var input Input
-		if st.Interrupted() {
+		input := Text(in.Prompt)
+		ours := false
+		if st.Interrupted() || st.Incomplete() {
+			if ours, err = keepOrDrop(ctx, sub, in.Prompt); err != nil {
+				return "", err
+			}
+		}
+		switch {
+		case ours && st.Interrupted():
 			// Answers given to the outer interrupts go to sub, by id.
 			round, err := sincePrompt(ctx, sub)
 			if err != nil {
@@ -58,8 +70,8 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 				return "", raised
 			}
 			input = Resume(answers...)
-		} else if input, err = promptOrCarryOn(ctx, sub, st, in.Prompt); err != nil {
-			return "", err
+		case ours:
+			input = Input{} // this call's run, cut off: carried on
 		}
 		res, err := sub.Invoke(ctx, input)
 		if err != nil {
@@ -87,21 +99,17 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 	}, opts...)
 }
 
-// promptOrCarryOn is the input for sub, which is not interrupted, for a
-// call with prompt. sub takes no prompt while a run of it is unfinished
-// (Incomplete: a crash or a Close cut it off, or its model call failed
-// after its tools ran): when that run's prompt is prompt, it is this
-// call's, cut off and called again (the outer agent carries its own run
-// on), and the empty input carries it on, without running its finished
-// tools again; otherwise it is a dead call's, and it is dropped, its
-// history taken back to where it began, before prompt is given.
-func promptOrCarryOn(ctx context.Context, sub *Agent, st Status, prompt string) (Input, error) {
-	if !st.Incomplete() {
-		return Text(prompt), nil
-	}
+// keepOrDrop looks at the run sub holds unfinished (interrupted, or
+// Incomplete: a crash or a Close cut it off, or its model call failed
+// after its tools ran). When that run's prompt is prompt, it is this
+// call's (the outer agent resumes it, or carries its own run on): it is
+// kept, and ours is true. Otherwise it is a dead call's (its outer run
+// is over, or was dropped): its history is taken back to where it began,
+// its interrupts and pending work dropped, so that sub takes prompt.
+func keepOrDrop(ctx context.Context, sub *Agent, prompt string) (ours bool, err error) {
 	snap, err := sub.Snapshot(ctx)
 	if err != nil {
-		return Input{}, err
+		return false, err
 	}
 	began := len(snap.Messages)
 	for i := len(snap.Messages) - 1; i >= 0; i-- {
@@ -111,12 +119,9 @@ func promptOrCarryOn(ctx context.Context, sub *Agent, st Status, prompt string) 
 		}
 	}
 	if began < len(snap.Messages) && snap.Messages[began].Text() == prompt {
-		return Input{}, nil
+		return true, nil
 	}
-	if err := sub.SetMessages(ctx, snap.Messages[:began], DropUnfinished()); err != nil {
-		return Input{}, err
-	}
-	return Text(prompt), nil
+	return false, sub.SetMessages(ctx, snap.Messages[:began], DropUnfinished())
 }
 
 // sincePrompt returns how many messages of sub's history follow its last
