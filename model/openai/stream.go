@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
 	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/braidhq/braid/model"
@@ -161,7 +162,9 @@ func (t *turn) start(tc *toolCall) {
 		t.textOpen = false
 	}
 	if tc.id == "" {
-		tc.id = fmt.Sprintf("call_%d", t.next)
+		// A server that sends no id: one no other tool use has, since the
+		// agent keys idempotency and at-most-once marks by it (SPEC S6).
+		tc.id = "call_" + uuid.NewString()
 	}
 	t.events = append(t.events, &model.ToolUseStart{ToolUseID: tc.id, Name: tc.name})
 	t.open = true

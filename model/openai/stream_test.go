@@ -490,3 +490,24 @@ func TestStream_TimeoutBoundsTheWaitsBetweenAttempts(t *testing.T) {
 	assert.Contains(t, pe.Error(), "timeout")
 	assert.Len(t, r.requestBodies(), 1)
 }
+
+// SPEC S6: a server that sends tool calls without ids (some
+// OpenAI-compatible servers do) gets ids that no other tool use of the
+// session has: the agent keys a tool's idempotency key and at-most-once
+// start mark by it, so ids that repeat across turns (call_0 in every
+// turn) would make a new call look like one that ran already.
+func TestStream_ToolCallsWithoutIDsGetIDsUniqueAcrossTurns(t *testing.T) {
+	turn := sse(toolStart(0, "", "get_weather", `{}`), toolStart(1, "", "get_time", `{}`), finish("tool_calls"), done)
+	m := newModel(t, newInline(t, turn, turn))
+	seen := map[string]bool{}
+	for range 2 {
+		msg, _ := complete(t, m, userRequest())
+		uses := msg.ToolUses()
+		require.Len(t, uses, 2)
+		for _, u := range uses {
+			require.NotEmpty(t, u.ToolUseID)
+			assert.False(t, seen[u.ToolUseID], "tool use id %q given twice", u.ToolUseID)
+			seen[u.ToolUseID] = true
+		}
+	}
+}
