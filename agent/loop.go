@@ -201,12 +201,17 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	loaded := a.pendingCopy() // work cut off before this invocation
 	inv.fresh = !resuming && loaded == nil && !a.interrupts.Activated()
 	if resuming {
+		before := a.interrupts.Clone()
 		if err := a.interrupts.Resume(in.responses); err != nil {
 			return nil, err
 		}
 		a.answering = in.responses
-		// Claim the resume before anything runs (SPEC S4).
+		// Claim the resume before anything runs (SPEC S4). Unclaimed, the
+		// answers are not taken (SPEC I7): the agent waits for them as
+		// before, and the caller may answer again.
 		if err := a.save(ctx, persistence.SaveResume); err != nil {
+			a.interrupts.Restore(before)
+			a.answering = nil
 			return nil, err
 		}
 	}

@@ -568,3 +568,37 @@ func TestToolCycle_CrashAroundTheMergedSaveLeavesTheSameOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// SPEC I7, S4: a resume whose claim (its first save) fails takes none of
+// its answers: the agent's state is exactly as before it (it waits for
+// the same interrupts, unanswered), the empty input has nothing to carry
+// on, and the caller answers again, another answer included. Before, the
+// unsaved answers stayed in memory: the agent said INCOMPLETE, and
+// carrying on would have run the tool on an answer no store held.
+func TestResume_AClaimThatFailsToSaveTakesNoAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+	r := &spRig{}
+	a := r.agent(t, store)
+	in := r.interrupted(t, a)
+	before, err := json.Marshal(agenttest.Snapshot(t, a))
+	require.NoError(t, err)
+
+	store.down.Store(true)
+	_, err = a.Invoke(ctx, agent.Resume(respond(in, "y")))
+	require.ErrorIs(t, err, errGpBoom)
+	after, err := json.Marshal(agenttest.Snapshot(t, a))
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "the state is as before the resume")
+	st := agenttest.Status(t, a)
+	require.True(t, st.Interrupted(), "it waits for its answer")
+	assert.Equal(t, []string{in.ID}, ids(st.Interrupts))
+
+	store.down.Store(false)
+	_, err = a.Invoke(ctx, agent.Input{})
+	require.Error(t, err, "no answer was taken: nothing to carry on")
+	res, err := a.Invoke(ctx, agent.Resume(respond(in, "n")))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Zero(t, r.runs.Load(), "denied: the tool never ran")
+}
