@@ -1,10 +1,8 @@
 package anthropic_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -90,7 +88,7 @@ func TestStream_CancelMidStreamReturnsPromptlyWithCanceled(t *testing.T) {
 // (model.Model's contract).
 func TestStream_CancelAfterTheAnswerIsBufferedEndsWithCanceled(t *testing.T) {
 	m, _ := newModel(t, "text", func(c *anthropic.Config) {
-		c.HTTPClient = &http.Client{Transport: bufferedTransport{next: c.HTTPClient.Transport}}
+		c.HTTPClient = &http.Client{Transport: modeltest.BufferedTransport{Next: c.HTTPClient.Transport}}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -106,24 +104,6 @@ func TestStream_CancelAfterTheAnswerIsBufferedEndsWithCanceled(t *testing.T) {
 	}
 	assert.Equal(t, []model.StreamEvent{&model.TextDelta{Text: "Hello"}}, events, "nothing after the cancel")
 	assert.ErrorIs(t, last, context.Canceled)
-}
-
-// bufferedTransport reads each response body whole before returning the
-// response, so the answer is in memory before its first event is read.
-type bufferedTransport struct{ next http.RoundTripper }
-
-func (b bufferedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := b.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	return res, nil
 }
 
 func TestStream_CancelledBeforeTheCallSendsNothing(t *testing.T) {

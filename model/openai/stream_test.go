@@ -1,11 +1,9 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -301,7 +299,7 @@ func TestStream_CancelMidStreamEndsPromptlyWithContextCanceled(t *testing.T) {
 func TestStream_CancelAfterTheAnswerIsBufferedEndsWithContextCanceled(t *testing.T) {
 	r := newInline(t, sse(text("Hel"), text("lo"), finish("stop"), usage(3, 2), done))
 	m := newModel(t, r, func(c *openai.Config) {
-		c.HTTPClient = &http.Client{Transport: bufferedTransport{next: c.HTTPClient.Transport}}
+		c.HTTPClient = &http.Client{Transport: modeltest.BufferedTransport{Next: c.HTTPClient.Transport}}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -317,24 +315,6 @@ func TestStream_CancelAfterTheAnswerIsBufferedEndsWithContextCanceled(t *testing
 	}
 	assert.Equal(t, []model.StreamEvent{&model.TextDelta{Text: "Hel"}}, got, "nothing after the cancel")
 	assert.ErrorIs(t, last, context.Canceled)
-}
-
-// bufferedTransport reads each response body whole before returning the
-// response, so the answer is in memory before its first event is read.
-type bufferedTransport struct{ next http.RoundTripper }
-
-func (b bufferedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := b.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	return res, nil
 }
 
 func TestStream_CancelDuringBackoffEndsWithContextCanceled(t *testing.T) {
