@@ -322,7 +322,8 @@ func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) 
 // S1); use Rewrite to change earlier ones. Nothing new to save is no save;
 // at a durable point that makes the earlier saves durable. A save against
 // a record changed by another writer fails with a *ConflictError and
-// changes nothing: the agent is stale.
+// changes nothing: this writer is stale, and its owner opens the record
+// again (an agent does, see agent.Session).
 func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoint) error {
 	n := s.saved(s.parked.Load())
 	if len(rec.Messages) < n {
