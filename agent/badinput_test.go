@@ -182,3 +182,36 @@ func TestState_A11_AValueOrKeyThatIsNotUTF8IsRefusedAtSet(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, snap.State)
 }
+
+// SPEC A3, I7: tool results in a prompt must answer the tool uses just
+// before them (the history's last message, or the prompt's own assistant
+// message), each once, in order; a prompt whose results answer nothing is
+// refused before anything changes, since every provider refuses such a
+// history, and would refuse every later call with it.
+func TestInvoke_A3_APromptWhoseToolResultsAnswerNoToolUseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	use := model.Message{Role: model.RoleAssistant, Content: []model.ContentBlock{model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "lookup", Input: []byte(`{}`)})}}
+	result := func(id string) model.Message {
+		return model.Message{Role: model.RoleUser, Content: []model.ContentBlock{model.ToolResultBlock(model.TextResult(id, "found"))}}
+	}
+	for name, prompt := range map[string][]model.Message{
+		"a result alone":               {result("t1")},
+		"a result of another tool use": {use, result("t2")},
+		"a result before its tool use": {result("t1"), use},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mod := model.Scripted(model.TextTurn("ok"))
+			a := newAgent(t, agent.Config{Model: mod, System: freshSystem(t)})
+			_, err := a.Invoke(ctx, agent.Messages(prompt...))
+			require.ErrorIs(t, err, agent.ErrBadInput)
+			assert.Contains(t, err.Error(), "do not answer the tool uses")
+			assert.Zero(t, mod.Calls(), "the model is not called")
+			assert.Empty(t, agenttest.Messages(t, a))
+		})
+	}
+	mod := model.Scripted(model.TextTurn("ok"))
+	a := newAgent(t, agent.Config{Model: mod, System: freshSystem(t)})
+	res, err := a.Invoke(ctx, agent.Messages(use, result("t1")))
+	require.NoError(t, err, "a result that answers the prompt's own tool use")
+	assert.Equal(t, "ok", res.Message.Text())
+}

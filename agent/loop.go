@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -190,6 +191,18 @@ func (a *job) validate(in Input) error {
 		// carry (InputFromWire refuses it too).
 		if err := m.Validate(); err != nil {
 			return fmt.Errorf("%w: prompt message %d: %v", ErrBadInput, i, err)
+		}
+	}
+	if slices.ContainsFunc(in.messages, func(m model.Message) bool { return len(m.ToolResults()) > 0 }) {
+		// Tool results in a prompt answer the tool uses just before them,
+		// each once, in order (SPEC A3): a provider refuses any other
+		// history, and every later call with it.
+		msgs := in.messages
+		if h := a.history(); len(h) > 0 {
+			msgs = append([]model.Message{h[len(h)-1]}, msgs...)
+		}
+		if err := validateHistory(msgs); err != nil {
+			return fmt.Errorf("%w: the prompt's tool results do not answer the tool uses before them: %v", ErrBadInput, err)
 		}
 	}
 	return nil
