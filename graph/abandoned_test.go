@@ -69,14 +69,8 @@ func TestGraph_NewRunAfterAGateDeniedAnInterruptedNodeRunsItAfresh(t *testing.T)
 	r := newRecorder()
 	g := build(t, graph.NewBuilder().AddNode("asks", toolAgent(r, "asks", "lookup", "which")),
 		graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
-	res, err := g.Invoke(ctx, agent.Text("first"))
-	require.NoError(t, err)
-	require.Len(t, res.Interrupts, 1)
-	gateID := res.Interrupts[0].ID
-	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-	require.NoError(t, err)
-	require.Len(t, res.Interrupts, 1, "the agent's tool asks")
-	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+	gateID, _ := pastTheGate(t, g, "first")
+	res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCancelled, res.Status)
 

@@ -84,6 +84,22 @@ func storedHistory(t *testing.T, st persistence.Store, session string, keep func
 	return h
 }
 
+// pastTheGate invokes g with prompt, answers the gate of its one node
+// "y" and returns the gate's id and the run as it then stands: stopped on
+// the one question of the node's agent.
+func pastTheGate(t *testing.T, g *graph.Graph, prompt string) (string, *multiagent.Result) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := g.Invoke(ctx, agent.Text(prompt))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1, "the gate asks")
+	gateID := res.Interrupts[0].ID
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+	return gateID, res
+}
+
 // anyAgent keeps every agent's record (storedHistory).
 func anyAgent(persistence.Key) bool { return true }
 
@@ -222,13 +238,8 @@ func TestGraph_GatedNodeTakesBackTheDeadRunsPromptOnceTheGatePasses(t *testing.T
 		r := newRecorder()
 		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
 		g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, nil)), cfg)
-		res, err := g.Invoke(ctx, agent.Text("first"))
-		require.NoError(t, err)
-		gateID := res.Interrupts[0].ID
-		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-		require.NoError(t, err)
-		require.Len(t, res.Interrupts, 1, "the agent's tool asks")
-		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
+		gateID, _ := pastTheGate(t, g, "first")
+		res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "n")))
 		require.NoError(t, err)
 		require.Equal(t, multiagent.StatusCancelled, res.Status)
 
@@ -379,15 +390,10 @@ func TestGraph_ReansweringAGateWhileTheAgentWaitsKeepsTheAgentsInvocation(t *tes
 		r := newRecorder()
 		cfg := session(graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "asks")}})
 		g := build(t, graph.NewBuilder().AddNode("asks", askingNode(seen, &sides)), cfg)
-		res, err := g.Invoke(ctx, agent.Text("first"))
-		require.NoError(t, err)
-		gateID := res.Interrupts[0].ID
-		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-		require.NoError(t, err)
-		require.Len(t, res.Interrupts, 1, "the agent's tool asks")
+		gateID, res := pastTheGate(t, g, "first")
 		agentAsk := res.Interrupts[0].ID
 
-		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+		res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
 		require.NoError(t, err)
 		require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("asks").Err)
 		require.Len(t, res.Interrupts, 1)
@@ -412,15 +418,10 @@ func TestGraph_ReansweringAGateWhileANestedRunWaitsKeepsTheNestedRun(t *testing.
 	inner := graph.NewBuilder().AddNode("deep", askingNode(seen, nil))
 	g := build(t, graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})),
 		graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "mid")}, Session: manager(t, persistence.NewMemoryStore(), "s")})
-	res, err := g.Invoke(ctx, agent.Text("first"))
-	require.NoError(t, err)
-	gateID := res.Interrupts[0].ID
-	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
-	require.NoError(t, err)
-	require.Len(t, res.Interrupts, 1, "the inner agent's tool asks")
+	gateID, res := pastTheGate(t, g, "first")
 	deepAsk := res.Interrupts[0].ID
 
-	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	res, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status, "%v", res.Node("mid").Err)
 	require.Len(t, res.Interrupts, 1)
