@@ -90,42 +90,57 @@ type StreamingRunner interface {
 // jointKey carries a node run's *jointOut in the run's context.
 type jointKey struct{}
 
-// jointOut is where runners leave how to take their executors' deferred
-// saves (DeferCommit). The node's goroutine closes it when it takes them;
-// a runner may register from a goroutine of its own, hence the lock.
+// jointOut is where runners leave their executors' deferred saves
+// (DeferCommit). The node's goroutine closes it when the run has
+// returned; a runner may register from a goroutine of its own, hence the
+// lock.
 type jointOut struct {
 	mu     sync.Mutex
-	takes  []func() *persistence.Staged
+	defs   []Deferred
 	closed bool
 }
 
-// takeAll closes o and returns the saves its takes give.
-func (o *jointOut) takeAll() []*persistence.Staged {
+// end closes o, ends the deferral of every executor that registered, and
+// returns them: the orchestrator takes their saves when it saves next.
+func (o *jointOut) end() []Deferred {
 	o.mu.Lock()
-	takes := o.takes
-	o.closed, o.takes = true, nil
+	defs := o.defs
+	o.closed, o.defs = true, nil
 	o.mu.Unlock()
-	var out []*persistence.Staged
-	for _, take := range takes {
-		if s := take(); s != nil {
-			out = append(out, s)
-		}
+	for _, d := range defs {
+		d.EndDeferral()
 	}
-	return out
+	return defs
+}
+
+// Deferred is an executor whose saves wait for its orchestrator's commit
+// (DeferCommit).
+type Deferred interface {
+	// EndDeferral is called once the node's RunNode has returned: the
+	// executor's saves after it (an executor cut off by a Cancel or a
+	// timeout goes on for a while) commit at once, carrying what waits.
+	EndDeferral()
+	// TakeDeferred returns the save that waits (nil: none), which the
+	// orchestrator commits with its own record in one transaction; it is
+	// called on the orchestrator's goroutine, when it saves after the
+	// run's report, and never for a report it drops (what waits is then
+	// carried by the executor's next save). The executor's saves wait for
+	// that commit to end (persistence.AgentSession.TakeDeferred).
+	TakeDeferred() *persistence.Staged
 }
 
 // DeferCommit tells the orchestrator that runs this node that its
 // executor's last save of the run waits to be committed with the
-// orchestrator's record (SPEC M10): take, called once RunNode has
-// returned, returns that save (nil: none), and the orchestrator commits it
-// with its own change in one transaction. It reports whether ctx is a
-// node run's whose orchestrator will call take; if it is not (ctx is not
-// a node run's, or the run's RunNode has returned already), the executor
-// must not defer its saves, as no one would commit them. Several
+// orchestrator's record (SPEC M10): once RunNode has returned, d's
+// deferral is ended, and the orchestrator's next save takes d's save and
+// commits it with its own change in one transaction. It reports whether
+// ctx is a node run's whose orchestrator will do so; if it is not (ctx is
+// not a node run's, or the run's RunNode has returned already), the
+// executor must not defer its saves, as no one would commit them. Several
 // executors of one run may each ask. The request travels in the run's
 // context, so it reaches the orchestrator through any wrapper of the
 // runner that passes its context on.
-func DeferCommit(ctx context.Context, take func() *persistence.Staged) bool {
+func DeferCommit(ctx context.Context, d Deferred) bool {
 	o, ok := ctx.Value(jointKey{}).(*jointOut)
 	if !ok {
 		return false
@@ -135,16 +150,16 @@ func DeferCommit(ctx context.Context, take func() *persistence.Staged) bool {
 	if o.closed {
 		return false
 	}
-	o.takes = append(o.takes, take)
+	o.defs = append(o.defs, d)
 	return true
 }
 
-// localReport is a NodeReport in process, with the executor's deferred
-// save.
+// localReport is a NodeReport in process, with the executors whose
+// saves wait for the orchestrator's commit.
 type localReport struct {
-	rep    *braidv1.NodeReport
-	staged []*persistence.Staged
-	local  any // SetLocalResult's value
+	rep   *braidv1.NodeReport
+	defs  []Deferred
+	local any // SetLocalResult's value
 }
 
 // WithCallerValues is ctx, carrying caller's values too: a context for
@@ -287,9 +302,9 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		rep := n.run(ctx, m, events)
 		cancel(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
-		staged := joint.takeAll()
-		if staged != nil || out.v != nil {
-			root.Send(parent, &localReport{rep: rep, staged: staged, local: out.v})
+		defs := joint.end()
+		if defs != nil || out.v != nil {
+			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v})
 			return
 		}
 		root.Send(parent, rep)

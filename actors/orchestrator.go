@@ -624,7 +624,7 @@ type orchActor struct {
 	stale     bool  // a save failed: reload the stored run before the next invocation
 	dirty     []*nodeRec
 	rewrite   bool                  // a fresh run: the next save rewrites the record's log
-	joint     []*persistence.Staged // nodes' deferred saves, committed with the next save
+	joint     []Deferred // nodes' executors whose saves the next save takes and commits
 	saving    bool                  // a save's store work runs (save): the next waits for its saveDone
 	// commitStop cancels the commit of the save in flight; commitEnded is
 	// closed once it has returned (stopSave).
@@ -761,7 +761,7 @@ func (x *orchActor) runMessage(c actor.Context, msg any) {
 	case *braidv1.NodeReport:
 		x.report(c, foreignReport(m), nil, nil)
 	case *localReport:
-		x.report(c, m.rep, m.staged, m.local)
+		x.report(c, m.rep, m.defs, m.local)
 	}
 }
 
@@ -1477,14 +1477,12 @@ func checkReportInterrupts(m *braidv1.NodeReport) error {
 // report (of a run this activation did not send, or sent by another actor
 // when nothing waits for it, such as for a node of a run a crash cut off)
 // is dropped.
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, staged []*persistence.Staged, local any) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferred, local any) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING || x.cur == nil || x.phase != 2 {
 		return // a report of a run this activation did not send, or that nothing waits for
 	}
-	if staged != nil {
-		x.joint = append(x.joint, staged...) // committed with the next save
-	}
+	x.joint = append(x.joint, defs...) // their saves are taken and committed with the next save
 	x.inflight--
 	x.touch(n)
 	res := m.GetResult()

@@ -238,8 +238,19 @@ func (x *orchActor) save(c actor.Context, point persistence.SavePoint, then func
 		then(err)
 		return
 	}
-	staged := append(x.joint, st)
-	x.joint = nil
+	// The nodes' executors' deferred saves are taken here, on the
+	// actor's goroutine, and not when their runs ended: what a dropped
+	// report or a reload leaves untaken stays with its executor, whose
+	// next save carries it.
+	staged := make([]*persistence.Staged, 0, len(x.joint)+1)
+	for _, d := range x.joint {
+		if s := d.TakeDeferred(); s != nil {
+			staged = append(staged, s)
+		}
+	}
+	staged = append(staged, st)
+	clear(x.joint)
+	x.joint = x.joint[:0]
 	x.saving = true
 	sess := x.cfg.Session
 	self, root := c.Self(), x.sys.Root()

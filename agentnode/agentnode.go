@@ -95,8 +95,8 @@ type agentRunner struct {
 	// sess is the agent's writer of its current activation, whose durable
 	// saves wait for the orchestrator (SPEC M10) while joint is set: from
 	// the start of a run whose orchestrator takes them (DeferCommit) to
-	// its take. mu orders those three steps with an activation's, which
-	// may run on the agent's goroutine meanwhile.
+	// the run's end (EndDeferral). mu orders those steps with an
+	// activation's, which may run on the agent's goroutine meanwhile.
 	mu    sync.Mutex
 	sess  atomic.Pointer[persistence.AgentSession]
 	joint bool
@@ -128,10 +128,21 @@ func (j *jointSession) OpenAgent(ctx context.Context, id string) (*persistence.A
 	return s, rec, nil
 }
 
-// takeDeferred is the take of DeferCommit: the agent's parked save, and
-// the end of the deferral (an agent cut off by a timeout commits its later
-// saves at once).
-func (r *agentRunner) takeDeferred() *persistence.Staged {
+// EndDeferral implements actors.Deferred: the run has returned, and the
+// agent's saves from here on commit at once (an agent cut off by a Cancel
+// or a timeout goes on for a while), carrying what is parked.
+func (r *agentRunner) EndDeferral() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.joint = false
+	if s := r.sess.Load(); s != nil {
+		s.EndDeferral()
+	}
+}
+
+// TakeDeferred implements actors.Deferred: the agent's parked save, for
+// the orchestrator's commit.
+func (r *agentRunner) TakeDeferred() *persistence.Staged {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.joint = false
@@ -162,7 +173,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 	// saves as a lone agent does.
 	if r.session {
 		r.mu.Lock()
-		if actors.DeferCommit(ctx, r.takeDeferred) {
+		if actors.DeferCommit(ctx, r) {
 			r.joint = true
 			if s := r.sess.Load(); s != nil {
 				s.DeferDurable()

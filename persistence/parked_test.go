@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -51,9 +52,14 @@ func eachStore(t *testing.T, fn func(t *testing.T, st persistence.Store)) {
 // parkedAgent opens a fresh session's agent "a" on st, its history hist
 // stored, and defers its durable saves.
 func parkedAgent(t *testing.T, st persistence.Store, hist ...string) (*persistence.SessionManager, *persistence.AgentSession) {
+	return parkedAgentWith(t, st, nil, hist...)
+}
+
+// parkedAgentWith is parkedAgent with manager options.
+func parkedAgentWith(t *testing.T, st persistence.Store, opts []persistence.ManagerOption, hist ...string) (*persistence.SessionManager, *persistence.AgentSession) {
 	t.Helper()
 	ctx := context.Background()
-	m, err := persistence.NewSessionManager(st, "parked-"+uuid.NewString())
+	m, err := persistence.NewSessionManager(st, "parked-"+uuid.NewString(), opts...)
 	require.NoError(t, err)
 	as, _, err := m.OpenAgent(ctx, "a")
 	require.NoError(t, err)
@@ -213,7 +219,7 @@ func TestAgentSession_FailedCommitParksTheTakenChangeAgain(t *testing.T) {
 		require.NoError(t, as.Rewrite(ctx, agentRec(1, userMsgs("reset")...), 0, persistence.SaveInvocation))
 		staged := as.TakeDeferred()
 		require.NotNil(t, staged)
-		assert.False(t, as.Parked())
+		assert.True(t, as.Parked(), "taken, and in no store until its commit")
 		st.armed.Store(true)
 		require.ErrorIs(t, m.Commit(ctx, persistence.SaveInvocation, staged), errInjected)
 		assert.True(t, as.Parked(), "parked again")
@@ -222,5 +228,141 @@ func TestAgentSession_FailedCommitParksTheTakenChangeAgain(t *testing.T) {
 		require.NoError(t, as.Save(ctx, agentRec(2, userMsgs("reset", "answer")...), persistence.SaveMessage))
 		assert.Equal(t, []string{"reset", "answer"}, storedTexts(t, m))
 		assert.False(t, as.Parked())
+	})
+}
+
+// orchestratorChange stages a change of orchestrator "g" for a Commit
+// with its node's agent's taken change.
+func orchestratorChange(t *testing.T, m *persistence.SessionManager, n int) *persistence.Staged {
+	t.Helper()
+	orch, _, err := m.Open(context.Background(), persistence.KindMultiAgent, "g")
+	require.NoError(t, err)
+	os, err := orch.Stage(json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)), 0, nil)
+	require.NoError(t, err)
+	return os
+}
+
+// SPEC S4, M10: an agent cut off by a Cancel or a timeout goes on after
+// its node's run has returned. Its save after the orchestrator took its
+// parked change waits for the orchestrator's commit of it, and is based on
+// what that commit leaves: neither save conflicts, and the store holds
+// both.
+func TestAgentSession_ASaveAfterTheTakeWaitsForTheTakenChangesCommit(t *testing.T) {
+	eachStore(t, func(t *testing.T, st persistence.Store) {
+		ctx := context.Background()
+		waiting := make(chan struct{}, 1)
+		m, as := parkedAgentWith(t, st, []persistence.ManagerOption{persistence.TakenWaitForTest(func(persistence.Key) {
+			waiting <- struct{}{}
+		})}, "q0")
+		require.NoError(t, as.Save(ctx, agentRec(1, userMsgs("q0", "a0")...), persistence.SaveInvocation))
+		taken := as.TakeDeferred()
+		require.NotNil(t, taken)
+
+		saved := make(chan error, 1)
+		go func() {
+			saved <- as.Save(ctx, agentRec(2, userMsgs("q0", "a0", "late")...), persistence.SaveMessage)
+		}()
+		select {
+		case <-waiting:
+		case err := <-saved:
+			saved <- err // saved before the take's commit: its base is the version the take's commit needs
+		}
+		require.NoError(t, m.Commit(ctx, persistence.SaveInvocation, taken, orchestratorChange(t, m, 1)),
+			"the orchestrator's commit of the taken change")
+		require.NoError(t, <-saved, "the agent's save after it")
+		assert.Equal(t, []string{"q0", "a0", "late"}, storedTexts(t, m))
+		assert.False(t, as.Parked())
+	})
+}
+
+// A taken change whose commit fails is parked again, and the agent's save
+// that waited for that commit carries it.
+func TestAgentSession_ASaveWaitingForAFailedCommitCarriesTheTakenChange(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner persistence.Store) {
+		ctx := context.Background()
+		st := &failOnce{Store: inner}
+		waiting := make(chan struct{}, 1)
+		m, as := parkedAgentWith(t, st, []persistence.ManagerOption{persistence.TakenWaitForTest(func(persistence.Key) {
+			waiting <- struct{}{}
+		})}, "q0", "a0", "q1")
+		require.NoError(t, as.Rewrite(ctx, agentRec(1, userMsgs("q0", "a0", "q1", "cancelled")...), 3, persistence.SaveInvocation))
+		taken := as.TakeDeferred()
+		require.NotNil(t, taken)
+
+		saved := make(chan error, 1)
+		go func() {
+			saved <- as.Save(ctx, agentRec(2, userMsgs("q0", "a0", "q1", "cancelled", "late")...), persistence.SaveMessage)
+		}()
+		select {
+		case <-waiting:
+		case err := <-saved:
+			saved <- err // saved before the take's commit: its base is the version the take's commit needs
+		}
+		st.armed.Store(true)
+		require.ErrorIs(t, m.Commit(ctx, persistence.SaveInvocation, taken, orchestratorChange(t, m, 1)), errInjected)
+		require.NoError(t, <-saved)
+		assert.Equal(t, []string{"q0", "a0", "q1", "cancelled", "late"}, storedTexts(t, m))
+		assert.False(t, as.Parked())
+	})
+}
+
+// heldAgentSave holds the first Save of an agent's record once armed,
+// after signalling entered, until release is closed.
+type heldAgentSave struct {
+	persistence.Store
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldAgentSave) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	if changes[0].Key.Kind == persistence.KindAgent && s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.release
+	}
+	return s.Store.Save(ctx, opts, changes...)
+}
+
+// An agent's save that carries its parked change (the deferral ended: its
+// node's run returned) takes it out first: the orchestrator, saving
+// meanwhile, finds nothing to take and commits its own record alone,
+// instead of committing the change a second time on the version before
+// (one of the two saves would conflict, SPEC S4).
+func TestAgentSession_ASaveCarryingTheParkedChangeLeavesNothingToTake(t *testing.T) {
+	eachStore(t, func(t *testing.T, inner persistence.Store) {
+		ctx := context.Background()
+		st := &heldAgentSave{Store: inner, entered: make(chan struct{}), release: make(chan struct{})}
+		m, as := parkedAgent(t, st, "q0")
+		require.NoError(t, as.Save(ctx, agentRec(1, userMsgs("q0", "a0")...), persistence.SaveInvocation))
+		as.EndDeferral()
+		require.True(t, as.Parked(), "EndDeferral leaves the change parked")
+
+		st.armed.Store(true)
+		saved := make(chan error, 1)
+		go func() {
+			saved <- as.Save(ctx, agentRec(2, userMsgs("q0", "a0", "late")...), persistence.SaveMessage)
+		}()
+		<-st.entered
+		assert.Nil(t, as.TakeDeferred(), "the agent's save in flight carries it")
+		close(st.release)
+		require.NoError(t, <-saved)
+		require.NoError(t, m.Commit(ctx, persistence.SaveInvocation, orchestratorChange(t, m, 1)))
+		assert.Equal(t, []string{"q0", "a0", "late"}, storedTexts(t, m))
+		assert.False(t, as.Parked())
+	})
+}
+
+// A durable save after EndDeferral commits at once, carrying the parked
+// change: nothing is left for the orchestrator to take.
+func TestAgentSession_EndDeferralMakesTheNextDurableSaveCommit(t *testing.T) {
+	eachStore(t, func(t *testing.T, st persistence.Store) {
+		ctx := context.Background()
+		m, as := parkedAgent(t, st, "q0")
+		require.NoError(t, as.Save(ctx, agentRec(1, userMsgs("q0", "a0")...), persistence.SaveInvocation))
+		as.EndDeferral()
+		require.NoError(t, as.Rewrite(ctx, agentRec(2, userMsgs("q0", "a0", "cancelled")...), 2, persistence.SaveInvocation))
+		assert.False(t, as.Parked())
+		assert.Nil(t, as.TakeDeferred())
+		assert.Equal(t, []string{"q0", "a0", "cancelled"}, storedTexts(t, m))
 	})
 }

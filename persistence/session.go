@@ -58,6 +58,7 @@ type ManagerOption func(*managerOptions)
 
 type managerOptions struct {
 	afterSave func(key Key, point SavePoint, version int64) // tests: export_test.go
+	takenWait func(key Key)                                 // tests: export_test.go
 }
 
 // NewSessionManager returns a manager for session sessionID in store. It
@@ -151,6 +152,34 @@ type Staged struct {
 	// parker is the agent writer that parked it (DeferDurable): a Commit
 	// that fails parks it there again, so that it is not lost.
 	parker *AgentSession
+	// slot is the parker's slot that holds it since TakeDeferred took
+	// it (nil: never taken), for the Commit that carries it to settle.
+	slot *parkedSlot
+}
+
+// parkedSlot is what an agent's writer holds for its orchestrator: a
+// parked change, and, once TakeDeferred has taken it, a channel closed
+// when the Commit that carries it has ended.
+type parkedSlot struct {
+	st    *Staged
+	taken chan struct{} // nil: parked, not taken
+}
+
+// settle ends the flight of a change taken from its agent, once its
+// Commit has ended: committed, or parked again for the agent's next save;
+// the agent's saves that waited for it go on.
+func (st *Staged) settle(committed bool) {
+	s, cur := st.parker, st.slot
+	if s == nil || cur == nil {
+		return
+	}
+	var next *parkedSlot
+	if !committed {
+		next = &parkedSlot{st: st}
+	}
+	if s.slot.CompareAndSwap(cur, next) {
+		close(cur.taken)
+	}
 }
 
 // Commit saves the staged changes in one transaction, durably if point is
@@ -161,11 +190,12 @@ type Staged struct {
 // parked again, and the agent's next save carries it.
 func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) (err error) {
 	defer func() {
-		if err != nil {
-			for _, s := range staged {
-				if s.parker != nil {
-					s.parker.parked.CompareAndSwap(nil, s)
-				}
+		for _, s := range staged {
+			switch {
+			case s.slot != nil:
+				s.settle(err == nil) // the agent's saves wait for this
+			case err != nil && s.parker != nil:
+				s.parker.slot.CompareAndSwap(nil, &parkedSlot{st: s})
 			}
 		}
 	}()
@@ -235,41 +265,78 @@ type agentData struct {
 type AgentSession struct {
 	*Owner
 	// defer_ parks the durable saves for TakeDeferred (DeferDurable).
-	// defer_ and parked are atomics because the orchestrator's node takes
-	// the parked change on its own goroutine (TakeDeferred, Parked) while
-	// the agent's job saves on another.
+	// defer_ and slot are atomics because the orchestrator takes the
+	// parked change on its own goroutine (TakeDeferred) while the agent's
+	// job saves on another. slot holds the parked change, and, once the
+	// orchestrator has taken it, until the Commit that carries it has
+	// ended: the agent's saves wait for that, so that they are based on
+	// the version it commits and not on the one before (SPEC S4: else
+	// one of the two saves conflicts). A save of the agent's claims the
+	// slot (empties it) while it stages and commits: the orchestrator then
+	// finds nothing to take, and commits nothing of this owner meanwhile.
 	defer_ atomic.Bool
-	parked atomic.Pointer[Staged]
+	slot   atomic.Pointer[parkedSlot]
 }
 
 // DeferDurable makes the agent's saves at durable points (interrupt,
 // invocation) wait, staged, for TakeDeferred instead of committing: an
 // orchestrator commits them with its own record in one transaction
 // (SPEC M10), so that a crash never leaves a node's agent ahead of its
-// orchestrator. It lasts until the next TakeDeferred: a node calls it at
-// the start of each run of its agent whose orchestrator takes the saves
-// (actors.DeferCommit), and when its agent is activated during such a
-// run. Nothing parked is lost: a later save of
-// the agent, durable or not, is merged with the parked change into one
-// change based on the last commit (parked again, or committed at once,
-// carrying it).
+// orchestrator. It lasts until EndDeferral or TakeDeferred: a node calls
+// it at the start of each run of its agent whose orchestrator takes the
+// saves (actors.DeferCommit), and when its agent is activated during
+// such a run. Nothing parked is lost: a later save of the agent, durable
+// or not, is merged with the parked change into one change based on the
+// last commit (parked again, or committed at once, carrying it).
 func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
 
+// EndDeferral ends the deferral without taking the parked change: a
+// durable save after it (an agent cut off by a node timeout or a Cancel
+// that stops later) commits at once, carrying what is parked, as no one
+// would take it; what is still parked when the orchestrator saves is
+// taken then (TakeDeferred).
+func (s *AgentSession) EndDeferral() { s.defer_.Store(false) }
+
 // TakeDeferred returns the change parked since the last commit (nil:
-// none) and forgets it; the caller commits it with SessionManager.Commit
-// (which parks it again if it fails). Until then the agent's last
-// durable save is not in the store. It ends the deferral: a durable save
-// after it (an agent cut off by a node timeout that stops later) commits
-// at once, as no one would take it.
+// none) and ends the deferral, like EndDeferral. The caller must commit
+// the change with SessionManager.Commit, which parks it again if it
+// fails; until that Commit has ended the agent's saves wait for it, so
+// that none is based on the version before it. Until then the agent's
+// last durable save is not in the store.
 func (s *AgentSession) TakeDeferred() *Staged {
 	s.defer_.Store(false)
-	return s.parked.Swap(nil)
+	for {
+		cur := s.slot.Load()
+		if cur == nil || cur.taken != nil {
+			return nil // nothing parked, or a save of the agent's holds it
+		}
+		next := &parkedSlot{st: cur.st, taken: make(chan struct{})}
+		if s.slot.CompareAndSwap(cur, next) {
+			cur.st.slot = next
+			return cur.st
+		}
+	}
 }
 
-// Parked reports whether a change is parked for TakeDeferred: until it is
-// taken or carried by a later save, it is in no store, so the agent must
-// not be passivated.
-func (s *AgentSession) Parked() bool { return s.parked.Load() != nil }
+// Parked reports whether a change is parked for TakeDeferred, or taken
+// and not yet committed: until then it is in no store, so the agent must
+// not be passivated, nor its writer replaced.
+func (s *AgentSession) Parked() bool { return s.slot.Load() != nil }
+
+// waitTaken waits until the Commit of the change TakeDeferred took (cur)
+// has ended, so that a save is based on what that commit leaves; ctx
+// ends the wait.
+func (s *AgentSession) waitTaken(ctx context.Context, cur *parkedSlot) error {
+	if s.m.opts.takenWait != nil {
+		s.m.opts.takenWait(s.key)
+	}
+	select {
+	case <-cur.taken:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: waiting for the commit of the change its orchestrator took: %w", s.key, ctx.Err())
+	}
+}
 
 // OpenAgent loads the agent's record and returns its writer, and the record
 // (nil when the session has none for it yet). Every call is a writer of
@@ -325,12 +392,7 @@ func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) 
 // changes nothing: this writer is stale, and its owner opens the record
 // again (an agent does, see agent.Session).
 func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoint) error {
-	n := s.saved(s.parked.Load())
-	if len(rec.Messages) < n {
-		return fmt.Errorf("%w: %s: the history has %d messages, %d are saved: a shorter history is a Rewrite",
-			ErrBadSave, s.key, len(rec.Messages), n)
-	}
-	return s.Rewrite(ctx, rec, n, point)
+	return s.save(ctx, rec, -1, point)
 }
 
 // Rewrite saves the agent like Save, but with a history whose first keep
@@ -339,8 +401,50 @@ func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoi
 // A parked change is merged in: the change staged keeps only what both
 // keep of the stored history, so it carries the parked rewrite too.
 func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
-	p := s.parked.Load()
-	if n := s.saved(p); keep < 0 || keep > n {
+	if keep < 0 {
+		return fmt.Errorf("%w: %s: keep %d of the saved messages", ErrBadSave, s.key, keep)
+	}
+	return s.save(ctx, rec, keep, point)
+}
+
+// save is Save (keep < 0) and Rewrite. The orchestrator may take the
+// parked change on its own goroutine at any time (TakeDeferred): a save
+// that finds it taken waits for its commit; else it claims the slot
+// while it stages and commits, and gives the parked change back if it
+// fails (a failed save changes nothing).
+func (s *AgentSession) save(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
+	var cur *parkedSlot
+	for {
+		cur = s.slot.Load()
+		if cur != nil && cur.taken != nil {
+			if err := s.waitTaken(ctx, cur); err != nil {
+				return err
+			}
+			continue
+		}
+		if cur == nil || s.slot.CompareAndSwap(cur, nil) {
+			break
+		}
+	}
+	var p *Staged
+	if cur != nil {
+		p = cur.st
+	}
+	giveBack := func() {
+		if p != nil {
+			s.slot.CompareAndSwap(nil, &parkedSlot{st: p})
+		}
+	}
+	n := s.saved(p)
+	switch {
+	case keep < 0 && len(rec.Messages) < n:
+		giveBack()
+		return fmt.Errorf("%w: %s: the history has %d messages, %d are saved: a shorter history is a Rewrite",
+			ErrBadSave, s.key, len(rec.Messages), n)
+	case keep < 0:
+		keep = n
+	case keep > n:
+		giveBack()
 		return fmt.Errorf("%w: %s: keep %d of %d saved messages", ErrBadSave, s.key, keep, n)
 	}
 	if p != nil && p.change.From < keep {
@@ -348,30 +452,28 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 	}
 	st, err := s.StageAgent(rec, keep)
 	if err != nil {
+		giveBack()
 		return err
 	}
 	if s.defer_.Load() && (point == SaveInterrupt || point == SaveInvocation) {
+		// Parked in p's place (st carries it), for TakeDeferred.
 		st.parker = s
-		// Supersedes the parked change (st carries it). It cannot have
-		// been taken meanwhile: the agent saves once at a time, and a node
-		// takes its agent's change once the agent's run ended.
-		if !s.parked.CompareAndSwap(p, st) {
-			return fmt.Errorf("%w: %s: the parked change was taken while the agent saved", ErrBadSave, s.key)
-		}
+		parked := &parkedSlot{st: st}
+		s.slot.Store(parked) // the slot is this save's: empty since its claim
 		if s.defer_.Load() {
-			return nil // TakeDeferred, if it comes, takes st
+			return nil
 		}
-		// TakeDeferred ended the deferral meanwhile: unless it took st
-		// after all, no one will; commit it here.
-		if !s.parked.CompareAndSwap(st, nil) {
+		// The deferral ended meanwhile: unless TakeDeferred took st after
+		// all, no one will; commit it here.
+		if !s.slot.CompareAndSwap(parked, nil) {
 			return nil
 		}
 		return s.m.Commit(ctx, point, st) // failed, it parks st again
 	}
 	if err := s.m.Commit(ctx, point, st); err != nil {
-		return err // the parked change stays parked: a failed save changes nothing
+		giveBack()
+		return err
 	}
-	s.parked.CompareAndSwap(p, nil) // st carried it
 	return nil
 }
 
