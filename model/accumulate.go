@@ -100,7 +100,12 @@ func (a *Accumulator) endBlock() {
 
 // Result returns the assistant message, the stop reason and the usage. It
 // fails if no MessageStop was seen. A turn with tool uses reports
-// StopToolUse whatever the stream said.
+// StopToolUse whatever the stream said (some servers say end_turn), except
+// a turn the provider stopped with its content filter or a guardrail
+// (StopContentFiltered, StopGuardrailIntervened): its tool uses are left
+// out of the message, so that no tool the provider blocked is run and the
+// history asks for no tool result it will not get, and the stop reason is
+// kept.
 func (a *Accumulator) Result() (Message, MessageStop, error) {
 	if !a.stopped {
 		return Message{}, MessageStop{}, ErrIncompleteStream
@@ -108,7 +113,17 @@ func (a *Accumulator) Result() (Message, MessageStop, error) {
 	msg := Message{Role: RoleAssistant, Content: a.blocks}
 	stop := a.stop
 	if len(msg.ToolUses()) > 0 {
-		stop.StopReason = StopToolUse
+		if stop.StopReason == StopContentFiltered || stop.StopReason == StopGuardrailIntervened {
+			kept := make([]ContentBlock, 0, len(msg.Content))
+			for _, b := range msg.Content {
+				if b.ToolUse == nil {
+					kept = append(kept, b)
+				}
+			}
+			msg.Content = kept
+		} else {
+			stop.StopReason = StopToolUse
+		}
 	}
 	return msg, stop, nil
 }

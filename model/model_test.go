@@ -395,3 +395,30 @@ func TestUsage_Add(t *testing.T) {
 	u := model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}.Add(model.Usage{InputTokens: 10, OutputTokens: 20, TotalTokens: 30})
 	assert.Equal(t, model.Usage{InputTokens: 11, OutputTokens: 22, TotalTokens: 33}, u)
 }
+
+// A turn the provider stopped with its content filter or a guardrail
+// keeps its stop reason and loses its tool uses: the agent must not run a
+// tool the provider blocked, nor keep a tool use no result will answer
+// (SPEC A3).
+func TestAccumulator_ABlockedTurnKeepsItsStopReasonAndNoToolUse(t *testing.T) {
+	for _, reason := range []model.StopReason{model.StopContentFiltered, model.StopGuardrailIntervened} {
+		t.Run(string(reason), func(t *testing.T) {
+			var acc model.Accumulator
+			for _, ev := range []model.StreamEvent{
+				&model.TextDelta{Text: "I will delete them."},
+				&model.BlockStop{},
+				&model.ToolUseStart{ToolUseID: "t1", Name: "delete_files"},
+				&model.ToolInputDelta{Partial: `{"paths":["/"]}`},
+				&model.BlockStop{},
+				&model.MessageStop{StopReason: reason},
+			} {
+				require.NoError(t, acc.Add(ev))
+			}
+			msg, stop, err := acc.Result()
+			require.NoError(t, err)
+			assert.Equal(t, reason, stop.StopReason)
+			assert.Empty(t, msg.ToolUses())
+			assert.Equal(t, "I will delete them.", msg.Text())
+		})
+	}
+}
