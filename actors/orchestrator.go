@@ -156,8 +156,9 @@ type OrchestratorConfig struct {
 	// M10); nil keeps it in memory.
 	Session *persistence.SessionManager
 	// MaxNodeExecutions ends the run FAILED when that many node runs have
-	// executed and another would start (0: no limit); a node run that
-	// stopped for interrupts and is resumed is not another.
+	// started (ended, running or waiting for answers) and another would
+	// start (0: no limit); a node run that stopped for interrupts and is
+	// resumed is not another.
 	MaxNodeExecutions int
 	// ExecutionTimeout ends the run FAILED once it has executed this long
 	// (summed across resumes; 0: no limit); NodeTimeout fails a node run
@@ -609,6 +610,10 @@ type orchActor struct {
 	held     []NodeStart
 	results  []string // node ids, first-finish order
 	executed []string // execution order
+	// open counts the nodes whose current run started and has not ended
+	// (EXECUTING, or INTERRUPTED and waiting to be resumed): with
+	// executed, the executions the run has started (MaxNodeExecutions).
+	open     int
 	seq      uint64
 	duration time.Duration
 	message  string
@@ -623,9 +628,9 @@ type orchActor struct {
 	runErr    error // the policy panicked: the invocation ends with it, once saved
 	stale     bool  // a save failed: reload the stored run before the next invocation
 	dirty     []*nodeRec
-	rewrite   bool                  // a fresh run: the next save rewrites the record's log
+	rewrite   bool       // a fresh run: the next save rewrites the record's log
 	joint     []Deferred // nodes' executors whose saves the next save takes and commits
-	saving    bool                  // a save's store work runs (save): the next waits for its saveDone
+	saving    bool       // a save's store work runs (save): the next waits for its saveDone
 	// commitStop cancels the commit of the save in flight; commitEnded is
 	// closed once it has returned (stopSave).
 	commitStop  context.CancelFunc
@@ -1025,6 +1030,23 @@ func (x *orchActor) apply() {
 
 func (n *nodeRec) inputIsResume() bool { return n.input.GetResume() }
 
+// opens tells the statuses of a node whose current run started and has
+// not ended.
+func opens(s braidv1.NodeStatus) bool {
+	return s == braidv1.NodeStatus_NODE_STATUS_EXECUTING || s == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
+}
+
+// setStatus sets a node's status and keeps the count of open runs.
+func (x *orchActor) setStatus(n *nodeRec, s braidv1.NodeStatus) {
+	switch was := opens(n.status); {
+	case was && !opens(s):
+		x.open--
+	case !was && opens(s):
+		x.open++
+	}
+	n.status = s
+}
+
 // shapeErr returns ErrTopology if the stored run waits for a resume (or
 // was cut off) and an orchestrator of another Shape saved it.
 func (x *orchActor) shapeErr() error {
@@ -1074,6 +1096,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.held = nil
 	x.results = nil
 	x.executed = nil
+	x.open = 0
 	x.duration = 0
 	x.message = ""
 	x.usage = &braidv1.Usage{}
@@ -1249,7 +1272,10 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 		// off, carries on a run that started within the limit: not a new
 		// execution (the run's other nodes may have reached it since).
 		carried := n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
-		if max := x.cfg.MaxNodeExecutions; max > 0 && !carried && len(x.executed) >= max {
+		// The limit counts the executions started: those ended and those
+		// open (running, or waiting for answers), so that nodes started
+		// together do not pass it.
+		if max := x.cfg.MaxNodeExecutions; max > 0 && !carried && len(x.executed)+x.open >= max {
 			x.stop(fmt.Sprintf("Max node executions reached: %d", max))
 			break
 		}
@@ -1299,7 +1325,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 			unfinishedSince = n.since
 		}
 		was = append(was, n.status)
-		n.status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+		x.setStatus(n, braidv1.NodeStatus_NODE_STATUS_EXECUTING)
 		x.touch(n)
 		runs = append(runs, &braidv1.NodeRun{NodeId: n.id, Run: n.run, Input: n.input, Gate: n.gate, Resume: n.resume,
 			Recover: n.recover, Base: n.base, ResetExecutor: n.reset, UnfinishedSince: unfinishedSince})
@@ -1315,7 +1341,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 			// Nothing is sent: the runs did not start, and the invocation
 			// ends with the error once the running nodes have reported.
 			for i, r := range runs {
-				x.nodes[r.GetNodeId()].status = was[i]
+				x.setStatus(x.nodes[r.GetNodeId()], was[i])
 				x.inflight--
 			}
 			x.abort(err)
@@ -1528,7 +1554,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 		res.Usage = cloneUsage(n.usage) // like its time, summed over its runs
 	}
 	n.result, n.localRes = res, local
-	n.status = res.GetStatus()
+	x.setStatus(n, res.GetStatus())
 	n.unfinished = n.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED
 	if x.cur.events != nil {
 		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})

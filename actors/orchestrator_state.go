@@ -421,7 +421,7 @@ func (x *orchActor) reload() error {
 	x.nodes = make(map[string]*nodeRec, len(old))
 	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase, x.cutStop = 0, nil, 0, 0, "", &braidv1.Usage{}, nil, false
 	x.table, x.byNode, x.raised, x.dropped = map[string]*routed{}, map[string][]*routed{}, nil, 0
-	x.held, x.results, x.executed, x.dirty, x.rewrite = nil, nil, nil, x.dirty[:0], false
+	x.held, x.results, x.executed, x.open, x.dirty, x.rewrite = nil, nil, nil, 0, x.dirty[:0], false
 	clear(x.joint)
 	x.joint = x.joint[:0]
 	x.owner = owner
@@ -552,6 +552,9 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 		}
 		for _, seq := range j.Executed {
 			runs = append(runs, ended{seq, id})
+		}
+		if opens(n.status) {
+			x.open++
 		}
 		x.nodes[id] = n
 	}

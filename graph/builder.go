@@ -47,10 +47,14 @@ type Config struct {
 	Session *persistence.SessionManager
 	// System is the actor system (nil: actors.Default()).
 	System *actors.System
-	// MaxNodeExecutions ends the run FAILED ("Max node executions
-	// reached: N") once that many node runs executed and another would
-	// start; 0 is no limit. A node run that stopped for interrupts (its
+	// MaxNodeExecutions bounds the node runs the run starts: once that
+	// many have started (ended, running, or waiting for answers), a node
+	// that would start does not, and the run ends FAILED ("Max node
+	// executions reached: N") when the running nodes have ended; 0 is no
+	// limit. Nodes ready together (entry points, a fan-out) start only as
+	// far as the limit allows. A node run that stopped for interrupts (its
 	// gate's or its agent's) and is resumed is not another: it finishes.
+	// The result's ExecutionCount counts the runs that ended.
 	MaxNodeExecutions int
 	// ExecutionTimeout ends the run FAILED once it has executed that long
 	// ("Execution timed out: Xs"); NodeTimeout fails a node run that takes

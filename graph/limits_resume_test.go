@@ -20,10 +20,11 @@ import (
 // SPEC M8, M5, M7: MaxNodeExecutions stops new node runs; a node run that
 // stopped for an interrupt (its agent's, or its gate's) and is resumed is
 // not a new one (an interrupted and resumed run is one execution). x and
-// p start together under a limit of one execution; x stops for an
-// answer, then p completes. Answered, x finishes, as it would have had it
-// not stopped (before, the resume took the answer and then ended the run
-// FAILED, "Max node executions reached: 1", without running x).
+// p start together under a limit of two executions, which they reach; x
+// stops for an answer, then p completes. Answered, x finishes, as it
+// would have had it not stopped (before, the resume took the answer and
+// then ended the run FAILED, "Max node executions reached", without
+// running x).
 func TestGraph_AResumedNodeRunFinishesPastMaxNodeExecutions_M8(t *testing.T) {
 	for _, by := range []string{"agent", "gate"} {
 		t.Run(by, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestGraph_AResumedNodeRunFinishesPastMaxNodeExecutions_M8(t *testing.T) {
 				}))
 			}
 			b := graph.NewBuilder().AddNode("x", x).AddNode("p", p)
-			g := build(t, b, graph.Config{MaxNodeExecutions: 1, Hooks: hooks})
+			g := build(t, b, graph.Config{MaxNodeExecutions: 2, Hooks: hooks})
 			res, err := g.Invoke(ctx, agent.Text("go"))
 			require.NoError(t, err)
 			require.Equal(t, multiagent.StatusInterrupted, res.Status)
