@@ -161,8 +161,10 @@ type OrchestratorConfig struct {
 	// resumed is not another.
 	MaxNodeExecutions int
 	// ExecutionTimeout ends the run FAILED once it has executed this long
-	// (summed across resumes; 0: no limit); NodeTimeout fails a node run
-	// that takes longer (0: no limit).
+	// and a new node run would start (summed across invocations, the time
+	// it waited for answers between them not counted; 0: no limit); a
+	// node run that stopped for interrupts and is resumed is not a new
+	// one. NodeTimeout fails a node run that takes longer (0: no limit).
 	ExecutionTimeout, NodeTimeout time.Duration
 	// IdleTimeout passivates the orchestrator and its nodes' owners when
 	// idle (requires Session).
@@ -1269,8 +1271,9 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 			continue // runs already; its policy asked twice
 		}
 		// A resume (of its gate or its executor), or a run a crash cut
-		// off, carries on a run that started within the limit: not a new
-		// execution (the run's other nodes may have reached it since).
+		// off, carries on a run that started within the limits: not a new
+		// execution, and not refused by the timeout either (the run's
+		// other nodes may have reached a limit since).
 		carried := n.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
 		// The limit counts the executions started: those ended and those
 		// open (running, or waiting for answers), so that nodes started
@@ -1279,7 +1282,9 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 			x.stop(fmt.Sprintf("Max node executions reached: %d", max))
 			break
 		}
-		if t := x.cfg.ExecutionTimeout; t > 0 && x.duration+time.Since(x.began) > t {
+		// The time the run has executed: summed over its invocations, so
+		// the time it waited for answers between them is not counted.
+		if t := x.cfg.ExecutionTimeout; t > 0 && !carried && x.duration+time.Since(x.began) > t {
 			x.stop(fmt.Sprintf("Execution timed out: %gs", t.Seconds()))
 			break
 		}

@@ -56,9 +56,14 @@ type Config struct {
 	// gate's or its agent's) and is resumed is not another: it finishes.
 	// The result's ExecutionCount counts the runs that ended.
 	MaxNodeExecutions int
-	// ExecutionTimeout ends the run FAILED once it has executed that long
-	// ("Execution timed out: Xs"); NodeTimeout fails a node run that takes
-	// longer. Zero is no limit.
+	// ExecutionTimeout ends the run FAILED ("Execution timed out: Xs")
+	// once it has executed that long: a node that would start then does
+	// not, and the run ends when the running nodes have ended. The time is
+	// summed over the run's invocations; the time an interrupted run
+	// waits for its answers is not counted. A node run that stopped for
+	// interrupts and is resumed is not a new one: it finishes, even past
+	// the budget. NodeTimeout fails a node run that takes longer. Zero is
+	// no limit.
 	ExecutionTimeout, NodeTimeout time.Duration
 	// IdleTimeout passivates the graph (and its nodes' agents) when idle;
 	// requires a Session.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,59 @@ func TestGraph_AResumedNodeRunFinishesPastMaxNodeExecutions_M8(t *testing.T) {
 			assert.Equal(t, multiagent.StatusCompleted, res.Node("x").Status)
 		})
 	}
+}
+
+// SPEC M8, M7: ExecutionTimeout counts the time the run executes, not the
+// time it waits for answers, and stops new node runs only: a node run
+// that stopped for an interrupt started within the budget and finishes
+// when answered, as it would have had it not stopped, even if a node
+// that ran beside it took the run past the budget meanwhile. A node that
+// would start after that does not, and the run ends FAILED naming the
+// limit.
+func TestGraph_AResumedNodeRunFinishesPastExecutionTimeout_M8(t *testing.T) {
+	ctx := context.Background()
+	const budget = 200 * time.Millisecond
+	t.Run("the answer comes after the budget", func(t *testing.T) {
+		r := newRecorder()
+		x := askingAgent(r, "x", map[int]bool{1: true}, nil, nil)
+		g := build(t, graph.NewBuilder().AddNode("x", x).AddNode("y", textAgent(r, "y")).AddEdge("x", "y"),
+			graph.Config{ExecutionTimeout: budget})
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status)
+		require.Less(t, res.Duration, budget, "the first invocation is quick")
+
+		<-time.After(budget + budget/2) // a human takes a while: not the run's time
+
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(interruptNamed(t, res, "x-ask").ID, "xx")))
+		require.NoError(t, err)
+		assert.Equal(t, multiagent.StatusCompleted, res.Status, res.Message)
+		assert.Equal(t, []string{"x", "y"}, res.ExecutionOrder)
+	})
+	t.Run("a node beside it ran past the budget", func(t *testing.T) {
+		r := newRecorder()
+		asked := make(chan struct{})
+		p := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
+			<-asked
+			<-time.After(budget + budget/2) // what is measured is time
+			return []model.ContentBlock{model.Text("p out")}, nil
+		})
+		x := askingAgent(r, "x", map[int]bool{1: true}, asked, nil)
+		b := graph.NewBuilder().AddNode("x", x).AddNode("p", p).AddNode("y", textAgent(r, "y")).AddEdge("x", "y")
+		g := build(t, b, graph.Config{ExecutionTimeout: budget})
+		res, err := g.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status)
+		require.Greater(t, res.Duration, budget)
+
+		res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(interruptNamed(t, res, "x-ask").ID, "xx")))
+		require.NoError(t, err)
+		assert.Equal(t, multiagent.StatusCompleted, res.Node("x").Status, "the answered run finishes")
+		require.NotNil(t, res.Node("x").Agent)
+		assert.Equal(t, "x answered xx", res.Node("x").Agent.String())
+		assert.Equal(t, multiagent.StatusFailed, res.Status)
+		assert.Equal(t, "Execution timed out: 0.2s", res.Message)
+		assert.Nil(t, res.Node("y"), "a new node run does not start past the budget")
+		assert.Equal(t, 0, r.count("model:y"))
+	})
 }

@@ -54,8 +54,11 @@ type Config struct {
 	// A resumed run is the same iteration as the run it resumes.
 	MaxIterations int
 	// ExecutionTimeout ends the run FAILED ("Execution timed out: Xs")
-	// once it has executed that long, summed across resumes, checked
-	// before each node starts (default 900s). NodeTimeout fails a node
+	// once it has executed that long, checked before each node run starts
+	// (default 900s). The time is summed over the run's invocations; the
+	// time an interrupted run waits for its answers is not counted. A
+	// node run that stopped for interrupts and is resumed is not a new
+	// one: it finishes, even past the budget. NodeTimeout fails a node
 	// run that takes longer (default 300s).
 	ExecutionTimeout, NodeTimeout time.Duration
 	// RepetitiveHandoffDetectionWindow and RepetitiveHandoffMinUniqueAgents

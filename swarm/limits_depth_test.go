@@ -3,7 +3,9 @@ package swarm_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,4 +110,39 @@ func TestSwarm_ResetOnRevisitAppliesToAGatedRevisitAndNotToAResume_M9(t *testing
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []int{1, 1}, seen, "the gated revisit started afresh: only its prompt")
+}
+
+// SPEC M9, M7: ExecutionTimeout stops new node runs only: an agent whose
+// tool took the run past the budget and then asked finishes once
+// answered, as it would have had it not stopped (its run started within
+// the budget); the answer is not lost to a FAILED run.
+func TestSwarm_AResumedRunFinishesPastExecutionTimeout_M9(t *testing.T) {
+	ctx := context.Background()
+	const budget = 200 * time.Millisecond
+	r := newRecorder()
+	var calls atomic.Int32
+	slowAsk := tool.New("lookup", "asks after a while", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if calls.Add(1) == 1 {
+			<-time.After(budget + budget/2) // what is measured is time
+		}
+		ans, err := tc.Interrupt("which", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		return "answer " + s, nil
+	})
+	b := askingAgent(r, "b", handoff{})
+	b.Tools = []tool.Tool{slowAsk}
+	s := build(t, swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "dig"})).AddAgent(b),
+		swarm.Config{ExecutionTimeout: budget})
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, res.Message)
+	require.Greater(t, res.Duration, budget)
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "x")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status, res.Message)
+	assert.Equal(t, multiagent.StatusCompleted, res.Node("b").Status)
+	assert.Equal(t, 2, r.count("model:b"), "b resumed, it did not start again")
 }
