@@ -420,8 +420,9 @@ func (o *Orchestrator) isClosed() bool {
 
 // Stream runs like Invoke and calls yield with each event of the run as
 // it happens (SPEC M12): node starts, the events of the nodes' agents
-// (tagged with the node path), node results, and, after the run is saved,
-// its interrupts. It returns the result, or ErrStreamStopped once yield
+// (tagged with the node path), node results (an INTERRUPTED one, which
+// carries its interrupts, once a save holds it), and, after the run is
+// saved, its interrupts. It returns the result, or ErrStreamStopped once yield
 // returns false: the run then goes on to its end unread and a later
 // resume can finish it. Called from the orchestrator's own run, it returns
 // ErrReentrant (SPEC R7).
@@ -467,7 +468,10 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 }
 
 // Status returns the run as it stands (its results so far); it is
-// answered at once, while nodes run.
+// answered at once, while nodes run. With a session, a node's
+// interrupts are shown once a save holds them (SPEC I9): until then the
+// node is shown still running and its interrupts are not listed, so an
+// answer to any interrupt Status lists finds it in the store.
 func (o *Orchestrator) Status(ctx context.Context) (*braidv1.MultiAgentResult, error) {
 	if err := o.callable(ctx, false); err != nil {
 		return nil, err
@@ -583,6 +587,11 @@ type nodeRec struct {
 	first    uint64   // sequence number of the end of its first run (results order)
 	executed []uint64 // sequence numbers of the ends of its executed runs
 	dirty    bool     // changed since the last save
+	// unsaved: no save holds the node's INTERRUPTED report yet (its
+	// interrupts are not in the store); Status shows the node as it was
+	// before the report, with its result then, before (nil: none).
+	unsaved bool
+	before  *braidv1.NodeResult
 }
 
 // orchActor is the orchestrator's actor: it owns the run (node statuses
@@ -638,6 +647,10 @@ type orchActor struct {
 	commitStop  context.CancelFunc
 	commitEnded chan struct{}
 	deferred    []any // messages that change the run, held back while saving
+	// unsaved are the nodes whose INTERRUPTED report no save holds yet
+	// (nodeRec.unsaved): Status does not show their interrupts, and their
+	// NodeStop events wait, until a save commits (SPEC I9).
+	unsaved []*nodeRec
 
 	// the invocation
 	cur      *orchInvoke
@@ -693,7 +706,7 @@ func (x *orchActor) Receive(c actor.Context) {
 			x.loadFailed(c)
 			return
 		}
-		m.reply <- orchReply{res: x.result()}
+		m.reply <- orchReply{res: x.shownResult()}
 	case *orchInvoke:
 		x.enqueue(c, m)
 	case *orchAbandon:
@@ -737,7 +750,7 @@ func (x *orchActor) Receive(c actor.Context) {
 			x.loadFailed(c)
 			return
 		}
-		respond(c, x.result())
+		respond(c, x.shownResult())
 	case *braidv1.MultiAgentCancel:
 		respond(c, &braidv1.MultiAgentCancelled{WasRunning: x.cancel(c)})
 	case *hooksDone, *braidv1.NodeReport, *localReport:
@@ -1099,6 +1112,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.results = nil
 	x.executed = nil
 	x.open = 0
+	x.forgetUnsaved()
 	x.duration = 0
 	x.message = ""
 	x.usage = &braidv1.Usage{}
@@ -1558,10 +1572,18 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 	if n.usage != nil {
 		res.Usage = cloneUsage(n.usage) // like its time, summed over its runs
 	}
+	// An INTERRUPTED result carries interrupts the store does not have
+	// yet: until a save holds them, Status shows the node as it was and
+	// its NodeStop waits (SPEC I9; the save follows at once, reported).
+	unsaved := res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && x.owner != nil
+	if unsaved {
+		n.unsaved, n.before = true, n.result
+		x.unsaved = append(x.unsaved, n)
+	}
 	n.result, n.localRes = res, local
 	x.setStatus(n, res.GetStatus())
 	n.unfinished = n.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED
-	if x.cur.events != nil {
+	if x.cur.events != nil && !unsaved {
 		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
 		if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
 			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
@@ -1821,6 +1843,61 @@ func (x *orchActor) result() *braidv1.MultiAgentResult {
 		}
 	}
 	return r
+}
+
+// shownResult is the run as Status shows it: result, less what no save
+// holds yet (SPEC I9): a node whose INTERRUPTED report is not saved is
+// shown as it was before it, still running (its earlier result if it had
+// one, else none), its interrupts are not listed, and a run that is
+// INTERRUPTED only by such nodes is shown EXECUTING (its invocation has
+// not answered). A caller that answers what Status lists answers
+// interrupts the store has.
+func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
+	r := x.result()
+	if len(x.unsaved) == 0 {
+		return r
+	}
+	r.Results = r.Results[:0]
+	for _, id := range x.results {
+		switch n := x.nodes[id]; {
+		case !n.unsaved:
+			r.Results = append(r.Results, n.result)
+		case n.before != nil:
+			r.Results = append(r.Results, n.before)
+		}
+	}
+	r.Interrupts = slices.DeleteFunc(r.Interrupts, func(w *braidv1.Interrupt) bool {
+		e := x.table[w.GetId()]
+		return e != nil && x.nodes[e.node].unsaved
+	})
+	if r.Status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && len(r.Interrupts) == 0 {
+		r.Status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
+	}
+	return r
+}
+
+// savedReports: a save committed, which holds every report so far (the
+// reports that come during a save wait for its end): the unsaved nodes
+// are shown as they are, and their NodeStop events, held back, are sent.
+func (x *orchActor) savedReports() {
+	for _, n := range x.unsaved {
+		n.unsaved, n.before = false, nil
+		if x.cur != nil && n.result != nil {
+			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(n.result)}})
+		}
+	}
+	clear(x.unsaved)
+	x.unsaved = x.unsaved[:0]
+}
+
+// forgetUnsaved drops the unsaved reports without showing them (a fresh
+// run, or a reload of the stored run, replaces them).
+func (x *orchActor) forgetUnsaved() {
+	for _, n := range x.unsaved {
+		n.unsaved, n.before = false, nil
+	}
+	clear(x.unsaved)
+	x.unsaved = x.unsaved[:0]
 }
 
 // contentKinds names the kinds of content of an input, for the errors of

@@ -295,6 +295,7 @@ func (x *orchActor) saved(c actor.Context, m *saveDone) {
 	x.commitStop, x.commitEnded = nil, nil
 	if m.err == nil {
 		x.clean()
+		x.savedReports()
 	}
 	m.then(m.err)
 	for !x.saving && len(x.deferred) > 0 {
@@ -422,6 +423,7 @@ func (x *orchActor) reload() error {
 	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase, x.cutStop = 0, nil, 0, 0, "", &braidv1.Usage{}, nil, false
 	x.table, x.byNode, x.raised, x.dropped = map[string]*routed{}, map[string][]*routed{}, nil, 0
 	x.held, x.results, x.executed, x.open, x.dirty, x.rewrite = nil, nil, nil, 0, x.dirty[:0], false
+	x.forgetUnsaved()
 	clear(x.joint)
 	x.joint = x.joint[:0]
 	x.owner = owner

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
@@ -132,4 +135,85 @@ func TestGraphActor_R3_StatusIsAnsweredWhileTheLastSaveWaits(t *testing.T) {
 	res := <-done
 	require.NotNil(t, res)
 	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+}
+
+// SPEC I9, M12, R3: a node's interrupts are shown only once the
+// orchestrator's save that holds them has committed: while that save
+// waits for the store, Status (answered at once) lists none and does not
+// show the node INTERRUPTED, and the stream has not yielded the node's
+// NodeStop (which carries them); once the save commits, the NodeStop comes,
+// then the InterruptEvent, and Status lists the interrupt. A caller that
+// answers what it sees can never answer an interrupt the store lacks.
+func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
+	asked, pGo := make(chan struct{}), make(chan struct{})
+	st := newHeldSave(func(opts persistence.SaveOptions, changes []persistence.Change) bool {
+		select {
+		case <-asked: // the first save after x asked: its report's
+			return orchestratorSave(opts, changes)
+		default:
+			return false
+		}
+	})
+	r := newRecorder()
+	x := askingAgent(r, "x", map[int]bool{1: true}, asked, nil)
+	p := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
+		<-pGo
+		return model.TextTurn("p done"), nil
+	})})
+	g := build(t, graph.NewBuilder().AddNode("x", x).AddNode("p", p), graph.Config{ID: "g", Session: manager(t, st, "s")})
+	var goOnce sync.Once
+	letP := func() { goOnce.Do(func() { close(pGo) }) }
+	t.Cleanup(st.let) // before the graph's Close, which waits for its save
+	t.Cleanup(letP)
+	events := make(chan string, 64)
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		defer close(events)
+		var res *multiagent.Result
+		for ev, err := range g.Stream(context.Background(), agent.Text("go")) {
+			if !assert.NoError(t, err) {
+				break
+			}
+			events <- describe(ev)
+			if e, ok := ev.(*multiagent.ResultEvent); ok {
+				res = e.Result
+			}
+		}
+		done <- res
+	}()
+
+	<-st.entered // x's report is being saved; p still runs
+	status, err := g.Status(soon(t))
+	require.NoError(t, err, "Status waited for the save")
+	assert.Empty(t, status.Interrupts, "Status lists an interrupt the store does not have")
+	if n := status.Node("x"); n != nil {
+		assert.NotEqual(t, multiagent.StatusInterrupted, n.Status, "Status shows x INTERRUPTED before it is saved")
+	}
+	// p answers now: its agent's events are streamed after anything the
+	// orchestrator sent at x's report.
+	letP()
+	var before []string
+	for e := range events {
+		if e == "message g/p assistant" {
+			break
+		}
+		before = append(before, e)
+	}
+	assert.NotContains(t, before, "stop g/x INTERRUPTED", "x's NodeStop, with its interrupts, came before its save")
+
+	st.let()
+	res := <-done
+	require.NotNil(t, res)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	var after []string
+	for e := range events {
+		after = append(after, e)
+	}
+	stop, intr := slices.Index(after, "stop g/x INTERRUPTED"), slices.Index(after, "interrupt g/x")
+	assert.True(t, stop >= 0 && intr > stop, "x's NodeStop, then its InterruptEvent: %v", after)
+	status, err = g.Status(soon(t))
+	require.NoError(t, err)
+	require.Len(t, status.Interrupts, 1)
+	assert.Equal(t, interruptNamed(t, res, "x-ask").ID, status.Interrupts[0].ID)
+	assert.Equal(t, multiagent.StatusInterrupted, status.Node("x").Status)
 }

@@ -26,7 +26,9 @@ type NodeEvent struct {
 	Event agent.Event
 }
 
-// NodeStopEvent: a node's run ended, with its result.
+// NodeStopEvent: a node's run ended, with its result. An INTERRUPTED
+// result, which lists the node's interrupts, comes once the
+// orchestrator's save holds them (SPEC I9), as InterruptEvent does.
 type NodeStopEvent struct {
 	Node   string
 	Result *NodeResult
