@@ -7,6 +7,8 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/braidhq/braid/internal/runorder"
+
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/internal/runclient"
@@ -230,25 +232,11 @@ func resultText(w *braidv1.NodeResult) string {
 			return m.text()
 		}
 	case w.GetMultiAgent() != nil:
-		// the last node whose run ended COMPLETED (a node run again gives
-		// its last answer), as multiagent.Result.Text
-		rs := w.GetMultiAgent().GetResults()
-		if order := w.GetMultiAgent().GetExecutionOrder(); len(order) > 0 {
-			byID := make(map[string]*braidv1.NodeResult, len(rs))
-			for _, r := range rs {
-				byID[r.GetNodeId()] = r
-			}
-			for i := len(order) - 1; i >= 0; i-- {
-				if r := byID[order[i]]; r.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
-					return resultText(r)
-				}
-			}
-		}
-		for i := len(rs) - 1; i >= 0; i-- {
-			if rs[i].GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
-				return resultText(rs[i])
-			}
-		}
+		// the last node whose run ended COMPLETED, as multiagent.Result.Text
+		m := w.GetMultiAgent()
+		r, _ := runorder.LastCompleted(m.GetExecutionOrder(), m.GetResults(), (*braidv1.NodeResult).GetNodeId,
+			func(r *braidv1.NodeResult) bool { return r.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED })
+		return resultText(r)
 	case len(w.GetContent()) > 0:
 		var blocks textOnly
 		if json.Unmarshal(append(append([]byte(`{"content":`), w.GetContent()...), '}'), &blocks) == nil {

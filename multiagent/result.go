@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braidhq/braid/internal/runorder"
+
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/interrupt"
@@ -114,23 +116,9 @@ func (r *Result) Text() string {
 	if r == nil {
 		return ""
 	}
-	if len(r.ExecutionOrder) > 0 {
-		byID := make(map[string]*NodeResult, len(r.Results))
-		for _, n := range r.Results {
-			byID[n.NodeID] = n
-		}
-		for i := len(r.ExecutionOrder) - 1; i >= 0; i-- {
-			if n := byID[r.ExecutionOrder[i]]; n != nil && n.Status == StatusCompleted {
-				return n.Text()
-			}
-		}
-	}
-	for i := len(r.Results) - 1; i >= 0; i-- {
-		if r.Results[i].Status == StatusCompleted {
-			return r.Results[i].Text()
-		}
-	}
-	return ""
+	n, _ := runorder.LastCompleted(r.ExecutionOrder, r.Results, func(n *NodeResult) string { return n.NodeID },
+		func(n *NodeResult) bool { return n.Status == StatusCompleted })
+	return n.Text()
 }
 
 // Interrupted reports whether the run waits for interrupt responses.
