@@ -62,9 +62,10 @@ var errStopped = errors.New("anthropic: stream stopped by the caller")
 // *model.ToolInputDelta and *model.BlockStop for each tool use, and a final
 // *model.MessageStop with the mapped stop reason and the usage.
 //
-// A request that fails with HTTP 429, 529 or 5xx, or whose stream reports an
-// overloaded or rate-limit error before any event was yielded, is sent again
-// up to Config.MaxRetries times, after the wait the response asks for
+// A request that fails with HTTP 429, 529 or 5xx, whose stream reports an
+// overloaded or rate-limit error before any event was yielded, or whose
+// connection fails before the stream begins (refused, reset, cut before
+// the first event), is sent again up to Config.MaxRetries times, after the wait the response asks for
 // (retry-after-ms, retry-after; at most a minute, else it is not retried) or
 // an exponential backoff. Nothing is retried once an event was yielded.
 //
@@ -91,7 +92,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, err)
 				return
 			}
-			yielded, err := m.attempt(ctx, callCtx, params, yield)
+			yielded, connFailed, err := m.attempt(ctx, callCtx, params, yield)
 			if err == nil || errors.Is(err, errStopped) {
 				return
 			}
@@ -99,7 +100,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 				yield(nil, ctxErr)
 				return
 			}
-			wait, again := m.retryWait(err, attempt)
+			wait, again := m.retryWait(err, connFailed, attempt)
 			if yielded || !again {
 				yield(nil, err)
 				return
@@ -116,10 +117,12 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 }
 
 // attempt sends one request and yields its events. It returns whether any
-// event was yielded, and nil once MessageStop was yielded, errStopped if the
-// caller stopped, or the attempt's error. actx is ctx bounded by
-// Config.Timeout, for the whole Stream call.
-func (m *Model) attempt(ctx, actx context.Context, params sdk.MessageNewParams, yield func(model.StreamEvent, error) bool) (yielded bool, err error) {
+// event was yielded; whether the connection failed before the stream began
+// (no answer, or one cut before message_start: connFailed); and nil once
+// MessageStop was yielded, errStopped if the caller stopped, or the
+// attempt's error. actx is ctx bounded by Config.Timeout, for the whole
+// Stream call.
+func (m *Model) attempt(ctx, actx context.Context, params sdk.MessageNewParams, yield func(model.StreamEvent, error) bool) (yielded, connFailed bool, err error) {
 	stream := m.client.Messages.NewStreaming(actx, params)
 	defer stream.Close()
 
@@ -127,34 +130,38 @@ func (m *Model) attempt(ctx, actx context.Context, params sdk.MessageNewParams, 
 	for stream.Next() {
 		events, err := tr.translate(stream.Current())
 		if err != nil {
-			return yielded, m.streamError(err)
+			return yielded, false, m.streamError(err)
 		}
 		for _, ev := range events {
 			// The answer may be read already (buffered): a done ctx
 			// ends the call before each event, not only at a read.
 			if ctx.Err() != nil {
-				return yielded, ctx.Err()
+				return yielded, false, ctx.Err()
 			}
 			if actx.Err() != nil {
-				return yielded, m.timeoutError(actx.Err())
+				return yielded, false, m.timeoutError(actx.Err())
 			}
 			yielded = true
 			if !yield(ev, nil) {
-				return true, errStopped
+				return true, false, errStopped
 			}
 		}
 		if tr.done {
-			return yielded, nil
+			return yielded, false, nil
 		}
 	}
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
-			return yielded, ctx.Err()
+			return yielded, false, ctx.Err()
 		}
 		if actx.Err() != nil {
-			return yielded, m.timeoutError(actx.Err())
+			return yielded, false, m.timeoutError(actx.Err())
 		}
-		return yielded, m.apiError(err, tr.started)
+		var aerr *sdk.Error
+		if !errors.As(err, &aerr) && !tr.started {
+			return yielded, true, m.connectionError(err)
+		}
+		return yielded, false, m.apiError(err, tr.started)
 	}
-	return yielded, m.incompleteError(nil)
+	return yielded, false, m.incompleteError(nil)
 }

@@ -58,8 +58,8 @@ type Config struct {
 	// DefaultConfig sets DefaultTimeout (10 minutes).
 	Timeout time.Duration
 	// MaxRetries is how many times a request that failed with HTTP 429, 529
-	// or 5xx (or an overloaded / rate-limit error event before any content)
-	// is sent again. 0 means DefaultMaxRetries (2); NoRetries (or any
+	// or 5xx (or an overloaded / rate-limit error event before any content,
+	// or a connection that failed before the stream began) is sent again. 0 means DefaultMaxRetries (2); NoRetries (or any
 	// negative value) turns retries off.
 	MaxRetries int
 	// RetryBaseDelay is the first backoff wait; each retry doubles it (up to

@@ -59,12 +59,16 @@
 //
 // An error event inside the stream is classed by its type, with StatusCode
 // 0. Requests that fail with 429, 529 or 5xx (or whose stream reports such
-// an error before any event reached the caller) are retried up to
-// Config.MaxRetries times with exponential backoff from
+// an error before any event reached the caller), and requests whose
+// connection fails before the stream begins (refused, reset, cut before
+// its first event; a *model.ProviderError without a Kind once the retries
+// are spent) are retried up to Config.MaxRetries times with exponential
+// backoff from
 // Config.RetryBaseDelay, or after the retry-after-ms / retry-after the
 // response gives (a wait over a minute is not taken: the error is returned
 // with its RetryAfter). A 429 for a spend limit (error_code
 // enforced_spend_limit_reached, contract_spend_limit_reached) is not
-// retried. Nothing is retried once the caller has seen an event. A cancelled context ends the sequence with ctx.Err() at any point,
+// retried. Nothing is retried once the caller has seen an event. A
+// cancelled context ends the sequence with ctx.Err() at any point,
 // including during a backoff wait.
 package anthropic

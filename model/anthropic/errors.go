@@ -26,12 +26,7 @@ func (m *Model) apiError(err error, started bool) error {
 		if started {
 			return m.incompleteError(err)
 		}
-		return &model.ProviderError{
-			Provider: ProviderName,
-			Model:    m.cfg.Model,
-			Message:  "request failed: " + err.Error(),
-			Err:      err,
-		}
+		return m.connectionError(err)
 	}
 	pe := &model.ProviderError{
 		Provider: ProviderName,
@@ -89,14 +84,27 @@ func contextWindowMessage(msg string) bool {
 	return false
 }
 
+// connectionError: the request got no answer (the connection was refused,
+// reset, or cut before the stream began). It has no Kind, as for every
+// provider, and is retried.
+func (m *Model) connectionError(err error) error {
+	return &model.ProviderError{
+		Provider: ProviderName,
+		Model:    m.cfg.Model,
+		Message:  "request failed: " + err.Error(),
+		Err:      err,
+	}
+}
+
 // retryWait says whether err may be retried after attempt (0-based) and
-// after how long.
-func (m *Model) retryWait(err error, attempt int) (time.Duration, bool) {
+// after how long. connFailed: err is a failed connection (connectionError),
+// retried like a server error.
+func (m *Model) retryWait(err error, connFailed bool, attempt int) (time.Duration, bool) {
 	if attempt >= m.cfg.MaxRetries {
 		return 0, false
 	}
 	var pe *model.ProviderError
-	if !errors.As(err, &pe) || (pe.Kind != model.ErrRateLimited && pe.Kind != model.ErrServer) {
+	if !errors.As(err, &pe) || (!connFailed && pe.Kind != model.ErrRateLimited && pe.Kind != model.ErrServer) {
 		return 0, false
 	}
 	// A 429 for a spend limit lasts until the limit resets: retrying fails.

@@ -1,8 +1,16 @@
 package anthropic_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +112,111 @@ func TestRetry_TimeoutBoundsTheWaitsBetweenAttempts(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Error(), "timeout")
 	assert.Equal(t, 1, r.Count())
+}
+
+// flaky is a server on 127.0.0.1 whose first `fail` requests fail as fail
+// says and whose later ones get the text fixture's answer; it counts the
+// requests.
+type flaky struct {
+	srv      *httptest.Server
+	requests atomic.Int32
+}
+
+func newFlaky(t *testing.T, fail int, failure func(w http.ResponseWriter)) *flaky {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "text", "1.response.http"))
+	require.NoError(t, err)
+	res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	f := &flaky{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if int(f.requests.Add(1)) <= fail {
+			failure(w)
+			return
+		}
+		for k, vs := range res.Header {
+			w.Header()[k] = vs
+		}
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// dropConnection closes the connection without an answer.
+func dropConnection(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		_ = conn.Close()
+	}
+}
+
+// cutAfterHeaders sends the headers of a stream, then drops the connection
+// before its first event.
+func cutAfterHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+func flakyModel(t *testing.T, baseURL string, client *http.Client, maxRetries int) *anthropic.Model {
+	t.Helper()
+	clearEnv(t)
+	cfg := anthropic.DefaultConfig()
+	cfg.Model, cfg.APIKey, cfg.BaseURL, cfg.HTTPClient = "claude-sonnet-4-5", testAPIKey, baseURL, client
+	cfg.MaxRetries = maxRetries
+	cfg.RetryBaseDelay = time.Millisecond
+	m, err := anthropic.New(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+// A connection that fails before the stream began (no answer at all, or
+// one cut before its first event) is retried as a server error is, as by
+// every provider: nothing reached the caller.
+func TestRetry_ConnectionFailureBeforeTheStreamIsRetried(t *testing.T) {
+	for name, failure := range map[string]func(http.ResponseWriter){
+		"dropped without an answer": dropConnection,
+		"cut after the headers":     cutAfterHeaders,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFlaky(t, 2, failure)
+			m := flakyModel(t, f.srv.URL, f.srv.Client(), 2)
+			msg, _ := complete(t, m, weatherRequest())
+			assert.Equal(t, modeltest.TextAnswer, msg.Text())
+			assert.EqualValues(t, 3, f.requests.Load(), "two failed attempts, then the answer")
+		})
+	}
+}
+
+// countingTransport counts the requests it sends.
+type countingTransport struct {
+	n    atomic.Int32
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(req)
+}
+
+// No server at all: MaxRetries+1 attempts, then a ProviderError without a
+// class that says the request failed.
+func TestRetry_RefusedConnectionIsRetriedThenReported(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	ct := &countingTransport{next: http.DefaultTransport}
+	m := flakyModel(t, url, &http.Client{Transport: ct}, 2)
+	_, err := collect(t, m, weatherRequest())
+	var pe *model.ProviderError
+	require.ErrorAs(t, err, &pe)
+	assert.Nil(t, pe.Kind)
+	assert.Zero(t, pe.StatusCode)
+	assert.Contains(t, err.Error(), "request failed")
+	assert.EqualValues(t, 3, ct.n.Load())
 }
