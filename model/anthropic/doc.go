@@ -48,7 +48,10 @@
 //
 // Failures are *model.ProviderError with Provider "anthropic", the model
 // id, the HTTP status, the API's error type as Code and its message, the
-// SDK's error as Err, and a Kind to test with errors.Is:
+// SDK's error as Err, and a Kind to test with errors.Is. No error, at any
+// level of its chain, holds the password of the BaseURL's user info or the
+// API key: the *sdk.Error kept as Err is a copy whose request has the
+// password replaced and the credential headers removed. The classes:
 //
 //	401, 403 (authentication_error, permission_error)  model.ErrAuth
 //	404 (not_found_error)                              model.ErrUnknownModel

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/redact"
 	"github.com/braidhq/braid/model/internal/retry"
 )
 
@@ -33,7 +34,7 @@ func (m *Model) apiError(err error, started bool) error {
 		Model:    m.cfg.Model,
 		Code:     string(aerr.Type()),
 		Message:  aerr.Message,
-		Err:      err,
+		Err:      withoutCredentials(aerr),
 	}
 	if aerr.StatusCode >= 400 {
 		pe.StatusCode = aerr.StatusCode
@@ -47,6 +48,21 @@ func (m *Model) apiError(err error, started bool) error {
 	}
 	pe.Kind = classify(pe.StatusCode, pe.Code, pe.Message)
 	return pe
+}
+
+// withoutCredentials returns a copy of an SDK error that keeps its status,
+// type, message and body, and a copy of its request without the base URL's
+// password and without the API key's header: the SDK's Error() prints the
+// request's URL, user info included.
+func withoutCredentials(aerr *sdk.Error) *sdk.Error {
+	c := *aerr
+	c.Request = redact.Request(aerr.Request)
+	if aerr.Response != nil {
+		res := *aerr.Response
+		res.Request = c.Request
+		c.Response = &res
+	}
+	return &c
 }
 
 // classify returns the model error class of an API error: by HTTP status

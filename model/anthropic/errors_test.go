@@ -2,6 +2,11 @@ package anthropic_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -10,6 +15,7 @@ import (
 
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/anthropic"
+	"github.com/braidhq/braid/model/modeltest"
 )
 
 func TestErrors_ClassStatusCodeAndMessagePerCase(t *testing.T) {
@@ -82,6 +88,71 @@ func TestErrors_StreamEndingBeforeMessageStopIsAnError(t *testing.T) {
 			require.True(t, errors.As(err, &pe))
 			assert.Contains(t, err.Error(), "message_stop")
 			assert.Equal(t, 1, r.Count())
+		})
+	}
+}
+
+// A base URL may carry a proxy's user:password@ and the requests carry the
+// API key: no error the provider returns, at any level of its chain, says
+// either, whatever failed (an HTTP error, an error event before or after
+// content, a cut stream, no server at all). The SDK's error is still there
+// to errors.As, with its status.
+func TestErrors_NoLevelOfAnErrorCarriesThePasswordOrTheAPIKey(t *testing.T) {
+	const password = "pr0xy-s3cret"
+	errorEvent := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+	for name, handler := range map[string]http.HandlerFunc{
+		"HTTP 400": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"messages: field required"}}`)
+		},
+		"HTTP 529 after the retries": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(529)
+			_, _ = io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		},
+		"error event before content": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, errorEvent)
+		},
+		"error event after content": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, start+errorEvent)
+		},
+		"stream cut": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, start)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		"no server": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(handler)
+			if handler == nil {
+				srv.Close()
+			} else {
+				t.Cleanup(srv.Close)
+			}
+			baseURL := strings.Replace(srv.URL, "http://", "http://proxyuser:"+password+"@", 1)
+			m := flakyModel(t, baseURL, nil, 1)
+			_, err := collect(t, m, weatherRequest())
+			require.Error(t, err)
+			texts := modeltest.ErrorTexts(err)
+			texts = append(texts, fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err))
+			for _, text := range texts {
+				assert.NotContains(t, text, password)
+				assert.NotContains(t, text, testAPIKey)
+			}
+			var apiErr *sdk.Error
+			if errors.As(err, &apiErr) {
+				assert.NotContains(t, apiErr.Request.URL.String(), password)
+				assert.Empty(t, apiErr.Request.Header.Get("Authorization"), "the request kept in the error has no credentials")
+				assert.NotContains(t, string(apiErr.DumpRequest(false)), testAPIKey)
+			}
 		})
 	}
 }

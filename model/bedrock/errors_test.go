@@ -3,6 +3,11 @@ package bedrock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +15,7 @@ import (
 
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/bedrock"
+	"github.com/braidhq/braid/model/modeltest"
 )
 
 func TestErrors_EachAnswerHasItsClassExceptionAndMessage(t *testing.T) {
@@ -99,4 +105,50 @@ func TestErrors_BedrockAPIKeyNeedsNoCredentials(t *testing.T) {
 	reqs := r.Requests()
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "Bearer test-bedrock-api-key", reqs[0].Header.Get("Authorization"))
+}
+
+// A base URL may carry a proxy's user:password@, and the requests are
+// signed with a secret key: no error the provider returns, at any level of
+// its chain, says either, whatever failed.
+func TestErrors_NoLevelOfAnErrorCarriesThePasswordOrTheSecretKey(t *testing.T) {
+	const password = "pr0xy-s3cret"
+	for name, handler := range map[string]http.HandlerFunc{
+		"HTTP 400": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "ValidationException")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"message":"bad"}`)
+		},
+		"HTTP 500 after the retries": func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+		},
+		"stream cut": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		"no server": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			isolateAWS(t)
+			srv := httptest.NewServer(handler)
+			if handler == nil {
+				srv.Close()
+			} else {
+				t.Cleanup(srv.Close)
+			}
+			cfg := testConfig(strings.Replace(srv.URL, "http://", "http://proxyuser:"+password+"@", 1))
+			cfg.MaxRetries = 1
+			m, err := bedrock.New(context.Background(), cfg)
+			require.NoError(t, err)
+			_, err = collect(context.Background(), m, &model.Request{Messages: []model.Message{model.UserText("hi")}})
+			require.Error(t, err)
+			texts := append(modeltest.ErrorTexts(err), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err))
+			for _, text := range texts {
+				assert.NotContains(t, text, password)
+				assert.NotContains(t, text, "fake-secret")
+			}
+		})
+	}
 }

@@ -2,8 +2,11 @@ package openai_test
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/modeltest"
 	"github.com/braidhq/braid/model/openai"
 )
 
@@ -197,4 +201,58 @@ func TestErrors_ConnectionRefusedIsProviderErrorAfterRetries(t *testing.T) {
 	assert.Nil(t, pe.Kind)
 	assert.Equal(t, 0, pe.StatusCode)
 	assert.Contains(t, err.Error(), "request failed")
+}
+
+// A base URL may carry a proxy's user:password@ and the requests carry the
+// API key: no error the provider returns, at any level of its chain, says
+// either, whatever failed.
+func TestErrors_NoLevelOfAnErrorCarriesThePasswordOrTheAPIKey(t *testing.T) {
+	const password = "pr0xy-s3cret"
+	for name, handler := range map[string]http.HandlerFunc{
+		"HTTP 400": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}`)
+		},
+		"HTTP 500 after the retries": func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+		},
+		"error event after content": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"+
+				"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n")
+		},
+		"stream cut": func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		"no server": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(handler)
+			if handler == nil {
+				srv.Close()
+			} else {
+				t.Cleanup(srv.Close)
+			}
+			t.Setenv("OPENAI_API_KEY", "")
+			t.Setenv("OPENAI_BASE_URL", "")
+			cfg := openai.DefaultConfig()
+			cfg.Model = testModel
+			cfg.APIKey = testKey
+			cfg.BaseURL = strings.Replace(srv.URL, "http://", "http://proxyuser:"+password+"@", 1) + "/v1"
+			cfg.MaxRetries = 1
+			cfg.RetryBaseDelay = time.Millisecond
+			m, err := openai.New(cfg)
+			require.NoError(t, err)
+			err = streamErr(t, m)
+			texts := append(modeltest.ErrorTexts(err), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err))
+			for _, text := range texts {
+				assert.NotContains(t, text, password)
+				assert.NotContains(t, text, testKey)
+			}
+		})
+	}
 }

@@ -3,9 +3,13 @@
 package redact
 
 import (
+	"net/http"
 	"net/url"
 	"strings"
 )
+
+// Password is what URL and Request write in place of a password.
+const Password = "xxxxx"
 
 // URL returns raw with the password of its user info, if it has one,
 // replaced by "xxxxx", as url.URL.Redacted writes it; a value that does not
@@ -31,5 +35,25 @@ func URL(raw string) string {
 	if !hasPassword {
 		return raw
 	}
-	return raw[:start] + user + ":xxxxx" + raw[start+at:]
+	return raw[:start] + user + ":" + Password + raw[start+at:]
+}
+
+// Request returns a copy of r that an error may keep and print: its URL's
+// password replaced by Password, and the headers that carry credentials
+// (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie) removed.
+// r is not changed; a nil r gives nil.
+func Request(r *http.Request) *http.Request {
+	if r == nil {
+		return nil
+	}
+	c := r.Clone(r.Context())
+	if c.URL != nil && c.URL.User != nil {
+		if _, ok := c.URL.User.Password(); ok {
+			c.URL.User = url.UserPassword(c.URL.User.Username(), Password)
+		}
+	}
+	for _, h := range []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "Cookie"} {
+		c.Header.Del(h)
+	}
+	return c
 }

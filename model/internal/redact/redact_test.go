@@ -1,9 +1,11 @@
 package redact_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/model/internal/redact"
 )
@@ -21,4 +23,21 @@ func TestURL_HidesThePasswordWhetherOrNotTheURLParses(t *testing.T) {
 	} {
 		assert.Equal(t, want, redact.URL(raw), raw)
 	}
+}
+
+func TestRequest_CopyHasNoPasswordNorCredentialHeaders(t *testing.T) {
+	r, err := http.NewRequest(http.MethodPost, "http://user:s3cret@127.0.0.1:8080/v1/messages", nil)
+	require.NoError(t, err)
+	r.Header.Set("Authorization", "Bearer sk-1")
+	r.Header.Set("X-Api-Key", "sk-2")
+	r.Header.Set("Content-Type", "application/json")
+
+	c := redact.Request(r)
+	assert.Equal(t, "http://user:xxxxx@127.0.0.1:8080/v1/messages", c.URL.String())
+	assert.Empty(t, c.Header.Get("Authorization"))
+	assert.Empty(t, c.Header.Get("X-Api-Key"))
+	assert.Equal(t, "application/json", c.Header.Get("Content-Type"))
+	assert.Equal(t, "http://user:s3cret@127.0.0.1:8080/v1/messages", r.URL.String(), "the request itself is unchanged")
+	assert.Equal(t, "Bearer sk-1", r.Header.Get("Authorization"))
+	assert.Nil(t, redact.Request(nil))
 }
