@@ -27,9 +27,16 @@
 // their JSON schema as input_schema. max_tokens (required by the API) and
 // temperature come from the Config. Of the blocks Braid keeps as raw JSON,
 // a user message's images (inline png, jpeg, gif, webp) and documents (pdf,
-// txt, md, csv, html) are sent as image and document blocks; reasoning and
-// cache points are left out; anything else fails the request with
-// model.ErrBadRequest before anything is sent.
+// txt, md, csv, html) are sent as image and document blocks; reasoning is
+// left out; a cache point ({"cachePoint": {"type": "default"}}, with an
+// optional "ttl" of "5m" or "1h") is not sent as a block but as
+// cache_control {"type": "ephemeral"} (and its ttl) on the block sent
+// before it, as Strands maps it: the block before it in its message, else
+// the last block of the messages before, else the system prompt, else the
+// last tool (the API reads tools, then system, then messages); one with
+// nothing before it is dropped. The API takes at most four cache_control
+// blocks in a request and refuses more (model.ErrBadRequest). Anything
+// else fails the request with model.ErrBadRequest before anything is sent.
 //
 // # Streams
 //

@@ -31,10 +31,13 @@ import (
 // Blocks Braid keeps as Other, in Braid's (Converse's) JSON form: an image
 // with inline bytes (png, jpeg, gif, webp) in a user message becomes an
 // image block, and a document a document block (pdf as base64; txt, md,
-// csv and html as plain text), titled with its name; reasoningContent and
-// cachePoint are left out; anything else, or an image or document in an
-// assistant message, fails the request with model.ErrBadRequest before
-// anything is sent, rather than being dropped silently.
+// csv and html as plain text), titled with its name; reasoningContent is
+// left out; a cachePoint becomes cache_control (ephemeral, with its ttl) on
+// the block sent last before it (see blocks), a tool or the system prompt
+// for one before any message content; anything else, or an image or
+// document in an assistant message, fails the request with
+// model.ErrBadRequest before anything is sent, rather than being dropped
+// silently.
 func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{
 		Model:     sdk.Model(m.cfg.Model),
@@ -48,8 +51,21 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 		// still takes it.
 		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
 	}
+	// The API reads a request as tools, system, messages; a cache point
+	// marks the block sent last before it (cached points to its
+	// cache_control), which may be a tool or the system prompt.
+	var cached *sdk.CacheControlEphemeralParam
+	for _, spec := range req.Tools {
+		tp, err := m.tool(spec)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
+		cached = &tp.CacheControl
+	}
 	if req.SystemPrompt != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.SystemPrompt}}
+		cached = &p.System[0].CacheControl
 	}
 	p.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
 	// The API refuses a message without content (an assistant turn can end
@@ -58,7 +74,7 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 	var roles []model.Role
 	var contents [][]sdk.ContentBlockParamUnion
 	for i, msg := range req.Messages {
-		blocks, err := m.blocks(i, msg)
+		blocks, err := m.blocks(i, msg, &cached)
 		if err != nil {
 			return p, err
 		}
@@ -78,18 +94,14 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Messages = append(p.Messages, sdk.NewUserMessage(contents[i]...))
 		}
 	}
-	for _, spec := range req.Tools {
-		tp, err := m.tool(spec)
-		if err != nil {
-			return p, err
-		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
-	}
 	return p, nil
 }
 
-// blocks returns a message's content blocks as the API takes them.
-func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, error) {
+// blocks returns a message's content blocks as the API takes them. A cache
+// point sets the cache_control *cached points to, that of the block sent
+// last before it (in this message or an earlier part of the request), and
+// is not sent itself; each block sent points *cached to its own.
+func (m *Model) blocks(i int, msg model.Message, cached **sdk.CacheControlEphemeralParam) ([]sdk.ContentBlockParamUnion, error) {
 	if msg.Role != model.RoleUser && msg.Role != model.RoleAssistant {
 		return nil, m.requestError(fmt.Sprintf("message %d: unknown role %q (want user or assistant)", i, msg.Role))
 	}
@@ -117,6 +129,15 @@ func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, 
 			}
 			blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &tr})
 		case b.Other != nil:
+			if cc, ok, err := cachePoint(b.Other); ok || err != nil {
+				if err != nil {
+					return nil, m.requestError(fmt.Sprintf("message %d, block %d: %v", i, j, err))
+				}
+				if *cached != nil {
+					**cached = cc
+				}
+				continue
+			}
 			block, err := otherBlock(msg.Role, b.Other)
 			if err != nil {
 				return nil, m.requestError(fmt.Sprintf("message %d, block %d: %v", i, j, err))
@@ -127,8 +148,36 @@ func (m *Model) blocks(i int, msg model.Message) ([]sdk.ContentBlockParamUnion, 
 		default:
 			return nil, m.requestError(fmt.Sprintf("message %d, block %d: %v", i, j, model.ErrEmptyBlock))
 		}
+		if n := len(blocks); n > 0 {
+			*cached = blocks[n-1].GetCacheControl()
+		}
 	}
 	return blocks, nil
+}
+
+// cachePoint reads a Converse cachePoint block ({"cachePoint": {"type":
+// "default", "ttl": "5m" or "1h"}}) as the cache_control it puts on the
+// block before it; ok is false for any other block.
+func cachePoint(raw json.RawMessage) (cc sdk.CacheControlEphemeralParam, ok bool, err error) {
+	kind, v, err := model.OtherKind(raw)
+	if err != nil || kind != "cachePoint" {
+		return cc, false, nil // otherBlock reports a malformed block
+	}
+	var point struct {
+		TTL string `json:"ttl"`
+	}
+	if err := json.Unmarshal(v, &point); err != nil {
+		return cc, true, fmt.Errorf("cachePoint: %v", err)
+	}
+	cc = sdk.NewCacheControlEphemeralParam()
+	switch ttl := sdk.CacheControlEphemeralTTL(point.TTL); ttl {
+	case "":
+	case sdk.CacheControlEphemeralTTLTTL5m, sdk.CacheControlEphemeralTTLTTL1h:
+		cc.TTL = ttl
+	default:
+		return cc, true, fmt.Errorf("cachePoint ttl %q is not supported (5m, 1h)", point.TTL)
+	}
+	return cc, true, nil
 }
 
 // otherBlock maps a block Braid keeps as raw JSON (see params). A nil block

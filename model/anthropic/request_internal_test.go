@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -58,4 +59,30 @@ func TestParams_LeavesOutWhitespaceOnlyText(t *testing.T) {
 		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"echo","input":{}}]},
 		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1"},{"type":"text","text":"second"}]}
 	]`, string(b))
+}
+
+// A cache point before any message content marks the last tool when there
+// is no system prompt, and is dropped when nothing comes before it.
+func TestParams_CachePointBeforeAnyContentMarksTheLastToolOrNothing(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m", MaxTokens: 10}}
+	cachePoint := model.ContentBlock{Other: json.RawMessage(`{"cachePoint":{"type":"default"}}`)}
+	req := &model.Request{
+		Tools:    []model.ToolSpec{{Name: "a"}, {Name: "b"}},
+		Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{cachePoint, model.Text("hi")}}},
+	}
+	p, err := m.params(req)
+	require.NoError(t, err)
+	require.Len(t, p.Tools, 2)
+	assert.Zero(t, p.Tools[0].OfTool.CacheControl)
+	assert.Equal(t, sdk.NewCacheControlEphemeralParam(), p.Tools[1].OfTool.CacheControl)
+	b, err := json.Marshal(p.Messages)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`, string(b))
+
+	req.Tools = nil
+	p, err = m.params(req)
+	require.NoError(t, err)
+	b, err = json.Marshal(p.Messages)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`, string(b))
 }

@@ -148,7 +148,8 @@ func ptr(s string) *string { return &s }
 
 // Images and documents of a user message are sent as image and document
 // blocks in their place (a pdf as base64, a text document as text, titled
-// with its name); reasoning and cache points are left out.
+// with its name); reasoning is left out, and a cache point marks the block
+// before it.
 func TestRequest_ImagesAndDocumentsBecomeBlocks(t *testing.T) {
 	m, r := newModel(t, "media", func(c *anthropic.Config) { c.Temperature = nil })
 	req := &model.Request{Messages: []model.Message{
@@ -199,6 +200,9 @@ func TestRequest_UnsupportedInputFailsBeforeSending(t *testing.T) {
 		{"tool input not an object", &model.Request{Messages: []model.Message{{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "f", Input: json.RawMessage(`[1]`)}),
 		}}}}, "not a JSON object"},
+		{"cache point ttl", &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.Text("x"), {Other: json.RawMessage(`{"cachePoint":{"type":"default","ttl":"1d"}}`)},
+		}}}}, `ttl "1d"`},
 		{"schema not an object type", &model.Request{
 			Messages: []model.Message{model.UserText("hi")},
 			Tools:    []model.ToolSpec{{Name: "f", InputSchema: json.RawMessage(`{"type":"string"}`)}},
@@ -217,4 +221,57 @@ func TestRequest_UnsupportedInputFailsBeforeSending(t *testing.T) {
 			assert.Zero(t, r.Count(), "nothing was sent")
 		})
 	}
+}
+
+// A cache point (Converse's cachePoint block) is Anthropic's cache_control
+// {"type": "ephemeral"} on the block sent before it, as Strands maps it:
+// text, tool use, tool result or document, in the same message or the one
+// before; the system prompt (or, without one, the last tool) for a cache
+// point before any message content. Its ttl is kept. Nothing is sent for
+// the cache point itself.
+func TestRequest_CachePointMarksTheBlockBeforeIt(t *testing.T) {
+	m, r := newModel(t, "text", nil)
+	cachePoint := model.ContentBlock{Other: json.RawMessage(`{"cachePoint":{"type":"default"}}`)}
+	req := &model.Request{
+		SystemPrompt: "You are a test.",
+		Tools:        []model.ToolSpec{{Name: "echo", Description: "Echoes.", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}},
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: []model.ContentBlock{
+				cachePoint,
+				model.Text("A long document."),
+				{Other: json.RawMessage(`{"cachePoint":{"type":"default","ttl":"1h"}}`)},
+				model.Text("What does it say?"),
+			}},
+			{Role: model.RoleAssistant, Content: []model.ContentBlock{
+				model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "echo", Input: json.RawMessage(`{}`)}),
+				model.Text("\n\n"), // not sent: the cache point marks the tool use
+				cachePoint,
+			}},
+			{Role: model.RoleUser, Content: []model.ContentBlock{
+				model.ToolResultBlock(model.TextResult("t1", "echoed")),
+				cachePoint,
+			}},
+		},
+	}
+	want := `{
+		"model": "claude-sonnet-4-5", "max_tokens": 1024, "temperature": 0.2, "stream": true,
+		"system": [{"type": "text", "text": "You are a test.", "cache_control": {"type": "ephemeral"}}],
+		"tools": [{"name": "echo", "description": "Echoes.", "input_schema": {"type": "object", "properties": {}}}],
+		"messages": [
+			{"role": "user", "content": [
+				{"type": "text", "text": "A long document.", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+				{"type": "text", "text": "What does it say?"}
+			]},
+			{"role": "assistant", "content": [
+				{"type": "tool_use", "id": "t1", "name": "echo", "input": {}, "cache_control": {"type": "ephemeral"}}
+			]},
+			{"role": "user", "content": [
+				{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "echoed"}], "cache_control": {"type": "ephemeral"}}
+			]}
+		]
+	}`
+	r.Expect(0, []byte(want))
+	complete(t, m, req)
+	require.Equal(t, 1, r.Count())
+	assert.JSONEq(t, want, string(r.Requests()[0]))
 }
