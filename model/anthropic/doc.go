@@ -24,7 +24,8 @@
 // tool_result {tool_use_id, content, is_error}, where each text item of the
 // result is a text block, each JSON item a text block holding its compact
 // JSON, and is_error is true for status "error". Tools become tools with
-// their JSON schema as input_schema. max_tokens (required by the API) and
+// their JSON schema as input_schema (with empty properties when it has
+// none: the API requires input_schema). max_tokens (required by the API) and
 // temperature come from the Config. Of the blocks Braid keeps as raw JSON,
 // a user message's images (inline png, jpeg, gif, webp) and documents (pdf,
 // txt, md, csv, html) are sent as image and document blocks; reasoning is

@@ -249,7 +249,9 @@ func toolResult(r model.ToolResult) (sdk.ToolResultBlockParam, error) {
 }
 
 // tool maps a ToolSpec; the schema's properties, required and any other
-// keywords are sent unchanged.
+// keywords are sent unchanged, and a schema without properties (or no
+// schema) gets empty ones, so that input_schema, which the API requires, is
+// sent.
 func (m *Model) tool(spec model.ToolSpec) (sdk.ToolParam, error) {
 	tp := sdk.ToolParam{Name: spec.Name}
 	if spec.Description != "" {
@@ -281,6 +283,11 @@ func (m *Model) tool(spec model.ToolSpec) (sdk.ToolParam, error) {
 	}
 	if len(extra) > 0 {
 		tp.InputSchema.ExtraFields = extra
+	}
+	if tp.InputSchema.Properties == nil {
+		// The API requires input_schema, and the SDK leaves out an empty
+		// one: a tool without input sends {"type":"object","properties":{}}.
+		tp.InputSchema.Properties = map[string]any{}
 	}
 	return tp, nil
 }

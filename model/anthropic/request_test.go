@@ -275,3 +275,29 @@ func TestRequest_CachePointMarksTheBlockBeforeIt(t *testing.T) {
 	require.Equal(t, 1, r.Count())
 	assert.JSONEq(t, want, string(r.Requests()[0]))
 }
+
+// The API requires every tool's input_schema; a tool that takes no input
+// (schema {"type": "object"}, or none) still sends one, with empty
+// properties, where the SDK would leave an empty schema out.
+func TestRequest_ToolWithoutPropertiesStillSendsAnInputSchema(t *testing.T) {
+	m, r := newModel(t, "text", nil)
+	req := &model.Request{
+		Messages: []model.Message{model.UserText("What time is it?")},
+		Tools: []model.ToolSpec{
+			{Name: "now", Description: "The time.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "today", Description: "The date."},
+		},
+	}
+	want := `{
+		"model": "claude-sonnet-4-5", "max_tokens": 1024, "temperature": 0.2, "stream": true,
+		"messages": [{"role": "user", "content": [{"type": "text", "text": "What time is it?"}]}],
+		"tools": [
+			{"name": "now", "description": "The time.", "input_schema": {"type": "object", "properties": {}}},
+			{"name": "today", "description": "The date.", "input_schema": {"type": "object", "properties": {}}}
+		]
+	}`
+	r.Expect(0, []byte(want))
+	complete(t, m, req)
+	require.Equal(t, 1, r.Count())
+	assert.JSONEq(t, want, string(r.Requests()[0]))
+}
