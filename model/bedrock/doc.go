@@ -6,7 +6,12 @@
 // one to one: the system prompt is one system text block, each message its
 // text, toolUse and toolResult blocks (tool inputs and JSON results as
 // documents), each tool a toolSpec with a JSON input schema, and
-// Config.Temperature and Config.MaxTokens the inferenceConfig. The answer
+// Config.Temperature and Config.MaxTokens the inferenceConfig. Converse
+// refuses tool uses or results in the messages of a request without a
+// toolConfig: a request without tools whose history holds them (a summary
+// of the conversation, say) gets, as in Strands, one "noop" tool that the
+// model is told to ignore (an agent answers a call to it as to any
+// unknown tool). The answer
 // streams as model.StreamEvents, ending with one model.MessageStop that
 // carries the stop reason and the token usage.
 //

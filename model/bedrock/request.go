@@ -20,7 +20,8 @@ var errNilRequest = errors.New("nil request")
 
 // input builds the ConverseStream request: the model id, the system prompt
 // as one text block, the messages, the tools as toolSpecs with JSON input
-// schemas, and the inference settings that are set.
+// schemas (or, for a request without tools whose messages hold tool uses
+// or results, the noop tool), and the inference settings that are set.
 func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 	if req == nil {
 		return nil, errNilRequest
@@ -49,9 +50,13 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 		}
 		in.Messages = append(in.Messages, cm)
 	}
-	if len(req.Tools) > 0 {
+	specs := req.Tools
+	if len(specs) == 0 && hasToolBlocks(in.Messages) {
+		specs = []model.ToolSpec{noopTool()}
+	}
+	if len(specs) > 0 {
 		tc := &types.ToolConfiguration{}
-		for _, spec := range req.Tools {
+		for _, spec := range specs {
 			t, err := toolSpec(spec)
 			if err != nil {
 				return nil, fmt.Errorf("tool %q: %w", spec.Name, err)
@@ -71,6 +76,31 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 		in.InferenceConfig = ic
 	}
 	return in, nil
+}
+
+// noopTool is the tool a request without tools gets when its messages hold
+// tool uses or results: Converse refuses such a request without a
+// toolConfig ("The toolConfig field must be defined when using toolUse and
+// toolResult content blocks."). It is the one both Strands SDKs add.
+func noopTool() model.ToolSpec {
+	return model.ToolSpec{
+		Name:        "noop",
+		Description: "This is a fake tool that MUST be completely ignored.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+	}
+}
+
+// hasToolBlocks says whether messages hold a toolUse or toolResult block.
+func hasToolBlocks(messages []types.Message) bool {
+	for _, msg := range messages {
+		for _, b := range msg.Content {
+			switch b.(type) {
+			case *types.ContentBlockMemberToolUse, *types.ContentBlockMemberToolResult:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func toolSpec(spec model.ToolSpec) (types.Tool, error) {

@@ -39,3 +39,11 @@ func TestInput_JoinsSameRoleMessagesAndDropsEmptyOnes(t *testing.T) {
 	assert.Equal(t, types.ConversationRoleUser, in.Messages[2].Role)
 	assert.Equal(t, []string{"third"}, texts(in.Messages[2]))
 }
+
+// A request without tools and without tool blocks has no toolConfig.
+func TestInput_NoToolsAndNoToolBlocksSendNoToolConfig(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m"}}
+	in, err := m.input(&model.Request{Messages: []model.Message{model.UserText("hi")}})
+	require.NoError(t, err)
+	assert.Nil(t, in.ToolConfig)
+}

@@ -262,3 +262,20 @@ func TestRequest_InvalidRequestsFailBeforeSending(t *testing.T) {
 		})
 	}
 }
+
+// Converse refuses a request whose messages hold toolUse or toolResult
+// blocks without a toolConfig ("The toolConfig field must be defined when
+// using toolUse and toolResult content blocks."): a request with such a
+// history and no tools (a summary of the conversation, say) gets, as in
+// both Strands SDKs, a toolConfig with one no-op tool the model is told to
+// ignore.
+func TestRequest_ToolHistoryWithoutToolsSendsANoopToolConfig(t *testing.T) {
+	m, r := newReplayModel(t, "tool_history_without_tools")
+	req := toolResultsRequest()
+	req.Tools = nil
+	_, _, err := model.Complete(context.Background(), m, req)
+	require.NoError(t, err)
+	reqs := r.Requests()
+	require.Len(t, reqs, 1)
+	assert.JSONEq(t, fixture(t, "tool_history_without_tools", "1.request.json"), string(reqs[0].Body))
+}
