@@ -197,8 +197,9 @@ func toolResult(tr model.ToolResult, status bool) (types.ContentBlock, error) {
 	return &types.ContentBlockMemberToolResult{Value: out}, nil
 }
 
-// otherBlock maps the Converse blocks Braid keeps as raw JSON: cachePoint,
-// reasoningContent, and image and document with inline (base64) bytes.
+// otherBlock maps the Converse blocks Braid keeps as raw JSON: cachePoint
+// (type and ttl), reasoningContent, and image and document with inline
+// (base64) bytes.
 func otherBlock(raw json.RawMessage) (types.ContentBlock, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || len(obj) != 1 {
@@ -209,11 +210,12 @@ func otherBlock(raw json.RawMessage) (types.ContentBlock, error) {
 		case "cachePoint":
 			var cp struct {
 				Type string `json:"type"`
+				TTL  string `json:"ttl"`
 			}
 			if err := json.Unmarshal(v, &cp); err != nil {
 				return nil, fmt.Errorf("cachePoint: %w", err)
 			}
-			return &types.ContentBlockMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointType(cp.Type)}}, nil
+			return &types.ContentBlockMemberCachePoint{Value: types.CachePointBlock{Type: types.CachePointType(cp.Type), Ttl: types.CacheTTL(cp.TTL)}}, nil
 		case "reasoningContent":
 			var rc struct {
 				ReasoningText *struct {

@@ -216,7 +216,7 @@ func TestRequest_MapsImageDocumentCachePointAndReasoningBlocks(t *testing.T) {
 			model.Text("Describe these."),
 			other(`{"image":{"format":"png","source":{"bytes":"iVBORw0KGgo="}}}`),
 			other(`{"document":{"format":"txt","name":"notes","source":{"bytes":"aGVsbG8="}}}`),
-			other(`{"cachePoint":{"type":"default"}}`),
+			other(`{"cachePoint":{"type":"default","ttl":"1h"}}`), // the ttl is kept
 		}},
 		{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			other(`{"reasoningContent":{"reasoningText":{"text":"Two attachments.","signature":"sig-1"}}}`),
