@@ -6,7 +6,9 @@
 // one to one: the system prompt is one system text block, each message its
 // text, toolUse and toolResult blocks (tool inputs and JSON results as
 // documents), each tool a toolSpec with a JSON input schema, and
-// Config.Temperature and Config.MaxTokens the inferenceConfig. Converse
+// Config.Temperature and Config.MaxTokens the inferenceConfig. Text blocks
+// that are empty or whitespace alone, which Converse refuses as blank, are
+// left out (a message left with nothing is skipped). Converse
 // refuses tool uses or results in the messages of a request without a
 // toolConfig: a request without tools whose history holds them (a summary
 // of the conversation, say) gets, as in Strands, one "noop" tool that the

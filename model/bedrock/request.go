@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -134,8 +135,12 @@ func message(msg model.Message, status bool) (types.Message, error) {
 	}
 	out := types.Message{Role: role, Content: make([]types.ContentBlock, 0, len(msg.Content))}
 	for j, b := range msg.Content {
-		if b.Text != nil && *b.Text == "" {
-			continue // Converse refuses blank text blocks
+		if b.Text != nil && strings.TrimSpace(*b.Text) == "" {
+			// Converse refuses blank text blocks, whitespace alone
+			// included, and a model can answer one ("\n\n" before a
+			// tool use): kept in the history, it would fail every later
+			// call.
+			continue
 		}
 		cb, err := contentBlock(b, status)
 		if err != nil {

@@ -10,9 +10,11 @@ import (
 	"github.com/braidhq/braid/model"
 )
 
-// Converse refuses blank text blocks, messages without content, and two
-// messages of one role in a row; a Braid history can hold all three (an
-// assistant turn that ended with nothing, a prompt after a failed call).
+// Converse refuses blank text blocks (empty or whitespace alone: "The text
+// field in the ContentBlock object ... is blank"), messages without
+// content, and two messages of one role in a row; a Braid history can hold
+// all three (an assistant turn that ended with nothing or with "\n\n", a
+// prompt after a failed call).
 func TestInput_JoinsSameRoleMessagesAndDropsEmptyOnes(t *testing.T) {
 	m := &Model{cfg: Config{Model: "m"}}
 	in, err := m.input(&model.Request{Messages: []model.Message{
@@ -20,7 +22,7 @@ func TestInput_JoinsSameRoleMessagesAndDropsEmptyOnes(t *testing.T) {
 		model.UserText("second"),
 		{Role: model.RoleAssistant},
 		{Role: model.RoleAssistant, Content: []model.ContentBlock{model.Text(""), model.Text("answer")}},
-		{Role: model.RoleUser, Content: []model.ContentBlock{model.Text("")}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{model.Text(" \n\t")}},
 		model.UserText("third"),
 	}})
 	require.NoError(t, err)

@@ -220,6 +220,7 @@ func TestRequest_MapsImageDocumentCachePointAndReasoningBlocks(t *testing.T) {
 		}},
 		{Role: model.RoleAssistant, Content: []model.ContentBlock{
 			other(`{"reasoningContent":{"reasoningText":{"text":"Two attachments.","signature":"sig-1"}}}`),
+			model.Text("\n\n"), // whitespace alone: not sent
 			model.Text("An image and a note."),
 		}},
 		model.UserText("Thanks."),
