@@ -23,7 +23,9 @@
 // text → text blocks, toolUse → tool_use {id, name, input}, toolResult →
 // tool_result {tool_use_id, content, is_error}, where each text item of the
 // result is a text block, each JSON item a text block holding its compact
-// JSON, and is_error is true for status "error". Tools become tools with
+// JSON, and is_error is true for status "error" (an error result without
+// content, which the API refuses, gets the text "The tool failed without a
+// message."). Tools become tools with
 // their JSON schema as input_schema (with empty properties when it has
 // none: the API requires input_schema). max_tokens (required by the API) and
 // temperature come from the Config. Of the blocks Braid keeps as raw JSON,

@@ -23,7 +23,8 @@ import (
 //     toolResult → tool_result {tool_use_id, content, is_error};
 //   - a tool result's content → text blocks: a text item as it is (left
 //     out when empty or whitespace only), a JSON item as its compact JSON
-//     text; is_error is true for status "error";
+//     text; is_error is true for status "error", and an error result left
+//     without content gets one text (the API refuses it empty);
 //   - each ToolSpec → a tool {name, description, input_schema}, the schema
 //     sent as given (its "type" must be "object" or absent);
 //   - the model id, max_tokens and temperature (when set) from the Config.
@@ -245,8 +246,17 @@ func toolResult(r model.ToolResult) (sdk.ToolResultBlockParam, error) {
 		}
 		tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: text}})
 	}
+	if tr.IsError.Value && len(tr.Content) == 0 {
+		// The API refuses an error result without content.
+		tr.Content = append(tr.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: emptyErrorText}})
+	}
 	return tr, nil
 }
+
+// emptyErrorText is the content of an error result that has none (or only
+// whitespace), which the API refuses ("content cannot be empty if
+// `is_error` is true").
+const emptyErrorText = "The tool failed without a message."
 
 // tool maps a ToolSpec; the schema's properties, required and any other
 // keywords are sent unchanged, and a schema without properties (or no

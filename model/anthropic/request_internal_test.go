@@ -86,3 +86,32 @@ func TestParams_CachePointBeforeAnyContentMarksTheLastToolOrNothing(t *testing.T
 	require.NoError(t, err)
 	assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"hi"}]}]`, string(b))
 }
+
+// The API refuses an error result without content ("content cannot be
+// empty if `is_error` is true"); one whose content is empty, or is left
+// out as whitespace, is sent with a text saying the tool gave no message.
+// A success result may have none.
+func TestParams_ErrorResultWithoutContentGetsAText(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m", MaxTokens: 10}}
+	p, err := m.params(&model.Request{Messages: []model.Message{
+		model.UserText("go"),
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "t1", Name: "a", Input: json.RawMessage(`{}`)}),
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "t2", Name: "b", Input: json.RawMessage(`{}`)}),
+			model.ToolUseBlock(model.ToolUse{ToolUseID: "t3", Name: "c", Input: json.RawMessage(`{}`)}),
+		}},
+		{Role: model.RoleUser, Content: []model.ContentBlock{
+			model.ToolResultBlock(model.ErrorResult("t1", "")),
+			model.ToolResultBlock(model.ErrorResult("t2", "\n")),
+			model.ToolResultBlock(model.TextResult("t3", "")),
+		}},
+	}})
+	require.NoError(t, err)
+	b, err := json.Marshal(p.Messages[2])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"role":"user","content":[
+		{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":[{"type":"text","text":"The tool failed without a message."}]},
+		{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":[{"type":"text","text":"The tool failed without a message."}]},
+		{"type":"tool_result","tool_use_id":"t3"}
+	]}`, string(b))
+}
