@@ -82,11 +82,11 @@ func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, 
 // noopTool is the tool a request without tools gets when its messages hold
 // tool uses or results: Converse refuses such a request without a
 // toolConfig ("The toolConfig field must be defined when using toolUse and
-// toolResult content blocks."). It is the one both Strands SDKs add.
+// toolResult content blocks."). Both Strands SDKs add such a tool too.
 func noopTool() model.ToolSpec {
 	return model.ToolSpec{
 		Name:        "noop",
-		Description: "This is a fake tool that MUST be completely ignored.",
+		Description: "A placeholder that lets the conversation hold earlier tool calls; no such tool exists, do not call it.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 	}
 }
