@@ -271,15 +271,7 @@ func TestGraphActor_AReportWithoutAResultFailsTheNode(t *testing.T) {
 	ctx := context.Background()
 	started := make(chan struct{}, 1)
 	g := build(t, graph.NewBuilder().AddNode("slow", blockingAgent(started)), graph.Config{})
-	type outcome struct {
-		res *multiagent.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := g.Invoke(ctx, agent.Text("go"))
-		done <- outcome{res, err}
-	}()
+	done := invokeAsync(ctx, g, agent.Text("go"))
 	<-started
 	g.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1})
 	o := <-done

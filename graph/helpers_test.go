@@ -144,3 +144,20 @@ func statuses(res *multiagent.Result) map[string]multiagent.Status {
 	}
 	return out
 }
+
+// outcome is what an Invoke returned.
+type outcome struct {
+	res *multiagent.Result
+	err error
+}
+
+// invokeAsync starts g.Invoke(ctx, in) on a goroutine of its own; the
+// channel gets what it returns.
+func invokeAsync(ctx context.Context, g *graph.Graph, in agent.Input) <-chan outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := g.Invoke(ctx, in)
+		done <- outcome{res, err}
+	}()
+	return done
+}

@@ -106,15 +106,7 @@ func TestGraphActor_AReportWithAStatusNoRunEndsWithFailsTheNode(t *testing.T) {
 		braidv1.NodeStatus_NODE_STATUS_EXECUTING, braidv1.NodeStatus(99)} {
 		started, release := make(chan struct{}, 1), make(chan struct{})
 		g := build(t, graph.NewBuilder().AddNode("slow", heldAgent(started, release)), graph.Config{})
-		type outcome struct {
-			res *multiagent.Result
-			err error
-		}
-		done := make(chan outcome, 1)
-		go func() {
-			res, err := g.Invoke(ctx, agent.Text("go"))
-			done <- outcome{res, err}
-		}()
+		done := invokeAsync(ctx, g, agent.Text("go"))
 		<-started
 		g.Binding().Send(&braidv1.NodeReport{NodeId: "slow", Run: 1, Result: &braidv1.NodeResult{NodeId: "slow", Status: s}})
 		o := <-done
@@ -160,15 +152,7 @@ func TestGraphActor_AReportWithoutInterruptsToAnswerFailsTheNode(t *testing.T) {
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			g := build(t, graph.NewBuilder().AddNode("slow", heldAgent(started, release)),
 				graph.Config{Session: manager(t, persistence.NewMemoryStore(), "s")})
-			type outcome struct {
-				res *multiagent.Result
-				err error
-			}
-			done := make(chan outcome, 1)
-			go func() {
-				res, err := g.Invoke(ctx, agent.Text("go"))
-				done <- outcome{res, err}
-			}()
+			done := invokeAsync(ctx, g, agent.Text("go"))
 			<-started
 			rep.NodeId, rep.Run = "slow", 1
 			g.Binding().Send(rep)

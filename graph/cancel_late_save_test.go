@@ -56,15 +56,7 @@ func TestGraph_ACancelledNodesAgentSavesAfterItsRunWithoutConflict(t *testing.T)
 				g, err := graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})).
 					Build(ctx, graph.Config{System: freshSystem(t), Session: sm})
 				require.NoError(t, err)
-				type outcome struct {
-					res *multiagent.Result
-					err error
-				}
-				done := make(chan outcome, 1)
-				go func() {
-					res, err := g.Invoke(ctx, agent.Text("first"))
-					done <- outcome{res, err}
-				}()
+				done := invokeAsync(ctx, g, agent.Text("first"))
 				<-entered
 				_, err = g.Cancel(ctx)
 				require.NoError(t, err)
