@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/braidhq/braid/interrupt"
@@ -34,7 +35,25 @@ type ToolInput struct {
 // call with another (the call it belonged to is over: its outer run
 // ended without it). Give sub an owner path or an id of its own so that
 // its session record and ids do not clash with the outer agent's.
+//
+// Sub has one history and one interrupt state, so the calls of it that
+// the model asks for in one turn run one after another, each to its end,
+// while the other tools of the turn run concurrently: the tool is
+// tool.Exclusive, keyed by sub's identity (its owner path and id), so
+// Braid's executors never run two calls of sub at once (a custom executor
+// must honour the key too, see tool.Executor), whatever tool names wrap
+// it (an Exclusive option in opts is overridden). When one call stops for an interrupt (sub's, or a BeforeToolCall
+// hook's on the call), the later calls of sub in that turn do not start:
+// the outer agent stops with that call's interrupts alone, and on resume
+// the calls run again in tool-use order, so the interrupted call resumes
+// sub with its answers first, and only then do the later calls run (each
+// asking its own questions, under its own tool-use id). An answer thus
+// always reaches the call that asked, and no call starts on sub while it
+// waits for another's answer. (Strands Python refuses a second call that
+// finds sub busy with an error result instead.)
 func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool {
+	key := "braid.agent:" + interrupt.OwnedID(sub.core.cfg.OwnerPath, sub.ID())
+	opts = append(slices.Clone(opts), tool.Exclusive(key)) // the key is sub's, whatever opts say
 	return tool.New(name, description, func(ctx context.Context, tc *tool.Context, in ToolInput) (string, error) {
 		st, err := sub.Status(ctx)
 		if err != nil {

@@ -1012,6 +1012,15 @@ type toolTask struct {
 	tool  tool.Tool
 }
 
+// ExclusiveKey implements tool.ExclusiveTask: the key of the tool the call
+// runs (see tool.Exclusive).
+func (t *toolTask) ExclusiveKey() string {
+	if t.tool == nil {
+		return ""
+	}
+	return tool.ExclusiveKey(t.tool)
+}
+
 // Prepare runs BeforeToolCall (SPEC A4, A8, A13). A tool whose invocation
 // was stopped before it starts (a sequential executor's, after the tool
 // before it) does not start: a Cancel gives it the error result

@@ -1,7 +1,8 @@
 // Package tool turns Go functions into tools a model can call, gives each
 // call a Context through which the tool can raise interrupts, and provides
 // the executors that run the tools of one model turn: Concurrent (the
-// default) and Sequential.
+// default) and Sequential. A tool declared Exclusive never runs two calls
+// with its key at once, under either executor.
 //
 // A tool built with New takes a typed input struct; its JSON schema is
 // derived from the struct with github.com/google/jsonschema-go, so field

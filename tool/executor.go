@@ -15,8 +15,28 @@ type Task interface {
 	Run(ctx context.Context) (interrupted bool)
 }
 
+// ExclusiveTask is implemented by tasks whose tool may be Exclusive; the
+// agent's tasks implement it. ExclusiveKey is valid once Prepare has
+// returned (a hook may have changed the tool the call runs).
+type ExclusiveTask interface {
+	Task
+	ExclusiveKey() string
+}
+
+// TaskKey returns the exclusive key of a prepared task, or "" if it has
+// none.
+func TaskKey(t Task) string {
+	if e, ok := t.(ExclusiveTask); ok {
+		return e.ExclusiveKey()
+	}
+	return ""
+}
+
 // Executor runs the tasks of one turn. Every task it starts has finished
-// when Execute returns.
+// when Execute returns. It never runs two tasks with the same non-empty
+// TaskKey at once: they run in the order given, and after one of them is
+// interrupted (in Prepare or Run) the later ones with its key do not run
+// (see Exclusive).
 type Executor interface {
 	Execute(ctx context.Context, tasks []Task)
 }
@@ -24,36 +44,72 @@ type Executor interface {
 // Concurrent is the default executor: it prepares every task in order (so
 // hooks see a stable order), then runs all tools that may run at once. Tools
 // not interrupted run to completion even when another is interrupted (SPEC A6).
+// Tasks with one exclusive key (see Exclusive) run one after another, in
+// order, beside the others; the first of them interrupted stops the rest of
+// its key, which stay without a result until a resume.
 type Concurrent struct{}
 
 // Execute implements Executor.
 func (Concurrent) Execute(ctx context.Context, tasks []Task) {
-	runnable := make([]Task, 0, len(tasks))
+	var groups [][]Task // one per exclusive key, one per task without a key
+	index := map[string]int{}
+	blocked := map[string]bool{}
 	for _, t := range tasks {
-		if run, _ := t.Prepare(ctx); run {
-			runnable = append(runnable, t)
+		run, interrupted := t.Prepare(ctx)
+		key := ""
+		if run || interrupted {
+			key = TaskKey(t)
 		}
+		if key != "" && blocked[key] {
+			continue // an earlier call of its key waits for an answer
+		}
+		if interrupted && key != "" {
+			blocked[key] = true
+		}
+		if !run {
+			continue
+		}
+		if key == "" {
+			groups = append(groups, []Task{t})
+			continue
+		}
+		if g, ok := index[key]; ok {
+			groups[g] = append(groups[g], t)
+			continue
+		}
+		index[key] = len(groups)
+		groups = append(groups, []Task{t})
 	}
-	switch len(runnable) {
+	switch len(groups) {
 	case 0:
 		return
 	case 1:
-		runnable[0].Run(ctx)
+		runInOrder(ctx, groups[0])
 		return
 	}
 	var wg sync.WaitGroup
-	wg.Add(len(runnable))
-	for _, t := range runnable {
+	wg.Add(len(groups))
+	for _, g := range groups {
 		go func() {
 			defer wg.Done()
-			t.Run(ctx)
+			runInOrder(ctx, g)
 		}()
 	}
 	wg.Wait()
 }
 
+// runInOrder runs tasks one after another until one is interrupted.
+func runInOrder(ctx context.Context, tasks []Task) {
+	for _, t := range tasks {
+		if t.Run(ctx) {
+			return
+		}
+	}
+}
+
 // Sequential runs tasks one after another and stops at the first interrupted
-// one: later tools do not start (SPEC A6).
+// one: later tools do not start (SPEC A6). It runs no two tasks at once, so
+// it honours exclusive keys as it is.
 type Sequential struct{}
 
 // Execute implements Executor.

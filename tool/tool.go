@@ -58,6 +58,7 @@ type Option func(*options)
 
 type options struct {
 	atMostOnce bool
+	exclusive  string
 }
 
 // AtMostOnce declares that the tool must not run twice for one tool use
@@ -80,6 +81,31 @@ type OnceRunner interface {
 func RunsAtMostOnce(t Tool) bool {
 	o, ok := t.(OnceRunner)
 	return ok && o.RunsAtMostOnce()
+}
+
+// Exclusive declares that the tool's calls must not run at the same time
+// as any other call of a tool with the same key: an executor runs the calls
+// of one key one after another, in tool-use order, and once one of them
+// stops for an interrupt, the later ones of that key do not start in that
+// pass (they run on resume, after it). Calls of other tools still run
+// concurrently. Use it for tools that share state a second call must not
+// see half-done (agent.AsTool sets it, keyed by its sub agent). An empty
+// key declares nothing.
+func Exclusive(key string) Option { return func(o *options) { o.exclusive = key } }
+
+// ExclusiveRunner is implemented by tools that declare an exclusive key;
+// FuncTool implements it.
+type ExclusiveRunner interface {
+	ExclusiveKey() string
+}
+
+// ExclusiveKey returns the key t was declared Exclusive with, or "" (none,
+// or t is nil).
+func ExclusiveKey(t Tool) string {
+	if e, ok := t.(ExclusiveRunner); ok {
+		return e.ExclusiveKey()
+	}
+	return ""
 }
 
 // Func is the function behind a typed tool.
@@ -126,6 +152,9 @@ func (t *FuncTool[In, Out]) Spec() model.ToolSpec { return t.spec }
 
 // RunsAtMostOnce reports whether the tool was declared AtMostOnce.
 func (t *FuncTool[In, Out]) RunsAtMostOnce() bool { return t.opts.atMostOnce }
+
+// ExclusiveKey returns the key the tool was declared Exclusive with, or "".
+func (t *FuncTool[In, Out]) ExclusiveKey() string { return t.opts.exclusive }
 
 // Validate reports a problem found when the tool was built.
 func (t *FuncTool[In, Out]) Validate() error { return t.err }

@@ -268,6 +268,7 @@ func (l *bhLog) list() []string {
 // Run calls onDone, if set, as its last step before returning.
 type fakeTask struct {
 	name          string
+	key           string
 	log           *bhLog
 	run           bool
 	prepInterrupt bool
@@ -296,6 +297,8 @@ func (f *fakeTask) Run(ctx context.Context) bool {
 	}
 	return f.runInterrupt
 }
+
+func (f *fakeTask) ExclusiveKey() string { return f.key }
 
 func (f *fakeTask) done() bool {
 	f.mu.Lock()
@@ -439,4 +442,60 @@ func TestSequential_SkipsCancelledAndRunsInOrder(t *testing.T) {
 	c := &fakeTask{name: "c", log: log, run: true}
 	bhExecute(t, tool.Sequential{}, a, b, c)
 	assert.Equal(t, []string{"prepare a", "prepare b", "run b", "prepare c", "run c"}, log.list())
+}
+
+// SPEC A6 (exclusive tools, tool.Exclusive): Concurrent runs the tasks of
+// one exclusive key one after another, in order, while a task without a key
+// runs at the same time as them.
+func TestConcurrent_RunsTasksOfOneExclusiveKeyOneAtATimeBesideTheOthers(t *testing.T) {
+	log := &bhLog{}
+	aStarted, cStarted := make(chan struct{}), make(chan struct{})
+	var aTimedOut, bOverlapped, cTimedOut bool
+	a := &fakeTask{name: "a", key: "k", log: log, run: true}
+	a.body = func() {
+		close(aStarted)
+		select {
+		case <-cStarted:
+		case <-time.After(5 * time.Second):
+			aTimedOut = true
+		}
+	}
+	b := &fakeTask{name: "b", key: "k", log: log, run: true, body: func() { bOverlapped = !a.done() }}
+	c := &fakeTask{name: "c", log: log, run: true, body: func() {
+		close(cStarted)
+		select {
+		case <-aStarted:
+		case <-time.After(5 * time.Second):
+			cTimedOut = true
+		}
+	}}
+	bhExecute(t, tool.Concurrent{}, a, b, c)
+	assert.False(t, aTimedOut || cTimedOut, "a task without a key runs beside the exclusive ones")
+	assert.False(t, bOverlapped, "b starts only once a, of its key, has finished")
+	assert.True(t, a.done() && b.done() && c.done())
+	ops := log.list()
+	assert.Less(t, slices.Index(ops, "run a"), slices.Index(ops, "run b"), "in tool-use order")
+}
+
+// SPEC A6, A7 (exclusive tools): once a task of an exclusive key is
+// interrupted, in its run or in its prepare, the later tasks of that key do
+// not run in this pass; tasks of other keys, or of none, do.
+func TestConcurrent_AnInterruptedExclusiveTaskHoldsBackTheLaterTasksOfItsKey(t *testing.T) {
+	for _, where := range []string{"run", "prepare"} {
+		t.Run(where, func(t *testing.T) {
+			log := &bhLog{}
+			a := &fakeTask{name: "a", key: "k", log: log, run: where == "run", runInterrupt: where == "run", prepInterrupt: where == "prepare"}
+			b := &fakeTask{name: "b", key: "k", log: log, run: true}
+			c := &fakeTask{name: "c", key: "other", log: log, run: true}
+			d := &fakeTask{name: "d", log: log, run: true}
+			e := &fakeTask{name: "e", key: "k", log: log, run: true}
+			bhExecute(t, tool.Concurrent{}, a, b, c, d, e)
+			ops := log.list()
+			assert.Equal(t, []string{"prepare a", "prepare b", "prepare c", "prepare d", "prepare e"}, ops[:5], "every task is prepared, in order")
+			assert.NotContains(t, ops, "run b")
+			assert.NotContains(t, ops, "run e")
+			assert.True(t, c.done() && d.done())
+			assert.Equal(t, where == "run", slices.Contains(ops, "run a"))
+		})
+	}
 }
