@@ -121,12 +121,49 @@ func (e *BeforeToolsEvent) Cancel(msg string) { e.cancel = &msg }
 // BeforeToolCallEvent fires before each tool runs, again on each resume. It
 // is interruptible: an interrupt stops that tool (SPEC A4).
 type BeforeToolCallEvent struct {
-	Agent   *View
+	Agent *View
+	// ToolUse is the call the tool will run: the model's, or the one the
+	// last SetToolUse gave. It is read-only (SPEC A1): a callback that
+	// changes it in place, not through SetToolUse, fails the invocation
+	// with ErrBadInput rather than see its change ignored.
 	ToolUse model.ToolUse
-	// Tool is the tool that will run; nil when the model named an unknown tool.
-	Tool   tool.Tool
-	scope  *interrupt.Scope
-	cancel *string
+	// Tool is the tool that will run (the one ToolUse names); nil when it
+	// names an unknown tool.
+	Tool      tool.Tool
+	scope     *interrupt.Scope
+	cancel    *string
+	rewritten *model.ToolUse
+	id        string // the model's tool-use id
+	lookup    func(name string) tool.Tool
+}
+
+// SetToolUse makes the tool run as tu asks, as Strands Python does when a
+// hook assigns its event's tool_use: tu.Name picks the tool that runs (an
+// unknown name gets the error result "Unknown tool: <name>", SPEC A13) and
+// tu.Input is the input it gets; tu.Input must be JSON (or empty), else the
+// invocation fails with ErrBadInput. The tool-use id stays the model's
+// (tu.ToolUseID is ignored): the tool's result, its interrupt ids
+// (v1:tool_call:{toolUseId}:..), its IdempotencyKey and its at-most-once
+// start mark are all keyed by the id the model sent, so they stay
+// consistent with the history. Callbacks after this one see the rewrite in
+// ToolUse and Tool; AfterToolCall and the tool's Context see the call as
+// rewritten. The history keeps the tool use as the model sent it (as
+// Strands does): the model sees its own request and the result of the
+// call made for it. The rewrite is not stored: a cancel or an interrupt
+// on this event drops it, and on every resume of the call (SPEC A7) this
+// event fires again and its callbacks rewrite the call again, as in
+// Strands, which runs the hook again too; a rewrite that must survive a
+// resume unchanged must be computed the same way each time (from ToolUse,
+// the agent's state, or an interrupt's answer). AfterToolCall's Retry
+// runs the tool again with the rewritten call, without this event.
+func (e *BeforeToolCallEvent) SetToolUse(tu model.ToolUse) {
+	tu.ToolUseID = e.id
+	tu = tu.Clone()
+	e.rewritten = &tu
+	e.ToolUse = tu.Clone()
+	if e.lookup != nil {
+		e.Tool = e.lookup(tu.Name)
+	}
 }
 
 // Interrupt raises an interrupt with id v1:before_tool_call:{toolUseId}:{u(name)}.

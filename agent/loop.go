@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -1042,10 +1043,16 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	scope := a.scope(interrupt.SourceHook, func(name string) string {
 		return interrupt.BeforeToolCallID(id, name)
 	})
-	ev := &BeforeToolCallEvent{Agent: a.view(), ToolUse: t.use, Tool: t.tool, scope: scope}
+	// A copy: the history's tool use (its input bytes) is out of reach of
+	// a callback that writes into the event's.
+	ev := &BeforeToolCallEvent{Agent: a.view(), ToolUse: t.use.Clone(), Tool: t.tool, scope: scope,
+		id: id, lookup: a.tools.lookup}
 	a.hookMu.Lock()
 	err := hook.Run(ctx, a.hooks, ev)
 	a.hookMu.Unlock()
+	if err == nil {
+		err = checkRewrite(t.use, ev)
+	}
 	if err != nil {
 		inv.fail(fmt.Errorf("BeforeToolCall hook (%s, %s): %w", t.use.Name, id, err))
 		return false, true
@@ -1059,11 +1066,35 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 		t.finish(ctx, model.ErrorResult(id, msg), nil, msg, false)
 		return false, false
 	}
+	if ev.rewritten != nil {
+		// The call runs as rewritten, under the model's id; the history
+		// keeps the model's tool use (see SetToolUse).
+		t.use, t.tool = *ev.rewritten, ev.Tool
+	}
 	if t.tool == nil {
 		t.finish(ctx, model.ErrorResult(id, fmt.Sprintf(unknownToolResultFmt, t.use.Name)), nil, "", false)
 		return false, false
 	}
 	return true, false
+}
+
+// checkRewrite refuses what the BeforeToolCall callbacks left in ev that
+// the call cannot run with: a ToolUse changed in place, not through
+// SetToolUse (SPEC A1: writable fields are setters; the change would
+// otherwise be ignored), or a rewritten input that is not JSON.
+func checkRewrite(use model.ToolUse, ev *BeforeToolCallEvent) error {
+	want := use
+	if ev.rewritten != nil {
+		want = *ev.rewritten
+	}
+	got := ev.ToolUse
+	if got.ToolUseID != want.ToolUseID || got.Name != want.Name || !bytes.Equal(got.Input, want.Input) {
+		return fmt.Errorf("%w: a callback changed ToolUse in place; rewrite the call with SetToolUse", ErrBadInput)
+	}
+	if ev.rewritten != nil && len(want.Input) > 0 && (!json.Valid(want.Input) || !utf8.Valid(want.Input)) {
+		return fmt.Errorf("%w: SetToolUse: the input of %s is not one JSON value in UTF-8", ErrBadInput, want.Name)
+	}
+	return nil
 }
 
 // Run runs the tool and AfterToolCall (SPEC A6, A13).

@@ -1,0 +1,251 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+// pathsLog records, safely across goroutines, what tools and hooks saw.
+type pathsLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *pathsLog) add(s ...string) {
+	l.mu.Lock()
+	l.got = append(l.got, s...)
+	l.mu.Unlock()
+}
+
+func (l *pathsLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.got...)
+}
+
+// sandbox is a BeforeToolCall hook that rewrites every call of
+// delete_files to act on "sandbox/<path>" instead, through SetToolUse.
+func sandbox() hook.Provider {
+	return hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name != "delete_files" {
+			return nil
+		}
+		var in pathsIn
+		if err := ev.ToolUse.DecodeInput(&in); err != nil {
+			return err
+		}
+		for i, p := range in.Paths {
+			in.Paths[i] = "sandbox/" + p
+		}
+		raw, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		tu := ev.ToolUse
+		tu.Input = raw
+		ev.SetToolUse(tu)
+		return nil
+	})
+}
+
+// SPEC A1, A3 (and Strands Python's BeforeToolCallEvent.tool_use): a
+// BeforeToolCall callback that rewrites the call with SetToolUse makes the
+// tool run with the rewritten input; later callbacks, the tool's context
+// and AfterToolCall see the rewrite; the history keeps the tool use as the
+// model sent it, answered by one result under the model's tool-use id.
+func TestBeforeToolCall_A1_SetToolUseRunsTheToolWithTheRewrittenInput(t *testing.T) {
+	ctx := context.Background()
+	seen := &pathsLog{}
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		seen.add("tool:" + in.Paths[0])
+		seen.add("context:" + string(tc.ToolUse.Input))
+		return "deleted " + in.Paths[0], nil
+	})
+	after := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		seen.add("later:" + ev.ToolUse.InputMap()["paths"].([]any)[0].(string))
+		return nil
+	})
+	afterCall := hook.Func(func(_ context.Context, ev *agent.AfterToolCallEvent) error {
+		seen.add("after:" + ev.ToolUse.InputMap()["paths"].([]any)[0].(string))
+		return nil
+	})
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		Tools: []tool.Tool{del}, Hooks: []hook.Provider{sandbox(), after, afterCall}})
+	res, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, []string{"later:sandbox/a", "tool:sandbox/a", `context:{"paths":["sandbox/a"]}`, "after:sandbox/a"}, seen.list())
+
+	snap, err := a.Snapshot(ctx)
+	require.NoError(t, err)
+	requireValidHistory(t, snap.Messages)
+	uses := snap.Messages[1].ToolUses()
+	require.Len(t, uses, 1)
+	assert.Equal(t, "t1", uses[0].ToolUseID)
+	assert.JSONEq(t, `{"paths":["a"]}`, string(uses[0].Input), "the history keeps the model's tool use")
+	results := snap.Messages[2].ToolResults()
+	require.Len(t, results, 1)
+	assert.Equal(t, "deleted sandbox/a", results[0].Text())
+}
+
+// SPEC A1, A13: SetToolUse may name another tool, which runs instead (an
+// unknown name gets the error result "Unknown tool: <name>"); the tool-use
+// id stays the model's whatever the rewrite says.
+func TestBeforeToolCall_A1_SetToolUseMayNameAnotherTool(t *testing.T) {
+	for _, to := range []string{"trash_files", "no_such_tool"} {
+		t.Run(to, func(t *testing.T) {
+			ctx := context.Background()
+			del, dels := countingTool("delete_files")
+			trash, trashes := countingTool("trash_files")
+			rename := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+				if ev.ToolUse.Name == "delete_files" {
+					ev.SetToolUse(model.ToolUse{ToolUseID: "forged", Name: to, Input: ev.ToolUse.Input})
+				}
+				return nil
+			})
+			var ranTool []string
+			record := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+				name := "<nil>"
+				if ev.Tool != nil {
+					name = ev.Tool.Spec().Name
+				}
+				ranTool = append(ranTool, ev.ToolUse.ToolUseID+":"+name)
+				return nil
+			})
+			a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+				Tools: []tool.Tool{del, trash}, Hooks: []hook.Provider{rename, record}})
+			_, err := a.Invoke(ctx, agent.Text("go"))
+			require.NoError(t, err)
+			assert.Equal(t, 0, dels.total())
+			snap, err := a.Snapshot(ctx)
+			require.NoError(t, err)
+			requireValidHistory(t, snap.Messages)
+			result := snap.Messages[2].ToolResults()[0]
+			assert.Equal(t, "t1", result.ToolUseID)
+			if to == "trash_files" {
+				assert.Equal(t, 1, trashes.get("t1"), "the tool the rewrite names runs, under the model's id")
+				assert.Equal(t, "trash_files ok", result.Text())
+				assert.Equal(t, []string{"t1:trash_files"}, ranTool)
+				return
+			}
+			assert.Equal(t, 0, trashes.total())
+			assert.Equal(t, model.ToolError, result.Status)
+			assert.Equal(t, "Unknown tool: no_such_tool", result.Text())
+			assert.Equal(t, []string{"t1:<nil>"}, ranTool)
+		})
+	}
+}
+
+// SPEC A1, I7: a callback that changes ToolUse in place instead of calling
+// SetToolUse, or gives SetToolUse an input that is not JSON, fails the
+// invocation with ErrBadInput: the change is not silently ignored, and the
+// tool does not run. Before, the tool ran with the model's input.
+func TestBeforeToolCall_A1_AToolUseChangedInPlaceFailsInsteadOfBeingIgnored(t *testing.T) {
+	cases := map[string]func(ev *agent.BeforeToolCallEvent){
+		"input assigned": func(ev *agent.BeforeToolCallEvent) { ev.ToolUse.Input = json.RawMessage(`{"paths":["b"]}`) },
+		"name assigned":  func(ev *agent.BeforeToolCallEvent) { ev.ToolUse.Name = "other" },
+		"input bytes written": func(ev *agent.BeforeToolCallEvent) {
+			copy(ev.ToolUse.Input, `{"paths":["b"]}`)
+		},
+		"SetToolUse then assigned": func(ev *agent.BeforeToolCallEvent) {
+			ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":["c"]}`)})
+			ev.ToolUse.Input = json.RawMessage(`{"paths":["b"]}`)
+		},
+		"SetToolUse with an input that is not JSON": func(ev *agent.BeforeToolCallEvent) {
+			ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":`)})
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			del, dels := countingTool("delete_files")
+			h := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+				change(ev)
+				return nil
+			})
+			a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+				Tools: []tool.Tool{del}, Hooks: []hook.Provider{h}})
+			_, err := a.Invoke(ctx, agent.Text("go"))
+			require.ErrorIs(t, err, agent.ErrBadInput)
+			assert.Equal(t, 0, dels.total(), "the tool does not run")
+			snap, err := a.Snapshot(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, snap.Messages, "the failed prompt is taken back (SPEC A3)")
+		})
+	}
+}
+
+// rewriteRig builds, on a fresh runtime and the session "rewrite" of st, an
+// agent whose BeforeToolCall hook sandboxes delete_files (sandbox), and
+// whose at-most-once delete_files asks "confirm" before it deletes.
+func rewriteRig(t *testing.T, st persistence.Store, seen *pathsLog, hookRuns *counter) *agent.Agent {
+	t.Helper()
+	sm, err := persistence.NewSessionManager(st, "rewrite")
+	require.NoError(t, err)
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		seen.add(in.Paths[0] + " " + tc.IdempotencyKey())
+		if _, err := tc.Interrupt("confirm", in.Paths); err != nil {
+			return "", err
+		}
+		return "deleted " + in.Paths[0], nil
+	}, tool.AtMostOnce())
+	count := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		hookRuns.inc(ev.ToolUse.ToolUseID)
+		return nil
+	})
+	return newAgent(t, agent.Config{System: freshSystem(t), Session: sm,
+		Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		Tools: []tool.Tool{del}, Hooks: []hook.Provider{count, sandbox()}})
+}
+
+// SPEC A1, A7, S1, S6: a rewritten call that the tool interrupts runs
+// again, on resume, with the rewritten input: the BeforeToolCall hooks run
+// again and rewrite it again (as in Strands; the rewrite itself is not
+// stored), also after the agent was rebuilt from its session on a fresh
+// runtime. The tool's interrupt id, its idempotency key and its recorded
+// result are all the model's tool-use id's, and the history keeps the
+// model's tool use.
+func TestBeforeToolCall_A7_ARewriteAppliesAgainWhenTheCallIsResumed(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	seen, hookRuns := &pathsLog{}, &counter{}
+	a := rewriteRig(t, st, seen, hookRuns)
+	res, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Equal(t, []string{interrupt.ToolCallID("t1", "confirm")}, ids(res.Interrupts))
+	var reason []string
+	require.NoError(t, res.Interrupts[0].DecodeReason(&reason))
+	assert.Equal(t, []string{"sandbox/a"}, reason, "the tool ran with the rewritten input")
+	require.NoError(t, a.Close(ctx))
+
+	hookRuns2 := &counter{}
+	a2 := rewriteRig(t, st, seen, hookRuns2)
+	res, err = a2.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "y")))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 1, hookRuns2.get("t1"), "the hook ran again on resume")
+	key := "rewrite/" + agent.DefaultID + "/t1"
+	assert.Equal(t, []string{"sandbox/a " + key, "sandbox/a " + key}, seen.list(), "both runs: rewritten input, the model's id's key")
+
+	snap, err := a2.Snapshot(ctx)
+	require.NoError(t, err)
+	requireValidHistory(t, snap.Messages)
+	assert.JSONEq(t, `{"paths":["a"]}`, string(snap.Messages[1].ToolUses()[0].Input), "the history keeps the model's tool use")
+	results := snap.Messages[2].ToolResults()
+	require.Len(t, results, 1)
+	assert.Equal(t, "t1", results[0].ToolUseID)
+	assert.Equal(t, "deleted sandbox/a", results[0].Text())
+}
