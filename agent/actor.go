@@ -223,8 +223,9 @@ func (x *agentActor) Receive(c actor.Context) {
 // Idle implements actors.Passivator: nothing runs or waits, and everything
 // is in the store (every change is saved before it is committed), its
 // durable save included: a save parked for the orchestrator's commit
-// (AgentSession.DeferDurable) is in no store until it is taken or carried
-// by the next save, so the agent stays active until then.
+// (AgentSession.DeferDurable) is in no store until the orchestrator has
+// committed it or the agent's next save has carried it
+// (AgentSession.Parked), so the agent stays active until then.
 func (x *agentActor) Idle() bool {
 	return x.running == nil && len(x.queue) == 0 && (x.sess != nil || x.loadErr != nil) &&
 		(x.sess == nil || !x.sess.Parked())

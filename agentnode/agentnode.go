@@ -167,10 +167,10 @@ func (r *agentRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit fu
 
 func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult {
 	r.count.Store(-1)
-	// The last take ended the deferral (an agent cut off by a timeout
-	// commits its later take-back at once); this run's saves wait again,
-	// if its orchestrator takes them: a runner called outside a node run
-	// saves as a lone agent does.
+	// The last run's end ended the deferral (EndDeferral: an agent cut
+	// off by a timeout commits its later take-back at once); this run's
+	// saves wait again, if its orchestrator takes them: a runner called
+	// outside a node run saves as a lone agent does.
 	if r.session {
 		r.mu.Lock()
 		if actors.DeferCommit(ctx, r) {
