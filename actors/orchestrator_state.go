@@ -258,9 +258,15 @@ func (x *orchActor) save(c actor.Context, point persistence.SavePoint, then func
 	ended := make(chan struct{})
 	x.commitStop, x.commitEnded = cancel, ended
 	x.sys.Go(func() {
-		defer close(ended)
-		defer cancel()
-		err := sess.Commit(ctx, point, staged...)
+		// The commit counts as ended before its report is sent: the send
+		// may run the actor's mailbox on this goroutine (the inline
+		// dispatcher), and a stop handled there first waits for the end
+		// (stopSave), which would else never come.
+		err := func() error {
+			defer close(ended)
+			defer cancel()
+			return sess.Commit(ctx, point, staged...)
+		}()
 		root.Send(self, &saveDone{err: err, then: then})
 	})
 }
