@@ -170,7 +170,7 @@ func approvalAgent(t *testing.T, sys *actors.System, store persistence.Store, bl
 // prompt ends in an interrupt, the resume by id completes the run, and the
 // tool ran once.
 func TestAgentActor_DrivenByProtobufInterruptAndResume(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
 	d := newDriver(t, sys)
 
@@ -209,7 +209,7 @@ func TestAgentActor_DrivenByProtobufInterruptAndResume(t *testing.T) {
 // errors.Is and errors.As still match, naming the offending id, and
 // nothing changes.
 func TestAgentActor_RejectionsSurviveTheWire(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
 	d := newDriver(t, sys)
 
@@ -261,7 +261,7 @@ func TestAgentActor_RejectionsSurviveTheWire(t *testing.T) {
 // started); the cancelled invocation ends with stop reason cancelled once
 // the tool returns, its result kept.
 func TestAgentActor_AnswersWhileAToolBlocks(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
 	d := newDriver(t, sys)
@@ -305,7 +305,7 @@ func TestAgentActor_AnswersWhileAToolBlocks(t *testing.T) {
 // then the result; the interrupt event is sent only once the interrupt is
 // in the store.
 func TestAgentActor_StreamOverProtobuf(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	store := persistence.NewMemoryStore()
 	a, _ := approvalAgent(t, sys, store, nil, nil)
 	d := newDriver(t, sys)
@@ -633,7 +633,7 @@ func TestAgentActor_PassivatedAgentResumesInAFreshRegistry(t *testing.T) {
 	require.False(t, live)
 	require.NoError(t, sys1.Close(context.Background()))
 
-	a2, _ := approvalAgent(t, freshSystem(t), store, nil, nil)
+	a2, _ := approvalAgent(t, actorstest.System(t), store, nil, nil)
 	assert.True(t, agenttest.Interrupted(t, a2))
 	res, err = a2.Invoke(context.Background(), agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
 	require.NoError(t, err)
@@ -733,7 +733,7 @@ func TestAgentActor_ConfigAndClose(t *testing.T) {
 // Cancel while the job's tool blocks, and queues the next request behind
 // it.
 func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
 	bg := context.Background() // no Done channel: the call runs its job itself
@@ -785,7 +785,7 @@ func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
 // run, interrupted while it waits for answers, idle once resumed.
 func TestStatus_TellsIdleInterruptedIdle(t *testing.T) {
 	ctx := context.Background()
-	a, _ := approvalAgent(t, freshSystem(t), persistence.NewMemoryStore(), nil, nil)
+	a, _ := approvalAgent(t, actorstest.System(t), persistence.NewMemoryStore(), nil, nil)
 	st, err := a.Status(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, agent.ActivityIdle, st.State)
@@ -873,7 +873,7 @@ func askInbox(t *testing.T, a *agent.Agent, inbox *actors.Inbox, msg any) proto.
 // whether the agent is idle, interrupted or running; without a sender it
 // is dropped. Either way the agent is as it was and answers as before.
 func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
 	inbox := actors.NewInbox(sys)
@@ -925,7 +925,7 @@ func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
 // message that serializes (an Error decodes to the typed error), and
 // whatever was refused left the agent as it was.
 func TestAgentActor_ZeroValueRequestsAreAnsweredOnceAndChangeNothing(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
 	inbox := actors.NewInbox(sys)
 	t.Cleanup(inbox.Close)

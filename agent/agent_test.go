@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -550,11 +551,11 @@ func TestNew_RefusesAHookForAnEventTheAgentNeverFires(t *testing.T) {
 // accepted until a session was added.
 func TestNew_S2_AnIdAStoreCannotKeepIsRefusedWithOrWithoutASession(t *testing.T) {
 	for _, id := range []string{"a/b", "a\\b", "bad\xffutf8", "tab\there", strings.Repeat("x", 256)} {
-		_, err := agent.New(context.Background(), agent.Config{ID: id, Model: model.Scripted(), System: freshSystem(t)})
+		_, err := agent.New(context.Background(), agent.Config{ID: id, Model: model.Scripted(), System: actorstest.System(t)})
 		require.ErrorIs(t, err, agent.ErrConfig, "%q", id)
 		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
 	}
-	a, err := agent.New(context.Background(), agent.Config{ID: "ok-id", Model: model.Scripted(), System: freshSystem(t)})
+	a, err := agent.New(context.Background(), agent.Config{ID: "ok-id", Model: model.Scripted(), System: actorstest.System(t)})
 	require.NoError(t, err)
 	require.NoError(t, a.Close(context.Background()))
 }

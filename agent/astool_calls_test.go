@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -27,7 +28,7 @@ import (
 // executor; hooks are the outer agent's. runs counts the deletions by file.
 func twoCallsRig(t *testing.T, runs *counter, hooks ...hook.Provider) (sub, outer *agent.Agent) {
 	t.Helper()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	delTool := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 		runs.inc(in.Paths[0])
 		return "deleted " + in.Paths[0], nil

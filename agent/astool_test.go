@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -19,7 +20,7 @@ import (
 // and an outer agent that has the sub agent as its tool "helper".
 func subAndOuter(t *testing.T, store persistence.Store, runs *counter) (*agent.Agent, *agent.Agent) {
 	t.Helper()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	sm, err := persistence.NewSessionManager(store, "nested")
 	require.NoError(t, err)
 	delTool := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
@@ -93,7 +94,7 @@ func TestAgentAsTool_S6_ASubAgentCutOffIsCarriedOnByTheSameCallAndDroppedByAnoth
 			ctx := context.Background()
 			r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
 			sub := r.closedMidTool(t) // cut off while answering "go"
-			outer := newAgent(t, agent.Config{Model: model.Scripted(), System: freshSystem(t),
+			outer := newAgent(t, agent.Config{Model: model.Scripted(), System: actorstest.System(t),
 				Tools: []tool.Tool{agent.AsTool(sub, "helper", "a helper agent")}})
 			res, err := outer.CallTool(ctx, "helper", agent.ToolInput{Prompt: prompt})
 			require.NoError(t, err)
@@ -120,7 +121,7 @@ func TestAgentAsTool_S6_ASubAgentCutOffIsCarriedOnByTheSameCallAndDroppedByAnoth
 // the sub agent as its tool "helper".
 func gatedTwice(t *testing.T, st persistence.Store, runs *counter) (*agent.Agent, *agent.Agent) {
 	t.Helper()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	sm, err := persistence.NewSessionManager(st, "nested")
 	require.NoError(t, err)
 	act := tool.New("act", "acts", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {

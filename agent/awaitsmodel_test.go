@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
@@ -45,7 +46,7 @@ func TestAgent_A3_ACrashDuringTheModelCallLeavesARunToCarryOnNotTwoPromptsInARow
 	copies := make(chan *persistence.SessionExport, 1)
 	sm, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
-	a := newAgent(t, agent.Config{ID: "a", Session: sm, Model: crashingModel{st: st, copy: copies}, System: freshSystem(t)})
+	a := newAgent(t, agent.Config{ID: "a", Session: sm, Model: crashingModel{st: st, copy: copies}, System: actorstest.System(t)})
 	_, err = a.Invoke(ctx, agent.Text("first"))
 	require.Error(t, err)
 
@@ -53,7 +54,7 @@ func TestAgent_A3_ACrashDuringTheModelCallLeavesARunToCarryOnNotTwoPromptsInARow
 	require.NoError(t, persistence.Import(ctx, crashed, <-copies))
 	sm2, err := persistence.NewSessionManager(crashed, "s")
 	require.NoError(t, err)
-	b := newAgent(t, agent.Config{ID: "a", Session: sm2, Model: model.Scripted(model.TextTurn("answer")), System: freshSystem(t)})
+	b := newAgent(t, agent.Config{ID: "a", Session: sm2, Model: model.Scripted(model.TextTurn("answer")), System: actorstest.System(t)})
 	st2 := agenttest.Status(t, b)
 	require.Equal(t, agent.ActivityIncomplete, st2.State)
 	require.Equal(t, 1, st2.Messages, "the prompt was saved")

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -73,7 +74,7 @@ func TestInvoke_I7_APromptTheSessionCouldNotLoadBackIsRefusedBeforeAnythingChang
 			sm, err := persistence.NewSessionManager(store, "bad")
 			require.NoError(t, err)
 			mod := model.Scripted(model.TextTurn("ok"), model.TextTurn("ok"))
-			a := newAgent(t, agent.Config{Model: mod, Session: sm, System: freshSystem(t)})
+			a := newAgent(t, agent.Config{Model: mod, Session: sm, System: actorstest.System(t)})
 			_, err = a.Invoke(ctx, agent.Messages(m))
 			require.ErrorIs(t, err, agent.ErrBadInput)
 			assert.Contains(t, err.Error(), "prompt message 0")
@@ -81,7 +82,7 @@ func TestInvoke_I7_APromptTheSessionCouldNotLoadBackIsRefusedBeforeAnythingChang
 			assert.Empty(t, agenttest.Messages(t, a))
 			require.NoError(t, a.Close(ctx))
 
-			again := newAgent(t, agent.Config{Model: mod, Session: sm, System: freshSystem(t)})
+			again := newAgent(t, agent.Config{Model: mod, Session: sm, System: actorstest.System(t)})
 			res, err := again.Invoke(ctx, agent.Text("hi"))
 			require.NoError(t, err, "the session loads")
 			assert.Equal(t, "ok", res.Message.Text())
@@ -114,11 +115,11 @@ func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T
 		t.Helper()
 		sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "odd")
 		require.NoError(t, err)
-		a := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: []tool.Tool{tl}, Hooks: hooks,
+		a := newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Tools: []tool.Tool{tl}, Hooks: hooks,
 			Model: toolThenText("done", model.Call("t1", "odd", map[string]any{}))})
 		res, err := a.Invoke(ctx, agent.Text("go"))
 		require.NoError(t, a.Close(ctx))
-		again := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Model: model.Scripted(model.TextTurn("ok"))})
+		again := newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Model: model.Scripted(model.TextTurn("ok"))})
 		msgs := agenttest.Messages(t, again)
 		requireValidHistory(t, msgs)
 		return msgs, res, err
@@ -169,7 +170,7 @@ func TestState_A11_AValueOrKeyThatIsNotUTF8IsRefusedAtSet(t *testing.T) {
 		toolErr = tc.State.Set("k", bad)
 		return "set", nil
 	})
-	a := newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: []tool.Tool{setter},
+	a := newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Tools: []tool.Tool{setter},
 		Model: toolThenText("done", model.Call("t1", "setter", nil))})
 
 	require.ErrorIs(t, a.SetState(ctx, "k", bad), agent.ErrBadInput)
@@ -201,7 +202,7 @@ func TestInvoke_A3_APromptWhoseToolResultsAnswerNoToolUseIsRefused(t *testing.T)
 	} {
 		t.Run(name, func(t *testing.T) {
 			mod := model.Scripted(model.TextTurn("ok"))
-			a := newAgent(t, agent.Config{Model: mod, System: freshSystem(t)})
+			a := newAgent(t, agent.Config{Model: mod, System: actorstest.System(t)})
 			_, err := a.Invoke(ctx, agent.Messages(prompt...))
 			require.ErrorIs(t, err, agent.ErrBadInput)
 			assert.Contains(t, err.Error(), "do not answer the tool uses")
@@ -210,7 +211,7 @@ func TestInvoke_A3_APromptWhoseToolResultsAnswerNoToolUseIsRefused(t *testing.T)
 		})
 	}
 	mod := model.Scripted(model.TextTurn("ok"))
-	a := newAgent(t, agent.Config{Model: mod, System: freshSystem(t)})
+	a := newAgent(t, agent.Config{Model: mod, System: actorstest.System(t)})
 	res, err := a.Invoke(ctx, agent.Messages(use, result("t1")))
 	require.NoError(t, err, "a result that answers the prompt's own tool use")
 	assert.Equal(t, "ok", res.Message.Text())

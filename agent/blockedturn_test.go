@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/tool"
@@ -29,7 +30,7 @@ func TestInvoke_ABlockedTurnRunsNoToolAndEndsWithItsStopReason(t *testing.T) {
 				model.Turn{Text: "Deleting.", Calls: []model.ToolCall{model.Call("t1", "delete_files", map[string]any{})}, StopReason: reason},
 				model.TextTurn("hello again"),
 			)
-			a, err := agent.New(ctx, agent.Config{Model: m, Tools: []tool.Tool{tl}, System: freshSystem(t)})
+			a, err := agent.New(ctx, agent.Config{Model: m, Tools: []tool.Tool{tl}, System: actorstest.System(t)})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = a.Close(context.Background()) })
 

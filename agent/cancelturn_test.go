@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
@@ -37,7 +38,7 @@ func (m *firstHangs) Stream(ctx context.Context, req *model.Request) iter.Seq2[m
 func TestAgent_A3_ACancelDuringTheModelCallEndsTheRunAndTheNextPromptIsTaken(t *testing.T) {
 	ctx := context.Background()
 	m := &firstHangs{calling: make(chan struct{})}
-	a := newAgent(t, agent.Config{ID: "a", Model: m, System: freshSystem(t)})
+	a := newAgent(t, agent.Config{ID: "a", Model: m, System: actorstest.System(t)})
 	done := make(chan *agent.Result, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -81,7 +82,7 @@ func TestAgent_A3_ACancelDuringAToolEndsTheRunAndTheNextPromptIsTaken(t *testing
 		}
 		return model.ToolTurn(model.Call("t1", "fetch", map[string]any{})), nil
 	})
-	a := newAgent(t, agent.Config{ID: "a", Model: m, Tools: []tool.Tool{fetch}, System: freshSystem(t)})
+	a := newAgent(t, agent.Config{ID: "a", Model: m, Tools: []tool.Tool{fetch}, System: actorstest.System(t)})
 	errc := make(chan error, 1)
 	go func() {
 		res, err := a.Invoke(ctx, agent.Text("first"))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -50,7 +51,7 @@ func stubbornAgent(t *testing.T, sys *actors.System, store persistence.Store, st
 // had ended did nothing but mark the handle closed, and the identity
 // stayed bound for the life of the System.
 func TestClose_WhoseContextEndsStillClosesAndReleasesTheAgent(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	store := persistence.NewMemoryStore()
 	started, cancelled, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	a, runs := stubbornAgent(t, sys, store, started, cancelled, finish)
@@ -194,7 +195,7 @@ func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
 // another agent does not deadlock it. Before, the registry ran the
 // activation in its own Receive.
 func TestAgentInitialized_HooksDoNotHoldUpTheSystem(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	inHook, release := make(chan struct{}), make(chan struct{})
 	slow := hook.Func(func(ctx context.Context, ev *agent.AgentInitializedEvent) error {
 		close(inHook)
@@ -248,7 +249,7 @@ func TestAgentInitialized_HooksDoNotHoldUpTheSystem(t *testing.T) {
 func TestAgent_QueriesRacingCloseReturnErrClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a, err := agent.New(ctx, agent.Config{System: freshSystem(t), Model: model.Scripted(model.TextTurn("hi"))})
+	a, err := agent.New(ctx, agent.Config{System: actorstest.System(t), Model: model.Scripted(model.TextTurn("hi"))})
 	require.NoError(t, err)
 	// What Close does once the actor has stopped, the handle not yet
 	// marked closed: the state a query that passed the handle's check

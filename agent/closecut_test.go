@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
@@ -31,7 +32,7 @@ func (r *closeCutRig) agent(t *testing.T, opts ...tool.Option) *agent.Agent {
 	t.Helper()
 	sm, err := persistence.NewSessionManager(r.st, "s")
 	require.NoError(t, err)
-	a, err := agent.New(context.Background(), agent.Config{ID: "a", Session: sm, Model: agenttest.FetchOnce(), Tools: []tool.Tool{agenttest.BlockingFetch(&r.runs, r.started, nil, opts...)}, System: freshSystem(t)})
+	a, err := agent.New(context.Background(), agent.Config{ID: "a", Session: sm, Model: agenttest.FetchOnce(), Tools: []tool.Tool{agenttest.BlockingFetch(&r.runs, r.started, nil, opts...)}, System: actorstest.System(t)})
 	require.NoError(t, err)
 	return a
 }
@@ -103,7 +104,7 @@ func TestAgent_A3_CloseBeforeAnythingButThePromptTakesThePromptBack(t *testing.T
 	m := hangingModel{calling: calling}
 	sm, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
-	a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, System: freshSystem(t)})
+	a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, System: actorstest.System(t)})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() {
@@ -115,7 +116,7 @@ func TestAgent_A3_CloseBeforeAnythingButThePromptTakesThePromptBack(t *testing.T
 	require.ErrorIs(t, <-errc, agent.ErrClosed)
 	sm2, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
-	b, err := agent.New(ctx, agent.Config{ID: "a", Session: sm2, Model: model.Scripted(model.TextTurn("hi")), System: freshSystem(t)})
+	b, err := agent.New(ctx, agent.Config{ID: "a", Session: sm2, Model: model.Scripted(model.TextTurn("hi")), System: actorstest.System(t)})
 	require.NoError(t, err)
 	defer b.Close(ctx)
 	status, err := b.Status(ctx)
@@ -156,7 +157,7 @@ func TestAgentActor_S6_ACancelWithReasonCutOffLeavesTheRunToCarryOn(t *testing.T
 	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
 	a := r.agent(t)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	d := newDriver(t, freshSystem(t))
+	d := newDriver(t, actorstest.System(t))
 	in, err := agent.InputToWire(agent.Text("go"))
 	require.NoError(t, err)
 	d.send(t, a, &braidv1.AgentInvoke{Input: in, InvocationId: "i1"})

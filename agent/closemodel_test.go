@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -51,7 +52,7 @@ func TestAgent_S6_CloseDuringTheModelCallAfterTheToolsIsCarriedOnWithoutRunningT
 	mk := func() *agent.Agent {
 		sm, err := persistence.NewSessionManager(st, "s")
 		require.NoError(t, err)
-		a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, Tools: []tool.Tool{fetch}, System: freshSystem(t)})
+		a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, Tools: []tool.Tool{fetch}, System: actorstest.System(t)})
 		require.NoError(t, err)
 		return a
 	}
@@ -102,7 +103,7 @@ func TestAgent_S6_CloseDuringAfterToolsIsCarriedOnWithoutRunningTheToolsAgain(t 
 	mk := func() *agent.Agent {
 		sm, err := persistence.NewSessionManager(st, "s")
 		require.NoError(t, err)
-		a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, Tools: []tool.Tool{fetch}, System: freshSystem(t),
+		a, err := agent.New(ctx, agent.Config{ID: "a", Session: sm, Model: m, Tools: []tool.Tool{fetch}, System: actorstest.System(t),
 			Hooks: []hook.Provider{hook.Func(func(ctx context.Context, ev *agent.AfterToolsEvent) error {
 				if hooks.Add(1) == 1 {
 					inHook <- struct{}{}

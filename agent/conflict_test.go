@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -35,7 +36,7 @@ func TestSession_S4_AnAgentWhoseResumeLostToAnotherWriterGoesOnFromTheStoredRun(
 			runs.inc(tc.ToolUse.ToolUseID)
 			return "deleted", nil
 		})
-		return newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: []tool.Tool{del},
+		return newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Tools: []tool.Tool{del},
 			Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
 			Hooks: []hook.Provider{approveHook("delete_files", "approval")}})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -36,7 +37,7 @@ func TestSession_S5_APendingCycleWhoseToolUsesShareAnIDLoadsAndResumes(t *testin
 				return name + " ok", nil
 			}))
 		}
-		return newAgent(t, agent.Config{Session: sm, System: freshSystem(t), Tools: tools,
+		return newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Tools: tools,
 			Model: toolThenText("done", model.Call("t1", "one", pathsIn{}), model.Call("t1", "two", pathsIn{}), model.Call("t1", "three", pathsIn{})),
 			Hooks: []hook.Provider{approveHook("three", "approval")}})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -164,7 +165,7 @@ func gpStored(t *testing.T, store persistence.Store) []model.Message {
 // its own (as another process would) and returns it: what the session holds.
 func gpReload(t *testing.T, sm *persistence.SessionManager) *agent.Agent {
 	t.Helper()
-	return newAgent(t, agent.Config{Model: model.Scripted(), Session: sm, System: freshSystem(t)})
+	return newAgent(t, agent.Config{Model: model.Scripted(), Session: sm, System: actorstest.System(t)})
 }
 
 func gpSession(t *testing.T) (*persistence.MemoryStore, *persistence.SessionManager) {
@@ -227,7 +228,7 @@ func TestResume_EmptyWhileNotInterruptedIsRejectedAndChangesNothing(t *testing.T
 			store, sm := gpSession(t)
 			rec := &recorder{}
 			m := model.Scripted(model.TextTurn("hi"), model.TextTurn("again"))
-			a := newAgent(t, agent.Config{Model: m, Session: sm, System: freshSystem(t), Hooks: []hook.Provider{rec}})
+			a := newAgent(t, agent.Config{Model: m, Session: sm, System: actorstest.System(t), Hooks: []hook.Provider{rec}})
 			if finished {
 				res, err := a.Invoke(ctx, agent.Text("hello"))
 				require.NoError(t, err)
@@ -326,7 +327,7 @@ func TestResume_EmptyWhileInterruptedIsRejected(t *testing.T) {
 	rec := &recorder{}
 	one, runs := countingTool("one")
 	m := gpModel(true, &gpTrap{}, nil, false)
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{one}, Session: sm, System: freshSystem(t),
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{one}, Session: sm, System: actorstest.System(t),
 		Hooks: []hook.Provider{approveHook("one", "approval"), rec}})
 	res, err := a.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
@@ -505,7 +506,7 @@ func gpNew(t *testing.T, c gpFailCase, withSession bool) gpFixture {
 	trap := &gpTrap{}
 	one, _ := countingTool("one")
 	m := gpModel(c.tools, trap, c.modelFail, c.panics)
-	cfg := agent.Config{Model: m, Tools: []tool.Tool{one}, System: freshSystem(t)}
+	cfg := agent.Config{Model: m, Tools: []tool.Tool{one}, System: actorstest.System(t)}
 	if c.hooks != nil {
 		cfg.Hooks = c.hooks(trap)
 	}
@@ -702,7 +703,7 @@ func TestInvoke_AbandonedFreshInvocationTakesItsPromptBack(t *testing.T) {
 			ctx := context.Background()
 			store, sm := gpSession(t)
 			m := &gpStallModel{started: make(chan struct{})}
-			a := newAgent(t, agent.Config{Model: m, Session: sm, System: freshSystem(t),
+			a := newAgent(t, agent.Config{Model: m, Session: sm, System: actorstest.System(t),
 				Messages: []model.Message{model.UserText("first"), model.AssistantText("hi")}})
 			before := agenttest.Messages(t, a)
 
@@ -868,7 +869,7 @@ func gpNewInterrupted(t *testing.T, modelFail func(*model.Request) bool, hooks f
 	if hooks != nil {
 		hs = append(hs, hooks(trap)...)
 	}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{one}, Session: sm, System: freshSystem(t), Hooks: hs})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{one}, Session: sm, System: actorstest.System(t), Hooks: hs})
 	res, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
@@ -1048,7 +1049,7 @@ func TestInvoke_FailedSaveTakesThePromptBack(t *testing.T) {
 				return "one ok", nil
 			})
 			a := newAgent(t, agent.Config{Model: gpModel(true, &gpTrap{}, nil, false), Tools: []tool.Tool{one},
-				Session: sm, System: freshSystem(t)})
+				Session: sm, System: actorstest.System(t)})
 			_, err = a.Invoke(ctx, agent.Text("first"))
 			require.NoError(t, err)
 			before := agenttest.Messages(t, a)

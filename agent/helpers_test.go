@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -23,16 +22,6 @@ func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	return a
-}
-
-// freshSystem returns an actor system of its own, closed when the test
-// ends: a runtime of its own, as another process would have.
-func freshSystem(t *testing.T) *actors.System {
-	t.Helper()
-	sys, err := actors.NewSystem(actors.DefaultConfig())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	return sys
 }
 
 type pathsIn struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
@@ -166,7 +167,7 @@ func (s *slowLoads) Load(ctx context.Context, key persistence.Key) (*persistence
 // SPEC R3: an agent's session load runs off the registry's goroutine: a
 // slow store does not hold up the other agents of the System.
 func TestAgent_SlowSessionLoadDoesNotHoldUpTheSystem(t *testing.T) {
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	st := &slowLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1), release: make(chan struct{})}
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)

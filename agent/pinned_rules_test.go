@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -140,7 +141,7 @@ func reopen(t *testing.T, first *agent.Agent, store persistence.Store, id string
 	require.NoError(t, first.Close(context.Background()))
 	sm, err := persistence.NewSessionManager(store, id)
 	require.NoError(t, err)
-	cfg.Session, cfg.System = sm, freshSystem(t)
+	cfg.Session, cfg.System = sm, actorstest.System(t)
 	return newAgent(t, cfg)
 }
 
@@ -489,7 +490,7 @@ func TestAtMostOnce_RetryHasItsOwnStartMark(t *testing.T) {
 		sm, err := persistence.NewSessionManager(st, "retry-crash")
 		require.NoError(t, err)
 		return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-			Tools: []tool.Tool{del}, Session: sm, System: freshSystem(t),
+			Tools: []tool.Tool{del}, Session: sm, System: actorstest.System(t),
 			Hooks: []hook.Provider{hook.Func(func(_ context.Context, ev *agent.AfterToolCallEvent) error {
 				if !retried {
 					retried = true
@@ -579,7 +580,7 @@ func TestSetMessages_DropUnfinishedDropsTheInterruptedInvocation(t *testing.T) {
 		m := toolThenText("done", model.Call("t1", "one", nil))
 		cfg := agent.Config{Model: m, Tools: []tool.Tool{t1}, Hooks: []hook.Provider{approveHook("one", "approve")}}
 		cfg.Session = sm
-		sys := freshSystem(t)
+		sys := actorstest.System(t)
 		cfg.System = sys
 		a := newAgent(t, cfg)
 		ctx := context.Background()

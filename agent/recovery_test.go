@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/interrupt"
@@ -56,7 +57,7 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 	m, err := persistence.NewSessionManager(store, crashSession)
 	require.NoError(t, err)
 	return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-		Tools: []tool.Tool{del}, Session: m, System: freshSystem(t)})
+		Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t)})
 }
 
 // afterCrash runs the tool once (copying the store mid-tool) and returns a
@@ -236,7 +237,7 @@ func TestAtMostOnce_RerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T) {
 		m, err := persistence.NewSessionManager(store, crashSession)
 		require.NoError(t, err)
 		return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-			Tools: []tool.Tool{del}, Session: m, System: freshSystem(t)})
+			Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t)})
 	}
 	restart := func() persistence.Store {
 		st := persistence.NewMemoryStore()

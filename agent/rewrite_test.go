@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -205,7 +206,7 @@ func rewriteRig(t *testing.T, st persistence.Store, seen *pathsLog, hookRuns *co
 		hookRuns.inc(ev.ToolUse.ToolUseID)
 		return nil
 	})
-	return newAgent(t, agent.Config{System: freshSystem(t), Session: sm,
+	return newAgent(t, agent.Config{System: actorstest.System(t), Session: sm,
 		Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
 		Tools: []tool.Tool{del}, Hooks: []hook.Provider{count, sandbox()}})
 }

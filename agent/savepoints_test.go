@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
@@ -196,7 +197,7 @@ func (r *spRig) agent(t *testing.T, st persistence.Store) *agent.Agent {
 	m, err := persistence.NewSessionManager(st, spSession)
 	require.NoError(t, err)
 	return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-		Tools: []tool.Tool{del}, Session: m, System: freshSystem(t), Executor: r.executor,
+		Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t), Executor: r.executor,
 		Hooks: append([]hook.Provider{approveHook("delete_files", "myapp-approval")}, r.hooks...)})
 }
 

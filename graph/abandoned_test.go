@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -166,7 +167,7 @@ func TestGraph_NewRunTakesBackWhatTheDeadRunLeftInItsNodesAgents(t *testing.T) {
 			AddNode("flaky", flakyNode(&fail))
 	}
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)}
+		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)}
 	}
 	g := build(t, topology(), cfg())
 	res, err := g.Invoke(ctx, agent.Text("first"))

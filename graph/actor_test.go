@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -95,7 +96,7 @@ func TestGraphActor_StatusAndCancelAnsweredWhileANodeRuns(t *testing.T) {
 // node's tool runs; the invocation it sent then ends CANCELLED.
 func TestGraphActor_StatusAndCancelByProtobufMessages(t *testing.T) {
 	ctx := context.Background()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	started := make(chan struct{}, 1)
 	r := newRecorder()
 	b := graph.NewBuilder().AddNode("slow", blockingAgent(started)).AddNode("next", textAgent(r, "next")).AddEdge("slow", "next")
@@ -141,7 +142,7 @@ func TestGraphActor_StatusAndCancelByProtobufMessages(t *testing.T) {
 // protobuf message that serializes.
 func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 	r := newRecorder()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
 	g := build(t, b, graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
 	inbox := actors.NewInbox(sys)
@@ -175,7 +176,7 @@ func TestGraphActor_DrivenByProtobufMessages(t *testing.T) {
 func TestGraphActor_StreamedByProtobufMessages(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
 	g := build(t, b, graph.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
 	inbox := actors.NewInbox(sys)
@@ -232,7 +233,7 @@ func TestGraphActor_StreamedByProtobufMessages(t *testing.T) {
 func TestGraphActor_RefusesAnInputThatIsNotJSON(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	st := persistence.NewMemoryStore()
 	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{System: sys, Session: manager(t, st, "s")})
 	inbox := actors.NewInbox(sys)
@@ -327,7 +328,7 @@ func TestGraph_ExecutionTimeoutStopsScheduling(t *testing.T) {
 // it was, and the invocation it came during ends as it would have.
 func TestGraphActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
 	ctx := context.Background()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	r := newRecorder()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	b := graph.NewBuilder().AddNode("slow", heldAgent(started, release)).AddNode("b", textAgent(r, "b")).AddEdge("slow", "b")

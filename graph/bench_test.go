@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -31,7 +32,7 @@ func BenchmarkGraph_Chain10000(b *testing.B) { benchChain(b, 10000) }
 // benchChain times invocations of freshly built n-node chains.
 func benchChain(b *testing.B, n int) {
 	ctx := context.Background()
-	sys := freshSystem(b)
+	sys := actorstest.System(b)
 	for b.Loop() {
 		b.StopTimer()
 		g := chain(b, sys, nil, n)
@@ -69,7 +70,7 @@ func chain(b *testing.B, sys *actors.System, session *persistence.SessionManager
 // session (no fsync): the saves after every node.
 func BenchmarkGraph_Chain100SQLite(b *testing.B) {
 	ctx := context.Background()
-	sys := freshSystem(b)
+	sys := actorstest.System(b)
 	st, err := sqlite.Open(ctx, sqlite.Config{Dir: b.TempDir(), NoFsync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -98,7 +99,7 @@ func BenchmarkGraph_Chain100SQLite(b *testing.B) {
 // BenchmarkGraph_Fanout200 runs root → 200 leaves (b3's fanout200).
 func BenchmarkGraph_Fanout200(b *testing.B) {
 	ctx := context.Background()
-	sys := freshSystem(b)
+	sys := actorstest.System(b)
 	for b.Loop() {
 		b.StopTimer()
 		gb := graph.NewBuilder().AddNode("root", trivial())
@@ -132,7 +133,7 @@ func trivial() actors.Node {
 // fanout200-hitl): one op is both invocations.
 func BenchmarkGraph_Fanout200Gated(b *testing.B) {
 	ctx := context.Background()
-	sys := freshSystem(b)
+	sys := actorstest.System(b)
 	gateEven := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
 		n, ok := strings.CutPrefix(ev.NodeID, "leaf")
 		if i, _ := strconv.Atoi(n); !ok || i%2 != 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -54,7 +55,7 @@ func TestGraph_ACancelledNodesAgentSavesAfterItsRunWithoutConflict(t *testing.T)
 				sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "cancel-save")
 				require.NoError(t, err)
 				g, err := graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})).
-					Build(ctx, graph.Config{System: freshSystem(t), Session: sm})
+					Build(ctx, graph.Config{System: actorstest.System(t), Session: sm})
 				require.NoError(t, err)
 				done := invokeAsync(ctx, g, agent.Text("first"))
 				<-entered

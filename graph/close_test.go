@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/agentnode"
@@ -33,7 +34,7 @@ func TestGraph_CloseAnswersRunningAndLaterInvocations(t *testing.T) {
 		close(stopped)
 		return nil, ctx.Err()
 	})
-	g, err := graph.NewBuilder().AddNode("slow", slow).Build(ctx, graph.Config{System: freshSystem(t)})
+	g, err := graph.NewBuilder().AddNode("slow", slow).Build(ctx, graph.Config{System: actorstest.System(t)})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
@@ -72,7 +73,7 @@ func TestGraph_CloseAnswersRunningAndLaterInvocations(t *testing.T) {
 // the System, and a later Close did nothing.
 func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
 	ctx := context.Background()
-	sys, st, r := freshSystem(t), persistence.NewMemoryStore(), newRecorder()
+	sys, st, r := actorstest.System(t), persistence.NewMemoryStore(), newRecorder()
 	newGraph := func() (*graph.Graph, error) {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b").
 			Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: sys})
@@ -116,7 +117,7 @@ func cutOffAgent(runs *atomic.Int32, started, cut chan<- struct{}, opts ...tool.
 func closedMidTool(t *testing.T, st persistence.Store, b func() *graph.Builder, started <-chan struct{}) *graph.Graph {
 	t.Helper()
 	ctx := context.Background()
-	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := g.Invoke(ctx, agent.Text("go"))
@@ -125,7 +126,7 @@ func closedMidTool(t *testing.T, st persistence.Store, b func() *graph.Builder, 
 	<-started
 	require.NoError(t, g.Close(ctx))
 	require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
-	return build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	return build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 }
 
 // SPEC S6, M10: a graph closed while a node's tool runs is carried on
@@ -207,7 +208,7 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 				return graph.NewBuilder().AddNode("first", closeAfter{wait: wait}).
 					AddNode("n", cutOffAgent(&runs, started, cut, opts...))
 			}
-			g := build(t, b(cut), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+			g := build(t, b(cut), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 			errc := make(chan error, 1)
 			go func() {
 				_, err := g.Invoke(ctx, agent.Text("go"))
@@ -219,7 +220,7 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 
 			open := make(chan struct{})
 			close(open)
-			g2 := build(t, b(open), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+			g2 := build(t, b(open), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 			res, err := g2.Invoke(ctx, agent.Input{}) // carry the cut-off run on
 			require.NoError(t, err)
 			if once {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
@@ -63,7 +64,7 @@ func TestGraph_R4_CloseReturnsOnlyOnceItsSaveHasEnded(t *testing.T) {
 	st := newStuckSave()
 	t.Cleanup(st.let)
 	r := newRecorder()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	b := func() *graph.Builder { return graph.NewBuilder().AddNode("a", textAgent(r, "a")) }
 	g := build(t, b(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: sys})
 	errc := make(chan error, 1)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -31,7 +32,7 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}}
 	}
 	g := build(t, sessionGraph(r), cfg())
 	res, err := g.Invoke(ctx, agent.Text("go"))
@@ -84,7 +85,7 @@ func TestGraphSession_WhatItStoresLoads(t *testing.T) {
 	})
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{odd}}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: []hook.Provider{odd}}
 	}
 	mk := func() *graph.Builder { return graph.NewBuilder().AddNode("a", textAgent(r, "a")) }
 	g := build(t, mk(), cfg())
@@ -125,7 +126,7 @@ func TestGraphSession_ANodeResultThatIsNotJSONFailsTheNode(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t)}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t)}
 	}
 	mk := func() *graph.Builder { return graph.NewBuilder().AddNode("bad", badNode{}) }
 	res, err := build(t, mk(), cfg()).Invoke(ctx, agent.Text("go"))
@@ -148,7 +149,7 @@ func TestGraphSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	cfg := func(session string) graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, session), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}}
+		return graph.Config{ID: "g", Session: manager(t, st, session), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}}
 	}
 	g := build(t, sessionGraph(r), cfg("s1"))
 	res, err := g.Invoke(ctx, agent.Text("go"))

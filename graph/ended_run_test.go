@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -25,7 +26,7 @@ func TestGraphSession_AGraphWithoutANodeOfAnEndedRunStartsANewOne_M10(t *testing
 	st := sqliteStore(t)
 	r := newRecorder()
 	cfg := func(hooks ...hook.Provider) graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: hooks}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: hooks}
 	}
 	three := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddNode("c", textAgent(r, "c")).

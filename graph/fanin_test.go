@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -182,7 +183,7 @@ func TestGraph_JoinHeldBackAcrossAnInterruptRunsOnce(t *testing.T) {
 					AddEdge("start", "p1").AddEdge("start", "p2").AddEdge("p2", "mid").
 					AddEdge("p1", "join").AddEdge("mid", "join")
 				cfg := func() graph.Config {
-					return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "p2")}}
+					return graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "p2")}}
 				}
 				g1 := build(t, b, cfg())
 				res, err := g1.Invoke(ctx, agent.Text("go"))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
@@ -38,7 +39,7 @@ func TestGraph_S6_ACloseCutsOffAGraphNestedTwoLevelsDownAndItsAtMostOnceToolAsks
 				mid := graph.NewBuilder().AddNode("deep", deep.AsNode(graph.Config{}))
 				return graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{}))
 			}
-			g := build(t, b(), graph.Config{ID: "g", Session: st(t, store, "s"), System: freshSystem(t)})
+			g := build(t, b(), graph.Config{ID: "g", Session: st(t, store, "s"), System: actorstest.System(t)})
 			errc := make(chan error, 1)
 			go func() {
 				if !stream {
@@ -58,7 +59,7 @@ func TestGraph_S6_ACloseCutsOffAGraphNestedTwoLevelsDownAndItsAtMostOnceToolAsks
 			require.NoError(t, g.Close(ctx))
 			require.ErrorIs(t, <-errc, actors.ErrOrchestratorClosed)
 
-			g2 := build(t, b(), graph.Config{ID: "g", Session: st(t, store, "s"), System: freshSystem(t)})
+			g2 := build(t, b(), graph.Config{ID: "g", Session: st(t, store, "s"), System: actorstest.System(t)})
 			res, err := g2.Invoke(ctx, agent.Input{})
 			require.NoError(t, err)
 			require.Equal(t, multiagent.StatusInterrupted, res.Status, "%+v", res.Results)

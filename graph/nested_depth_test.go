@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -25,7 +26,7 @@ func TestGraph_PartialAnswersUnderAnAnsweredGateOfANestedGraph(t *testing.T) {
 	mk := func() *graph.Graph {
 		inner := graph.NewBuilder().AddNode("x", toolAgent(r, "x", "lx", "qx")).AddNode("y", toolAgent(r, "y", "ly", "qy"))
 		outer := graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})).AddNode("after", textAgent(r, "after")).AddEdge("mid", "after")
-		return build(t, outer, graph.Config{ID: "top", Session: manager(t, st, "d"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "mid")}})
+		return build(t, outer, graph.Config{ID: "top", Session: manager(t, st, "d"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "mid")}})
 	}
 	g := mk()
 	res, err := g.Invoke(ctx, agent.Text("go"))

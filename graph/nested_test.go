@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
@@ -34,7 +35,7 @@ func TestGraphNesting_DeepInterruptSurfacesAndResumesAfterRebuild(t *testing.T) 
 	st := sqliteStore(t)
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "top", Session: manager(t, st, "nest"), System: freshSystem(t)}
+		return graph.Config{ID: "top", Session: manager(t, st, "nest"), System: actorstest.System(t)}
 	}
 	g := build(t, threeLevels(r), cfg())
 	res, err := g.Invoke(ctx, agent.Text("go"))

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -24,7 +25,7 @@ func TestGraph_A3_ANodeAgentWhoseHistoryEndsWithAUserMessageIsABuildError(t *tes
 	ctx := context.Background()
 	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) { return model.TextTurn("ok"), nil })
 	primed := agentnode.Agent(agent.Config{Messages: []model.Message{model.UserText("context: be brief")}, Model: m})
-	g, err := graph.NewBuilder().AddNode("a", primed).Build(ctx, graph.Config{System: freshSystem(t)})
+	g, err := graph.NewBuilder().AddNode("a", primed).Build(ctx, graph.Config{System: actorstest.System(t)})
 	if err == nil {
 		t.Cleanup(func() { _ = g.Close(ctx) })
 		res, ierr := g.Invoke(ctx, agent.Text("task"))

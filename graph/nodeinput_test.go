@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -65,7 +66,7 @@ func TestGraph_AGraphInvokedFromANodeRunsOnItsOwnTask(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	seen := map[string][]string{}
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	other := build(t, graph.NewBuilder().AddNode("x", agentnode.Agent(promptsOf(&mu, seen, "x", ""))), graph.Config{ID: "other", System: sys})
 	caller := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
 		res, err := other.Invoke(ctx, agent.Text("the other task"))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
@@ -110,7 +111,7 @@ func killRounds(t *testing.T, store string) {
 		st, err := openKillStore(ctx, store, dir)
 		require.NoError(t, err)
 		r := newRecorder()
-		g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, st, session), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}})
+		g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, st, session), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}})
 		before, err := g.Status(ctx)
 		require.NoError(t, err, "save %d", k)
 		done := map[string]bool{}

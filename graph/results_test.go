@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -69,7 +70,7 @@ func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	// Between the invocations the graph is closed and another is built
 	// (a fresh runtime loads the run): that time is not the run's.
 	require.NoError(t, g.Close(ctx))
-	g = build(t, b, graph.Config{Session: manager(t, st, "s"), System: freshSystem(t)})
+	g = build(t, b, graph.Config{Session: manager(t, st, "s"), System: actorstest.System(t)})
 	start = time.Now()
 	final, err := g.Invoke(ctx, agent.Resume(interrupt.Respond(first.Interrupts[0].ID, "x")))
 	wall2 := time.Since(start)
@@ -140,7 +141,7 @@ func TestGraph_NestedUsageIsCountedOnceAcrossCrashes(t *testing.T) {
 	for i, exp := range copies {
 		st := persistence.NewMemoryStore()
 		require.NoError(t, persistence.Import(ctx, st, exp))
-		g := build(t, mk(), graph.Config{ID: "top", Session: manager(t, st, "crash"), System: freshSystem(t)})
+		g := build(t, mk(), graph.Config{ID: "top", Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		f := finish(t, g)
 		assert.Equal(t, want, f.Node("mid").Multi.Usage, "save %d: the nested run's own", i)
 		assert.Equal(t, want, f.Usage, "save %d", i)

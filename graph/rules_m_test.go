@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -262,7 +263,7 @@ func TestGraphSession_HeldNodeRunsOnResumeAlsoAfterARestore(t *testing.T) {
 				AddNode("after", heldFn(r, "after", nil, nil)).
 				AddEdge("info", "day").AddEdge("info", "time").AddEdge("time", "after")
 			cfg := func() graph.Config {
-				return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "day")}}
+				return graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "day")}}
 			}
 			g := build(t, b, cfg())
 			first, _ := streamRun(t, g, agent.Text("go"), func(node string) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -245,7 +246,7 @@ func TestGraph_NodeAgentHookInterruptsResumeOnAFreshRuntime(t *testing.T) {
 	open := func() *graph.Graph {
 		b := graph.NewBuilder().AddNode("inspector", textAgent(r, "inspector")).
 			AddNode("cleanup", approvingAgent(r, "cleanup")).AddEdge("inspector", "cleanup")
-		return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t)})
+		return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t)})
 	}
 
 	g := open()

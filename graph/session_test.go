@@ -53,7 +53,7 @@ func TestGraphSession_FreshRuntimeResumesInterruptedRun(t *testing.T) {
 	st := sqliteStore(t)
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "gated")}}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}}
 	}
 	g1 := build(t, sessionGraph(r), cfg())
 	res, err := g1.Invoke(ctx, agent.Text("go"))
@@ -94,7 +94,7 @@ func TestGraphSession_ChangedTopologyIsAnError(t *testing.T) {
 	require.NoError(t, g1.Close(ctx))
 
 	other := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("end", textAgent(r, "end")).AddEdge("a", "end")
-	_, err = other.Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t)})
+	_, err = other.Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t)})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, actors.ErrTopology)
 	assert.Contains(t, err.Error(), "ask")
@@ -111,7 +111,7 @@ func TestGraphSession_ChangedEdgesAreAnError(t *testing.T) {
 	st := sqliteStore(t)
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "b")}}
+		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "b")}}
 	}
 	nodes := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddNode("c", textAgent(r, "c"))
@@ -145,7 +145,7 @@ func TestGraphSession_ChangedEdgesAreAnError(t *testing.T) {
 	}
 	cst := persistence.NewMemoryStore()
 	ccfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, cst, "s2"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "g")}}
+		return graph.Config{ID: "g", Session: manager(t, cst, "s2"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "g")}}
 	}
 	g0 := build(t, cyclic("b", "c"), ccfg())
 	res0, err := g0.Invoke(ctx, agent.Text("go"))
@@ -224,14 +224,14 @@ func TestGraphSession_ASwarmOfTheSameIDGetsADamageErrorOnTheGraphsRecord(t *test
 	require.NoError(t, g.Close(ctx))
 
 	_, err = swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: model.Scripted(model.TextTurn("hi"))}).
-		Build(ctx, swarm.Config{ID: "x", Session: manager(t, st, "s"), System: freshSystem(t)})
+		Build(ctx, swarm.Config{ID: "x", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	var de *persistence.DamageError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, persistence.Key{SessionID: "s", Kind: persistence.KindMultiAgent, ID: "x"}, de.Key)
 	assert.ErrorIs(t, err, actors.ErrTopology)
 	assert.Contains(t, err.Error(), `it holds a graph "x", not the swarm "x"`)
 
-	g = build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "x", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g = build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "x", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	st2, err := g.Status(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusCompleted, st2.Status)

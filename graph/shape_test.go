@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -107,7 +108,7 @@ func TestGraphSession_ALargeGraphIsKnownAgainByItsTopologyDigest(t *testing.T) {
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	cfg := func() graph.Config {
-		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t), MaxNodeExecutions: n + 1,
+		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t), MaxNodeExecutions: n + 1,
 			Hooks: []hook.Provider{gate(r, "g")}}
 	}
 	g := build(t, fanOut(n, false), cfg())

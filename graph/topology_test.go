@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -108,7 +109,7 @@ func TestGraph_BuildErrors(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := c.b.Build(ctx, graph.Config{System: freshSystem(t)})
+			_, err := c.b.Build(ctx, graph.Config{System: actorstest.System(t)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
@@ -119,19 +120,19 @@ func TestGraph_BuildErrors(t *testing.T) {
 		_, err := ev.Interrupt("approval", nil)
 		return err
 	})
-	_, err := graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, graph.Config{System: freshSystem(t), Hooks: []hook.Provider{approval}})
+	_, err := graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, graph.Config{System: actorstest.System(t), Hooks: []hook.Provider{approval}})
 	require.ErrorIs(t, err, graph.ErrBuild)
 	require.ErrorIs(t, err, hook.ErrNotFired)
 	assert.Contains(t, err.Error(), "agent.BeforeToolCallEvent")
 	assert.Contains(t, err.Error(), "a graph fires none (an agent's events go to the Hooks of the node's agent.Config)")
-	_, err = graph.NewBuilder().Build(ctx, graph.Config{System: freshSystem(t)})
+	_, err = graph.NewBuilder().Build(ctx, graph.Config{System: actorstest.System(t)})
 	assert.ErrorIs(t, err, graph.ErrBuild)
 	// The graph's id is a segment of its nodes' owner paths, and of its
 	// records' ids (SPEC S2: no "\\", no control character, at most 255
 	// bytes), with a session or without.
 	for _, id := range []string{"a/b", "a:b", `a\b`, "a\x01b", strings.Repeat("g", 256)} {
 		for _, sess := range []bool{false, true} {
-			cfg := graph.Config{ID: id, System: freshSystem(t)}
+			cfg := graph.Config{ID: id, System: actorstest.System(t)}
 			if sess {
 				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
 			}
@@ -143,7 +144,7 @@ func TestGraph_BuildErrors(t *testing.T) {
 	// So is a node's id.
 	for _, id := range []string{`a\b`, "a\x01b", strings.Repeat("n", 256)} {
 		for _, sess := range []bool{false, true} {
-			cfg := graph.Config{System: freshSystem(t)}
+			cfg := graph.Config{System: actorstest.System(t)}
 			if sess {
 				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
 			}

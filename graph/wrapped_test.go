@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -51,7 +52,7 @@ func TestGraphSession_AWrappedAgentNodeSavesItsInterrupt(t *testing.T) {
 	mk := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("a", wrapped{toolAgent(r, "a", "work", "ask")})
 	}
-	g := build(t, mk(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g := build(t, mk(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
@@ -66,7 +67,7 @@ func TestGraphSession_AWrappedAgentNodeSavesItsInterrupt(t *testing.T) {
 	require.True(t, rec.Interrupts.Activated(), "the agent's interrupt is in the store")
 	require.Len(t, rec.Interrupts.Unanswered(), 1)
 
-	g2 := build(t, mk(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g2 := build(t, mk(), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "yes")))
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusCompleted, res.Status)
@@ -110,7 +111,7 @@ func TestGraphSession_TwoAgentsInOneNodeRunBothSave(t *testing.T) {
 	r := newRecorder()
 	reviewer := agentnode.Agent(agent.Config{ID: "reviewer", Model: model.Scripted(model.TextTurn("reviewer done"))})
 	g := build(t, graph.NewBuilder().AddNode("n", pair{toolAgent(r, "n", "work", "ask"), reviewer}),
-		graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+		graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
@@ -170,7 +171,7 @@ func TestGraphSession_AnExecutorThatOutlivesItsRunSavesOnItsOwn(t *testing.T) {
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	d := detached{inner: textAgent(r, "late"), release: make(chan struct{}), done: make(chan struct{})}
-	g := build(t, graph.NewBuilder().AddNode("late", d), graph.Config{ID: "g", Session: manager(t, st, "s"), System: freshSystem(t)})
+	g := build(t, graph.NewBuilder().AddNode("late", d), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -29,7 +30,7 @@ import (
 // streamed, then finishes the run.
 func TestSwarmActor_DrivenByProtobufMessagesZeroValuesIncluded(t *testing.T) {
 	ctx := context.Background()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	r := newRecorder()
 	b := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "review"})).AddAgent(teamAgent(r, "b", handoff{}))
 	s := build(t, b, swarm.Config{System: sys, Hooks: []hook.Provider{gate(r, "b")}})
@@ -136,7 +137,7 @@ func TestSwarmActor_DrivenByProtobufMessagesZeroValuesIncluded(t *testing.T) {
 // used to skip them and run its entry agent with an empty request.
 func TestSwarmActor_ATaskWhoseMessagesAreNotMessagesIsRefused(t *testing.T) {
 	ctx := context.Background()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	r := newRecorder()
 	s := build(t, swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{})), swarm.Config{System: sys})
 	inbox := actors.NewInbox(sys)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -27,7 +28,7 @@ import (
 func TestNesting_ASubAgentLeftWaitingByARunThatEndedIsDroppedForTheNextCall_M11(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	sys := freshSystem(t)
+	sys := actorstest.System(t)
 	subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 		last, _ := req.LastMessage()
 		if trs := last.ToolResults(); len(trs) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/interrupt"
@@ -27,7 +28,7 @@ func TestNesting_PartialAnswersToAnAgentAsToolTwoLevelsDown_I6(t *testing.T) {
 	st := sqliteStore(t)
 	r := newRecorder()
 	open := func() *graph.Graph {
-		sys := freshSystem(t)
+		sys := actorstest.System(t)
 		subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 			r.add("model:sub")
 			last, _ := req.LastMessage()

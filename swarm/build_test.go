@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
@@ -56,7 +57,7 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			cfg.System = freshSystem(t)
+			cfg.System = actorstest.System(t)
 			s, err := tc.b.Build(context.Background(), cfg)
 			require.Error(t, err)
 			assert.Nil(t, s)

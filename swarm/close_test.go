@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/swarm"
 )
@@ -18,7 +19,7 @@ func TestSwarm_CloseAnswersRunningAndLaterInvocations(t *testing.T) {
 	ctx := context.Background()
 	blocked := &blockingModel{started: make(chan struct{}, 1)}
 	s, err := swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: blocked}).
-		Build(ctx, swarm.Config{System: freshSystem(t)})
+		Build(ctx, swarm.Config{System: actorstest.System(t)})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
@@ -89,7 +90,7 @@ func TestSwarmCrash_ResumeAfterEverySaveFollowsTheHandoffs(t *testing.T) {
 		st := persistence.NewMemoryStore()
 		require.NoError(t, persistence.Import(ctx, st, exp))
 		r2 := newRecorder()
-		s2 := build(t, researchSwarm(r2), swarm.Config{Session: manager(t, st, "crash"), System: freshSystem(t)})
+		s2 := build(t, researchSwarm(r2), swarm.Config{Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		before, err := s2.Status(ctx)
 		require.NoError(t, err, "copy %d", i)
 		done := map[string]bool{}

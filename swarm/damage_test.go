@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/persistencetest"
@@ -22,7 +23,9 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
-	cfg := func() swarm.Config { return swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)} }
+	cfg := func() swarm.Config {
+		return swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)}
+	}
 	s := build(t, researchSwarm(r), cfg())
 	res, err := s.Invoke(ctx, agent.Text("find it"))
 	require.NoError(t, err)
@@ -62,7 +65,7 @@ func TestSwarmSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
-	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 	res, err := s.Invoke(ctx, agent.Text("find it"))
 	require.NoError(t, err)
 	require.Len(t, res.Interrupts, 1)
@@ -71,13 +74,13 @@ func TestSwarmSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
 	key := persistencetest.OnlyRecord(t, st, "sess", persistence.KindMultiAgent)
 	copied := persistence.Key{SessionID: "copy", Kind: key.Kind, ID: key.ID}
 	persistencetest.CopyRecord(t, st, key, copied)
-	_, err = researchSwarm(r).Build(ctx, swarm.Config{Session: manager(t, st, "copy"), System: freshSystem(t)})
+	_, err = researchSwarm(r).Build(ctx, swarm.Config{Session: manager(t, st, "copy"), System: actorstest.System(t)})
 	var de *persistence.DamageError
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, copied, de.Key)
 	require.ErrorContains(t, err, `of session "sess"`)
 
-	s = build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	s = build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 	status, err := s.Status(ctx)
 	require.NoError(t, err)
 	require.Len(t, status.Interrupts, 1)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
@@ -22,7 +23,7 @@ func TestSwarmSession_ATeamWithoutAnAgentOfAnEndedRunStartsANewOne_M10(t *testin
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	cfg := func() swarm.Config {
-		return swarm.Config{ID: "s", Session: manager(t, st, "x"), System: freshSystem(t)}
+		return swarm.Config{ID: "s", Session: manager(t, st, "x"), System: actorstest.System(t)}
 	}
 	s1 := build(t, swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "go on"})).AddAgent(teamAgent(r, "b", handoff{})), cfg())
 	res, err := s1.Invoke(ctx, agent.Text("go"))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
@@ -20,22 +20,12 @@ import (
 	"github.com/braidhq/braid/tool"
 )
 
-// freshSystem returns an actor system of its own, closed when the test
-// ends: the runtime another process would have.
-func freshSystem(t testing.TB) *actors.System {
-	t.Helper()
-	sys, err := actors.NewSystem(actors.DefaultConfig())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	return sys
-}
-
 // build builds b with cfg (on a fresh system unless cfg has one) and
 // closes the swarm when the test ends.
 func build(t *testing.T, b *swarm.Builder, cfg swarm.Config) *swarm.Swarm {
 	t.Helper()
 	if cfg.System == nil {
-		cfg.System = freshSystem(t)
+		cfg.System = actorstest.System(t)
 	}
 	s, err := b.Build(context.Background(), cfg)
 	require.NoError(t, err)

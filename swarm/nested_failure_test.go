@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -28,7 +29,7 @@ func TestNesting_ANestedRunThatFailedGivesItsNodeAnErrorSayingWhy_M7(t *testing.
 	team := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "x"})).AddAgent(teamAgent(r, "b", handoff{to: "a", message: "y"}))
 	g, err := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{MaxHandoffs: 2})).
 		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("team", "after").
-		Build(ctx, graph.Config{ID: "g", System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "g", System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(ctx) })
 	res, err := g.Invoke(ctx, agent.Text("go"))
@@ -50,7 +51,7 @@ func TestNesting_ANestedRunThatFailedGivesItsNodeAnErrorSayingWhy_M7(t *testing.
 	})
 	inner := graph.NewBuilder().AddNode("write", boom)
 	g2, err := graph.NewBuilder().AddNode("mid", graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{})).AsNode(graph.Config{})).
-		Build(ctx, graph.Config{ID: "g2", System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "g2", System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g2.Close(ctx) })
 	res, err = g2.Invoke(ctx, agent.Text("go"))
@@ -75,7 +76,7 @@ func TestNesting_ANestedRunCancelledByAnInnerGateGivesItsNodeTheReason_M7(t *tes
 	mid := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{Hooks: []hook.Provider{gate(r, "b")}}))
 	g, err := graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{})).
 		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("mid", "after").
-		Build(ctx, graph.Config{ID: "top", System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "top", System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(ctx) })
 	res, err := g.Invoke(ctx, agent.Text("go"))

@@ -91,7 +91,7 @@ func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M1
 	st := sqliteStore(t)
 	r := newRecorder()
 
-	t1 := buildDeepTree(t, r, st, freshSystem(t))
+	t1 := buildDeepTree(t, r, st, actorstest.System(t))
 	var gateID string
 	paths := map[string]bool{}
 	for ev, err := range t1.top.Stream(ctx, agent.Text("go")) {
@@ -118,7 +118,7 @@ func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M1
 	require.NoError(t, t1.top.Close(ctx))
 	require.NoError(t, t1.sub.Close(ctx))
 
-	t2 := buildDeepTree(t, r, st, freshSystem(t))
+	t2 := buildDeepTree(t, r, st, actorstest.System(t))
 	res, err := t2.top.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status, res.Message)
@@ -129,7 +129,7 @@ func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M1
 	require.NoError(t, t2.top.Close(ctx))
 	require.NoError(t, t2.sub.Close(ctx))
 
-	t3 := buildDeepTree(t, r, st, freshSystem(t))
+	t3 := buildDeepTree(t, r, st, actorstest.System(t))
 	res, err = t3.top.Invoke(ctx, agent.Resume(interrupt.Respond(toolID, "blue")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status, res.Message)
@@ -227,7 +227,7 @@ func TestNesting_CancelAtTheTopStopsAnAgentThreeLevelsDownAndANewRunFinishes_M11
 	team := swarm.NewBuilder().AddAgent(aCfg).AddAgent(cfg)
 	mid := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{}))
 	g, err := graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{})).
-		Build(ctx, graph.Config{ID: "top", Session: manager(t, sqliteStore(t), "c"), System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "top", Session: manager(t, sqliteStore(t), "c"), System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	done := make(chan *multiagent.Result, 1)
@@ -277,7 +277,7 @@ func TestNesting_CancelWhileANestedSwarmWaitsAndASiblingRuns_M4(t *testing.T) {
 	team := swarm.NewBuilder().AddAgent(askingAgent(r, "b", handoff{}))
 	g, err := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{})).AddNode("slow", agentnode.Agent(slow)).
 		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("team", "after").
-		Build(ctx, graph.Config{ID: "top", Session: manager(t, sqliteStore(t), "s"), System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "top", Session: manager(t, sqliteStore(t), "s"), System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	var res *multiagent.Result
@@ -325,7 +325,7 @@ func TestNesting_AStreamStoppedEarlyAtTheTopLeavesAResumableDeepRun_M12(t *testi
 	open := func() *graph.Graph {
 		mid := graph.NewBuilder().AddNode("team", researchSwarm(r).AsNode(swarm.Config{}))
 		g, err := graph.NewBuilder().AddNode("mid", mid.AsNode(graph.Config{})).
-			Build(ctx, graph.Config{ID: "top", Session: manager(t, st, "m"), System: freshSystem(t)})
+			Build(ctx, graph.Config{ID: "top", Session: manager(t, st, "m"), System: actorstest.System(t)})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = g.Close(context.Background()) })
 		return g
@@ -372,7 +372,7 @@ func TestNesting_OneResumeAnswersInterruptsAtThreeDepthsInAFreshTree_M5(t *testi
 		deep := graph.NewBuilder().AddNode("team", s2.AsNode(swarm.Config{ID: "same"}))
 		g, err := graph.NewBuilder().AddNode("one", s1.AsNode(swarm.Config{ID: "same"})).AddNode("two", deep.AsNode(graph.Config{})).
 			AddNode("gated", agentnode.Agent(teamAgent(rt, "gated", handoff{}))).
-			Build(ctx, graph.Config{ID: "top", Session: manager(t, st, "three"), System: freshSystem(t), Hooks: []hook.Provider{gate(rt, "gated")}})
+			Build(ctx, graph.Config{ID: "top", Session: manager(t, st, "three"), System: actorstest.System(t), Hooks: []hook.Provider{gate(rt, "gated")}})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = g.Close(context.Background()) })
 		return g

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -26,7 +27,7 @@ func TestSwarmAsGraphNode_InnerInterruptSurfacesWithPathAndResumes(t *testing.T)
 	team := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "check"})).AddAgent(askingAgent(r, "b", handoff{}))
 	after := teamAgent(r, "after", handoff{})
 	g, err := graph.NewBuilder().AddNode("team", team.AsNode(swarm.Config{})).AddNode("after", agentnode.Agent(after)).
-		AddEdge("team", "after").Build(ctx, graph.Config{ID: "g", System: freshSystem(t)})
+		AddEdge("team", "after").Build(ctx, graph.Config{ID: "g", System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(ctx) })
 
@@ -64,7 +65,7 @@ func TestSwarmAsGraphNode_ResumesAfterRebuildFromSession(t *testing.T) {
 			AddEdge("team", "after")
 	}
 	open := func() *graph.Graph {
-		g, err := top().Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "nest"), System: freshSystem(t)})
+		g, err := top().Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "nest"), System: actorstest.System(t)})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = g.Close(ctx) })
 		return g

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -51,7 +52,7 @@ func TestSwarm_TheTextOfARunThatRevisitsANodeIsItsLastAnswer_M11(t *testing.T) {
 
 	g, err := graph.NewBuilder().AddNode("team", revisitingTeam(r).AsNode(swarm.Config{})).
 		AddNode("after", agentnode.Agent(teamAgent(r, "after", handoff{}))).AddEdge("team", "after").
-		Build(ctx, graph.Config{ID: "g", System: freshSystem(t)})
+		Build(ctx, graph.Config{ID: "g", System: actorstest.System(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(ctx) })
 	res, err = g.Invoke(ctx, agent.Text("go"))

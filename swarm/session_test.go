@@ -37,7 +37,7 @@ func TestSwarmSession_FreshRuntimeResumesInterruptedRun(t *testing.T) {
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
 	cfg := func() swarm.Config {
-		return swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)}
+		return swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)}
 	}
 	s1 := build(t, researchSwarm(r), cfg())
 	res, err := s1.Invoke(ctx, agent.Text("find the answer"))
@@ -81,7 +81,7 @@ func TestSwarmSession_GateAnsweredInFreshRuntimeRunsTargetWithHandoffMessage(t *
 		return swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "approve the refund"})).AddAgent(teamAgent(r, "b", handoff{}))
 	}
 	cfg := func() swarm.Config {
-		return swarm.Config{ID: "desk", Session: manager(t, st, "sess"), System: freshSystem(t), Hooks: []hook.Provider{gate(r, "b")}}
+		return swarm.Config{ID: "desk", Session: manager(t, st, "sess"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "b")}}
 	}
 	s1 := build(t, b(), cfg())
 	res, err := s1.Invoke(ctx, agent.Text("refund order 7"))
@@ -113,7 +113,7 @@ func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 	require.NoError(t, s1.Close(ctx))
 
 	other := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{})).AddAgent(teamAgent(r, "c", handoff{}))
-	_, err = other.Build(ctx, swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	_, err = other.Build(ctx, swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, actors.ErrTopology)
 	assert.Contains(t, err.Error(), `"b"`)
@@ -124,11 +124,11 @@ func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 		"another entry point":  researchSwarm(r).SetEntryPoint("b"),
 		"agents reset revisit": researchSwarm(r).ResetOnRevisit(true),
 	} {
-		_, err = changed.Build(ctx, swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+		_, err = changed.Build(ctx, swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 		require.ErrorIs(t, err, actors.ErrTopology, name)
 		assert.Contains(t, err.Error(), `nodes "a" "b" "c"; entry point "a"`, name)
 	}
-	s2 := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: freshSystem(t)})
+	s2 := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 	now, err := s2.Status(ctx)
 	require.NoError(t, err, "the team that saved the run still opens it")
 	assert.Equal(t, multiagent.StatusInterrupted, now.Status)
@@ -176,7 +176,9 @@ func TestSwarmSession_RacingResumesOneProceedsOneConflicts(t *testing.T) {
 	ctx := context.Background()
 	st := persistence.NewMemoryStore()
 	r := newRecorder()
-	cfg := func() swarm.Config { return swarm.Config{Session: manager(t, st, "race"), System: freshSystem(t)} }
+	cfg := func() swarm.Config {
+		return swarm.Config{Session: manager(t, st, "race"), System: actorstest.System(t)}
+	}
 	s1 := build(t, researchSwarm(r), cfg())
 	res, err := s1.Invoke(ctx, agent.Text("find the answer"))
 	require.NoError(t, err)

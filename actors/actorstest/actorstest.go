@@ -3,12 +3,25 @@
 package actorstest
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/braidhq/braid/actors"
 )
+
+// System returns an actor system of its own, with the default config,
+// closed when the test ends: the runtime another process would have.
+func System(t testing.TB) *actors.System {
+	t.Helper()
+	sys, err := actors.NewSystem(actors.DefaultConfig())
+	if err != nil {
+		t.Fatalf("actor system: %v", err)
+	}
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	return sys
+}
 
 // Lifecycles records what happened to a System's owners: pass its Observe
 // as actors.Config.Observer. Safe for concurrent use.
