@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/braidhq/braid/interrupt"
@@ -125,7 +126,11 @@ type NotFiredError struct {
 }
 
 func (e *NotFiredError) Error() string {
-	msg := fmt.Sprintf("hook for %s: %s: a %s fires none", e.Event, ErrNotFired, e.Owner)
+	article := "a"
+	if e.Owner != "" && strings.ContainsRune("aeiouAEIOU", rune(e.Owner[0])) {
+		article = "an"
+	}
+	msg := fmt.Sprintf("hook for %s: %s: %s %s fires none", e.Event, ErrNotFired, article, e.Owner)
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}

@@ -286,3 +286,19 @@ func TestCheck_NamesTheFirstEventTypeItsOwnerNeverFires(t *testing.T) {
 	assert.Contains(t, err.Error(), "hook_test.other")
 	assert.Contains(t, err.Error(), "a thing fires none (give it elsewhere)")
 }
+
+// The refusal reads as a sentence whatever the owner's name: "an" before a
+// vowel ("an agent"), "a" otherwise ("a graph", "a swarm").
+func TestNotFiredError_NamesTheOwnerWithItsArticle(t *testing.T) {
+	type other struct{}
+	r := hook.NewRegistry(hook.Func(func(context.Context, *other) error { return nil }))
+	for owner, want := range map[string]string{
+		"agent": "an agent fires none",
+		"graph": "a graph fires none",
+		"swarm": "a swarm fires none",
+	} {
+		err := r.Check(owner, "")
+		require.ErrorIs(t, err, hook.ErrNotFired)
+		assert.Contains(t, err.Error(), want, owner)
+	}
+}
