@@ -74,9 +74,9 @@ type Agent struct {
 }
 
 // New builds an agent: it binds the agent's identity in its System's
-// registry and activates its actor, which restores the session (Config.
-// Session or Config.Restore) and fires AgentInitializedEvent. ctx bounds
-// the wait for that; the actor loads within Config.LoadTimeout.
+// registry and activates its actor, which restores the session
+// (Config.Session or Config.Restore) and fires AgentInitializedEvent. ctx
+// bounds the wait for that; the actor loads within Config.LoadTimeout.
 //
 // With a Session the identity is (session id, "agent", owner path + id),
 // and a second agent of the same identity in one System is refused with
