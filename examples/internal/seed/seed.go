@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/provider"
 )
 
 // Paths is the input of the file tools.
@@ -88,7 +89,8 @@ func Usage(format string, args ...any) error {
 
 // ParseFlags parses an example's command line with fs, which takes no
 // argument besides its flags. -h (or -help) prints the usage and returns
-// flag.ErrHelp; a bad flag, or an argument, is a *UsageError.
+// flag.ErrHelp; a bad flag, an argument, or a -model spec that does not
+// parse (provider.Parse) is a *UsageError.
 func ParseFlags(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	switch {
@@ -98,6 +100,11 @@ func ParseFlags(fs *flag.FlagSet, args []string) error {
 		return &UsageError{Err: err}
 	case fs.NArg() > 0:
 		return Usage("%s takes flags only, got the argument %q (flags are written -name value)", fs.Name(), fs.Arg(0))
+	}
+	if f := fs.Lookup("model"); f != nil {
+		if _, err := provider.Parse(f.Value.String()); err != nil {
+			return Usage("-model: %w", err)
+		}
 	}
 	return nil
 }

@@ -54,8 +54,9 @@ func RunMain(t *testing.T, main func(), args ...string) (status int, stderr stri
 // CheckCommandLine checks what every example's command line promises:
 // -h prints the usage and exits 0, with nothing on standard error; a
 // mistyped flag, or an answer given as an argument instead of with
-// -answer, exits 2 (a usage error: nothing ran) and says why. Like
-// RunMain, it must come first in the calling test.
+// -answer, or a -model spec that does not parse, exits 2 (a usage error:
+// nothing ran) and says why. Like RunMain, it must come first in the
+// calling test.
 func CheckCommandLine(t *testing.T, main func()) {
 	t.Helper()
 	for _, c := range []struct {
@@ -66,6 +67,8 @@ func CheckCommandLine(t *testing.T, main func()) {
 		{[]string{"-h"}, 0, ""},
 		{[]string{"-bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"-answer", "y", "y"}, 2, `got the argument "y"`},
+		{[]string{"-model", "nosuch:m"}, 2, `unknown provider "nosuch"`},
+		{[]string{"-model", "gpt-4o"}, 2, `model "gpt-4o"`},
 	} {
 		status, stderr := RunMain(t, main, c.args...)
 		if status != c.status {
