@@ -7,11 +7,18 @@
 // on shutdown; a session manager per request opens nothing, so nothing
 // leaks however many requests it serves.
 //
+// A request that a crash cut off (its process killed while delete_files
+// ran) is carried on by the next client before its own request, and
+// delete_files, declared at-most-once, is run again only if the user says
+// so.
+//
 //	go run ./examples/session -answer t -dir /tmp/braid-sessions
 package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -110,20 +117,55 @@ func (s server) handle(ctx context.Context, input agent.Input) (*agent.Result, e
 	return a.Invoke(ctx, input)
 }
 
-// client is the seed's client loop.
+// client is the seed's client loop: it sends one request for paths and
+// answers its interrupts. If the session holds a request a crash cut off
+// (agent.ErrIncompleteRun: its process died mid-run), it carries that one
+// on first, with the empty input, then sends its own.
 func client(ctx context.Context, srv server, ask *seed.Asker, paths []string, out io.Writer) error {
-	result, err := srv.handle(ctx, agent.Text(fmt.Sprintf("paths=<%v>", paths)))
+	prompt := agent.Text(fmt.Sprintf("paths=<%v>", paths))
+	err := converse(ctx, srv, ask, prompt, out)
+	if errors.Is(err, agent.ErrIncompleteRun) {
+		fmt.Fprintln(out, "the last request was cut off by a crash: carrying it on")
+		if err := converse(ctx, srv, ask, agent.Input{}, out); err != nil {
+			return err
+		}
+		err = converse(ctx, srv, ask, prompt, out)
+	}
+	return err
+}
+
+// converse sends input and answers the interrupts until the agent's turn
+// ends: the approval of delete_files, and the braid.recovery question of
+// a delete a crash cut off (SPEC S6), answered "rerun" only on "y".
+func converse(ctx context.Context, srv server, ask *seed.Asker, input agent.Input, out io.Writer) error {
+	result, err := srv.handle(ctx, input)
 	for err == nil && result.StopReason == agent.StopInterrupt {
 		var responses []interrupt.Response
 		for _, in := range result.Interrupts {
-			if in.Name != "myapp-approval" {
-				continue
+			switch in.Name {
+			case "myapp-approval":
+				var reason seed.Paths
+				if err := in.DecodeReason(&reason); err != nil {
+					return err
+				}
+				responses = append(responses, interrupt.Respond(in.ID, ask.Ask(fmt.Sprintf("Do you want to delete %v (t/y/N): ", reason.Paths))))
+			case agent.RecoveryInterrupt:
+				var reason agent.RecoveryReason
+				if err := in.DecodeReason(&reason); err != nil {
+					return err
+				}
+				var paths seed.Paths
+				if err := json.Unmarshal(reason.Input, &paths); err != nil {
+					return err
+				}
+				answer := ask.Ask(fmt.Sprintf("%s %v was cut off by a crash; run it again? (y/N): ", reason.Tool, paths.Paths))
+				if strings.ToLower(answer) == "y" {
+					answer = agent.RecoveryRerun
+				}
+				responses = append(responses, interrupt.Respond(in.ID, answer))
+			default:
+				return fmt.Errorf("interrupt %q: the client does not know it", in.Name)
 			}
-			var reason seed.Paths
-			if err := in.DecodeReason(&reason); err != nil {
-				return err
-			}
-			responses = append(responses, interrupt.Respond(in.ID, ask.Ask(fmt.Sprintf("Do you want to delete %v (t/y/N): ", reason.Paths))))
 		}
 		result, err = srv.handle(ctx, agent.Resume(responses...))
 	}
