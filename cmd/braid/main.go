@@ -1,10 +1,13 @@
 // Command braid is Braid's command line.
 //
-//	braid demo [-yes|-no|-later] [-dir DIR]   the "delete old files" agent on the scripted model
-//	braid demo graph [-yes|-no]               the seed's Graph example: approval before its cleanup node
+//	braid demo [-yes|-no|-later] [-dir DIR] [-model SPEC]   the "delete old files" agent
+//	braid demo graph [-yes|-no] [-model SPEC]               the seed's Graph example: approval before its cleanup node
 //	braid session list [-status]|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
-//	braid session import FILE|delete ID [-dir DIR|-postgres DSN]    move or remove a session
-//	braid help [demo|session]                 the usage of braid or of a command
+//	braid session import FILE|delete ID [-dir DIR|-postgres DSN]              move or remove a session
+//	braid help [demo|session]                               the usage of braid or of a command
+//
+// -model picks the model: "scripted" (the default, an offline script),
+// "openai:<model>", "anthropic:<model>" or "bedrock:<model>".
 //
 // Run "braid help" for the list of commands. The exit status is 0 when the
 // command did what it was asked (or printed the help asked for), 1 when it
