@@ -83,7 +83,10 @@ type StreamingRunner interface {
 	// StreamNode runs like RunNode and calls emit with each event of the
 	// executor (an agent's events; a nested orchestrator's events), on the
 	// goroutine that calls StreamNode. Interrupt events are not emitted:
-	// the orchestrator sends them after its save.
+	// the orchestrator sends them after its save. With a session, the
+	// INTERRUPTED NodeStop events emitted (a nested orchestrator's
+	// nodes') are held back and sent with the node's own NodeStop, once
+	// the orchestrator's save holds the run's report.
 	StreamNode(ctx context.Context, run *braidv1.NodeRun, emit func(*braidv1.MultiAgentEvent)) *braidv1.NodeResult
 }
 
@@ -160,6 +163,10 @@ type localReport struct {
 	rep   *braidv1.NodeReport
 	defs  []Deferred
 	local any // SetLocalResult's value
+	// stops are the executor's INTERRUPTED NodeStop events (a nested
+	// orchestrator's nodes'), held back: they list interrupts that the
+	// orchestrator's store holds once it saves the report (SPEC I9).
+	stops []*braidv1.MultiAgentEvent
 }
 
 // WithCallerValues is ctx, carrying caller's values too: a context for
@@ -203,8 +210,13 @@ type localRun struct {
 
 type localKey struct{}
 
-// localOut is where a runner leaves the in-process form of its result.
-type localOut struct{ v any }
+// localOut is where a runner leaves the in-process form of its result;
+// stops are the executor's events held back for the orchestrator
+// (localReport.stops).
+type localOut struct {
+	v     any
+	stops []*braidv1.MultiAgentEvent
+}
 
 type localOutKey struct{}
 
@@ -299,12 +311,12 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
-		rep := n.run(ctx, m, events)
+		rep := n.run(ctx, m, events, out)
 		cancel(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
 		defs := joint.end()
-		if defs != nil || out.v != nil {
-			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v})
+		if defs != nil || out.v != nil || out.stops != nil {
+			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v, stops: out.stops})
 			return
 		}
 		root.Send(parent, rep)
@@ -312,8 +324,9 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 }
 
 // run runs one NodeRun: the gate, the executor, AfterNodeCall. A panic
-// anywhere fails the run (SPEC R6).
-func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.PID) (rep *braidv1.NodeReport) {
+// anywhere fails the run (SPEC R6). The executor's events go to events,
+// but for those held back in out.stops.
+func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.PID, out *localOut) (rep *braidv1.NodeReport) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -360,7 +373,17 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 		root := n.sys.Root()
 		root.Send(events, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStart{NodeStart: true}})
 		if sr, ok := n.runner.(StreamingRunner); ok {
-			res = sr.StreamNode(ctx, m, func(ev *braidv1.MultiAgentEvent) { root.Send(events, ev) })
+			res = sr.StreamNode(ctx, m, func(ev *braidv1.MultiAgentEvent) {
+				// A nested node's NodeStop that lists interrupts waits for
+				// the orchestrator's save of this run's report, as the
+				// node's own NodeStop does: until then the run a caller
+				// answers does not hold them (SPEC I9).
+				if n.stored && ev.GetNodeStop().GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+					out.stops = append(out.stops, ev)
+					return
+				}
+				root.Send(events, ev)
+			})
 		} else {
 			res = n.runner.RunNode(ctx, m)
 		}

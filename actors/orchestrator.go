@@ -421,7 +421,8 @@ func (o *Orchestrator) isClosed() bool {
 // Stream runs like Invoke and calls yield with each event of the run as
 // it happens (SPEC M12): node starts, the events of the nodes' agents
 // (tagged with the node path), node results (an INTERRUPTED one, which
-// carries its interrupts, once a save holds it), and, after the run is
+// carries its interrupts, once a save holds it; a nested orchestrator's
+// node's too, with its parent node's), and, after the run is
 // saved, its interrupts. It returns the result, or ErrStreamStopped once yield
 // returns false: the run then goes on to its end unread and a later
 // resume can finish it. Called from the orchestrator's own run, it returns
@@ -592,6 +593,10 @@ type nodeRec struct {
 	// before the report, with its result then, before (nil: none).
 	unsaved bool
 	before  *braidv1.NodeResult
+	// stops: the NodeStop events of the executor's own nodes (a nested
+	// orchestrator's) that list interrupts, sent with the node's own
+	// NodeStop once a save holds its report (localReport.stops).
+	stops []*braidv1.MultiAgentEvent
 }
 
 // orchActor is the orchestrator's actor: it owns the run (node statuses
@@ -779,9 +784,9 @@ func (x *orchActor) runMessage(c actor.Context, msg any) {
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
-		x.report(c, foreignReport(m), nil, nil)
+		x.report(c, foreignReport(m), nil, nil, nil)
 	case *localReport:
-		x.report(c, m.rep, m.defs, m.local)
+		x.report(c, m.rep, m.defs, m.local, m.stops)
 	}
 }
 
@@ -1522,7 +1527,7 @@ func checkReportInterrupts(m *braidv1.NodeReport) error {
 // report (of a run this activation did not send, or sent by another actor
 // when nothing waits for it, such as for a node of a run a crash cut off)
 // is dropped.
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferred, local any) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferred, local any, stops []*braidv1.MultiAgentEvent) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING || x.cur == nil || x.phase != 2 {
 		return // a report of a run this activation did not send, or that nothing waits for
@@ -1577,13 +1582,16 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 	// its NodeStop waits (SPEC I9; the save follows at once, reported).
 	unsaved := res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && x.owner != nil
 	if unsaved {
-		n.unsaved, n.before = true, n.result
+		n.unsaved, n.before, n.stops = true, n.result, stops
 		x.unsaved = append(x.unsaved, n)
 	}
 	n.result, n.localRes = res, local
 	x.setStatus(n, res.GetStatus())
 	n.unfinished = n.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED
 	if x.cur.events != nil && !unsaved {
+		for _, ev := range stops {
+			x.cur.emit(x.sys, ev)
+		}
 		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
 		if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
 			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
@@ -1878,11 +1886,16 @@ func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
 
 // savedReports: a save committed, which holds every report so far (the
 // reports that come during a save wait for its end): the unsaved nodes
-// are shown as they are, and their NodeStop events, held back, are sent.
+// are shown as they are, and their NodeStop events, held back, are sent,
+// each after the held NodeStops of its executor's nodes (nodeRec.stops).
 func (x *orchActor) savedReports() {
 	for _, n := range x.unsaved {
-		n.unsaved, n.before = false, nil
+		stops := n.stops
+		n.unsaved, n.before, n.stops = false, nil, nil
 		if x.cur != nil && n.result != nil {
+			for _, ev := range stops {
+				x.cur.emit(x.sys, ev)
+			}
 			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(n.result)}})
 		}
 	}
@@ -1894,7 +1907,7 @@ func (x *orchActor) savedReports() {
 // run, or a reload of the stored run, replaces them).
 func (x *orchActor) forgetUnsaved() {
 	for _, n := range x.unsaved {
-		n.unsaved, n.before = false, nil
+		n.unsaved, n.before, n.stops = false, nil, nil
 	}
 	clear(x.unsaved)
 	x.unsaved = x.unsaved[:0]

@@ -217,3 +217,82 @@ func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
 	assert.Equal(t, interruptNamed(t, res, "x-ask").ID, status.Interrupts[0].ID)
 	assert.Equal(t, multiagent.StatusInterrupted, status.Node("x").Status)
 }
+
+// SPEC I9, M12: a nested graph's node that stops for an interrupt is
+// streamed (its NodeStop, which lists the interrupt) once the outer
+// graph's save holds it, as the outer node's NodeStop and InterruptEvent
+// are: the nested graph's own save is not enough, since until the outer
+// one commits, the outer run (the one a caller answers) does not know of
+// the interrupt, and a crash or a failed save there leaves a resume that
+// answers it refused.
+func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *testing.T) {
+	asked, pGo := make(chan struct{}), make(chan struct{})
+	st := newHeldSave(func(opts persistence.SaveOptions, changes []persistence.Change) bool {
+		select {
+		case <-asked: // the outer graph's first save after x asked: n's report's
+		default:
+			return false
+		}
+		for _, c := range changes {
+			if c.Key.Kind == persistence.KindMultiAgent && c.Key.ID == "g" {
+				return true
+			}
+		}
+		return false
+	})
+	r := newRecorder()
+	inner := graph.NewBuilder().AddNode("x", askingAgent(r, "x", map[int]bool{1: true}, asked, nil))
+	p := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
+		<-pGo
+		return model.TextTurn("p done"), nil
+	})})
+	g := build(t, graph.NewBuilder().AddNode("n", inner.AsNode(graph.Config{})).AddNode("p", p),
+		graph.Config{ID: "g", Session: manager(t, st, "s")})
+	var goOnce sync.Once
+	letP := func() { goOnce.Do(func() { close(pGo) }) }
+	t.Cleanup(st.let) // before the graph's Close, which waits for its save
+	t.Cleanup(letP)
+	events := make(chan string, 64)
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		defer close(events)
+		var res *multiagent.Result
+		for ev, err := range g.Stream(context.Background(), agent.Text("go")) {
+			if !assert.NoError(t, err) {
+				break
+			}
+			events <- describe(ev)
+			if e, ok := ev.(*multiagent.ResultEvent); ok {
+				res = e.Result
+			}
+		}
+		done <- res
+	}()
+
+	<-st.entered // n's report is being saved; p still runs
+	status, err := g.Status(soon(t))
+	require.NoError(t, err)
+	assert.Empty(t, status.Interrupts)
+	// p answers now: its agent's events are streamed after anything
+	// n's node sent before its report.
+	letP()
+	var before []string
+	for e := range events {
+		if e == "message g/p assistant" {
+			break
+		}
+		before = append(before, e)
+	}
+	assert.NotContains(t, before, "stop g/n/x INTERRUPTED", "the nested node's NodeStop, with its interrupt, came before the outer save")
+
+	st.let()
+	res := <-done
+	require.NotNil(t, res)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	var after []string
+	for e := range events {
+		after = append(after, e)
+	}
+	nested, outer, intr := slices.Index(after, "stop g/n/x INTERRUPTED"), slices.Index(after, "stop g/n INTERRUPTED"), slices.Index(after, "interrupt g/n")
+	assert.True(t, nested >= 0 && outer > nested && intr > outer, "the nested NodeStop, the outer one, then the InterruptEvent: %v", after)
+}

@@ -27,8 +27,10 @@ type NodeEvent struct {
 }
 
 // NodeStopEvent: a node's run ended, with its result. An INTERRUPTED
-// result, which lists the node's interrupts, comes once the
-// orchestrator's save holds them (SPEC I9), as InterruptEvent does.
+// result, which lists the node's interrupts, comes once the save of the
+// streamed orchestrator holds them (SPEC I9), as InterruptEvent does: a
+// nested Graph or Swarm's node's too, which comes with the NodeStop of
+// the node that runs the nested one.
 type NodeStopEvent struct {
 	Node   string
 	Result *NodeResult
