@@ -42,15 +42,20 @@ type ToolInput struct {
 // tool.Exclusive, keyed by sub's identity (its owner path and id), so
 // Braid's executors never run two calls of sub at once (a custom executor
 // must honour the key too, see tool.Executor), whatever tool names wrap
-// it (an Exclusive option in opts is overridden). When one call stops for an interrupt (sub's, or a BeforeToolCall
-// hook's on the call), the later calls of sub in that turn do not start:
-// the outer agent stops with that call's interrupts alone, and on resume
-// the calls run again in tool-use order, so the interrupted call resumes
-// sub with its answers first, and only then do the later calls run (each
-// asking its own questions, under its own tool-use id). An answer thus
-// always reaches the call that asked, and no call starts on sub while it
-// waits for another's answer. (Strands Python refuses a second call that
-// finds sub busy with an error result instead.)
+// it (an Exclusive option in opts is overridden), and whatever call a
+// BeforeToolCall callback routes to it (SetToolUse). When one call stops
+// for an interrupt (sub's, or a BeforeToolCall hook's on the call, a call
+// routed to sub included), the later calls of sub in that turn do not
+// start: the outer agent stops without their questions of sub, and on
+// resume the calls run again in tool-use order, so the interrupted call
+// resumes sub with its answers first, and only then do the later calls
+// run (each asking its own questions, under its own tool-use id). An
+// answer thus always reaches the call that asked, and no call starts on
+// sub while it waits for another's answer. A callback that routes a call
+// to sub must do so in every pass, before it interrupts too: a call it
+// routes there only once answered was not known to be sub's while the
+// later calls ran. (Strands Python refuses a second call that finds sub
+// busy with an error result instead.)
 func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool {
 	key := "braid.agent:" + interrupt.OwnedID(sub.core.cfg.OwnerPath, sub.ID())
 	opts = append(slices.Clone(opts), tool.Exclusive(key)) // the key is sub's, whatever opts say

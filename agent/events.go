@@ -150,7 +150,9 @@ type BeforeToolCallEvent struct {
 // rewritten. The history keeps the tool use as the model sent it (as
 // Strands does): the model sees its own request and the result of the
 // call made for it. The rewrite is not stored: a cancel or an interrupt
-// on this event drops it, and on every resume of the call (SPEC A7) this
+// on this event drops it (an interrupted call's rewrite only names the
+// exclusive key, tool.Exclusive, whose later calls wait for it, as they
+// would for a call of that tool), and on every resume of the call (SPEC A7) this
 // event fires again and its callbacks rewrite the call again, as in
 // Strands, which runs the hook again too; a rewrite that must survive a
 // resume unchanged must be computed the same way each time (from ToolUse,

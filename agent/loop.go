@@ -1014,7 +1014,8 @@ type toolTask struct {
 }
 
 // ExclusiveKey implements tool.ExclusiveTask: the key of the tool the call
-// runs (see tool.Exclusive).
+// runs (see tool.Exclusive), as its BeforeToolCall callbacks rewrote it
+// (SetToolUse), also when they stopped it for an interrupt.
 func (t *toolTask) ExclusiveKey() string {
 	if t.tool == nil {
 		return ""
@@ -1058,6 +1059,14 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 		return false, true
 	}
 	if scope.Interrupted() {
+		if ev.rewritten != nil {
+			// The call does not run in this pass, and the rewrite is
+			// dropped (see SetToolUse); but the tool it names is the one
+			// the call runs on resume, when the callbacks rewrite it
+			// again: its exclusive key holds back the later calls of that
+			// key (tool.Exclusive), as the key of the model's tool would.
+			t.tool = ev.Tool
+		}
 		inv.markInterrupted()
 		return false, true
 	}
