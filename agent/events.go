@@ -190,7 +190,10 @@ type AfterToolCallEvent struct {
 	Result model.ToolResult
 	// Err is the tool's error, if it returned one.
 	Err error
-	// Cancelled holds the cancel message when a hook cancelled the tool.
+	// Cancelled holds the cancel message when the tool did not run: a
+	// BeforeToolCall hook cancelled it, or the invocation's Cancel came
+	// before it started (DefaultCancelled; a call an executor held back
+	// behind another call of its exclusive key, tool.Exclusive).
 	Cancelled string
 	retry     bool
 	replaced  *model.ToolResult

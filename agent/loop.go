@@ -1117,6 +1117,21 @@ func (t *toolTask) Run(ctx context.Context) bool {
 	if failed {
 		return false
 	}
+	if ctx.Err() != nil {
+		// Stopped before the tool starts (an executor starts a call held
+		// back behind another of its exclusive key only when that one
+		// ends, tool.Exclusive): it does not start. A Cancel gives it the
+		// error result DefaultCancelled, and its AfterToolCall fires, as
+		// its BeforeToolCall did; a caller gone or a Close leaves it
+		// without a result, cut off as by a crash (SPEC S6), as Prepare
+		// does for a call it has not prepared.
+		if inv.cancelled(ctx) {
+			t.finish(ctx, model.ErrorResult(id, DefaultCancelled), nil, DefaultCancelled, false)
+			return false
+		}
+		inv.fail(fmt.Errorf("%w: tool %s (%s) was not started", context.Cause(ctx), t.use.Name, id))
+		return true
+	}
 	once := tool.RunsAtMostOnce(t.tool)
 	if !once && !t.cycle.ensureSaved() {
 		return false
