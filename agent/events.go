@@ -128,12 +128,15 @@ type BeforeToolCallEvent struct {
 	// with ErrBadInput rather than see its change ignored.
 	ToolUse model.ToolUse
 	// Tool is the tool that will run (the one ToolUse names); nil when it
-	// names an unknown tool.
+	// names an unknown tool. It is read-only too: SetToolUse picks the
+	// tool by name, and a callback that assigns Tool fails the invocation
+	// with ErrBadInput.
 	Tool      tool.Tool
 	scope     *interrupt.Scope
 	cancel    *string
 	rewritten *model.ToolUse
-	id        string // the model's tool-use id
+	tool      tool.Tool // the tool the call runs: the model's, or the rewrite's
+	id        string    // the model's tool-use id
 	lookup    func(name string) tool.Tool
 }
 
@@ -164,7 +167,8 @@ func (e *BeforeToolCallEvent) SetToolUse(tu model.ToolUse) {
 	e.rewritten = &tu
 	e.ToolUse = tu.Clone()
 	if e.lookup != nil {
-		e.Tool = e.lookup(tu.Name)
+		e.tool = e.lookup(tu.Name)
+		e.Tool = e.tool
 	}
 }
 

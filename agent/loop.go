@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -1047,7 +1048,7 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	// A copy: the history's tool use (its input bytes) is out of reach of
 	// a callback that writes into the event's.
 	ev := &BeforeToolCallEvent{Agent: a.view(), ToolUse: t.use.Clone(), Tool: t.tool, scope: scope,
-		id: id, lookup: a.tools.lookup}
+		tool: t.tool, id: id, lookup: a.tools.lookup}
 	a.hookMu.Lock()
 	err := hook.Run(ctx, a.hooks, ev)
 	a.hookMu.Unlock()
@@ -1065,7 +1066,7 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 			// the call runs on resume, when the callbacks rewrite it
 			// again: its exclusive key holds back the later calls of that
 			// key (tool.Exclusive), as the key of the model's tool would.
-			t.tool = ev.Tool
+			t.tool = ev.tool
 		}
 		inv.markInterrupted()
 		return false, true
@@ -1078,7 +1079,7 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	if ev.rewritten != nil {
 		// The call runs as rewritten, under the model's id; the history
 		// keeps the model's tool use (see SetToolUse).
-		t.use, t.tool = *ev.rewritten, ev.Tool
+		t.use, t.tool = *ev.rewritten, ev.tool
 	}
 	if t.tool == nil {
 		t.finish(ctx, model.ErrorResult(id, fmt.Sprintf(unknownToolResultFmt, t.use.Name)), nil, "", false)
@@ -1088,9 +1089,10 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 }
 
 // checkRewrite refuses what the BeforeToolCall callbacks left in ev that
-// the call cannot run with: a ToolUse changed in place, not through
-// SetToolUse (SPEC A1: writable fields are setters; the change would
-// otherwise be ignored), or a rewritten input that is not JSON.
+// the call cannot run with: a ToolUse or a Tool changed in place, not
+// through SetToolUse (SPEC A1: writable fields are setters; the change
+// would otherwise be ignored, or run a tool other than the one ToolUse
+// names), or a rewritten input that is not JSON.
 func checkRewrite(use model.ToolUse, ev *BeforeToolCallEvent) error {
 	want := use
 	if ev.rewritten != nil {
@@ -1100,10 +1102,31 @@ func checkRewrite(use model.ToolUse, ev *BeforeToolCallEvent) error {
 	if got.ToolUseID != want.ToolUseID || got.Name != want.Name || !bytes.Equal(got.Input, want.Input) {
 		return fmt.Errorf("%w: a callback changed ToolUse in place; rewrite the call with SetToolUse", ErrBadInput)
 	}
+	if !sameTool(ev.Tool, ev.tool) {
+		return fmt.Errorf("%w: a callback changed Tool in place; name the tool to run with SetToolUse", ErrBadInput)
+	}
 	if ev.rewritten != nil && len(want.Input) > 0 && (!json.Valid(want.Input) || !utf8.Valid(want.Input)) {
 		return fmt.Errorf("%w: SetToolUse: the input of %s is not one JSON value in UTF-8", ErrBadInput, want.Name)
 	}
 	return nil
+}
+
+// sameTool reports whether got is want. A tool value that cannot be
+// compared (its dynamic type holds a slice, a map or a func) is taken as
+// unchanged when its type is want's: it cannot be told apart, and the
+// call runs want all the same.
+func sameTool(got, want tool.Tool) bool {
+	if got == nil || want == nil {
+		return got == nil && want == nil
+	}
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	if g.Type() != w.Type() {
+		return false
+	}
+	if !g.Comparable() || !w.Comparable() {
+		return true
+	}
+	return got == want
 }
 
 // Run runs the tool and AfterToolCall (SPEC A6, A13).

@@ -149,38 +149,49 @@ func TestBeforeToolCall_A1_SetToolUseMayNameAnotherTool(t *testing.T) {
 	}
 }
 
-// SPEC A1, I7: a callback that changes ToolUse in place instead of calling
-// SetToolUse, or gives SetToolUse an input that is not JSON, fails the
-// invocation with ErrBadInput: the change is not silently ignored, and the
-// tool does not run. Before, the tool ran with the model's input.
+// SPEC A1, I7: a callback that changes ToolUse or Tool in place instead of
+// calling SetToolUse, or gives SetToolUse an input that is not JSON, fails
+// the invocation with ErrBadInput: the change is not silently ignored, and
+// no tool runs. Before, the tool ran with the model's input; and a Tool
+// assigned was ignored, unless a SetToolUse came with it: then the tool
+// assigned ran, under the name SetToolUse gave another.
 func TestBeforeToolCall_A1_AToolUseChangedInPlaceFailsInsteadOfBeingIgnored(t *testing.T) {
-	cases := map[string]func(ev *agent.BeforeToolCallEvent){
-		"input assigned": func(ev *agent.BeforeToolCallEvent) { ev.ToolUse.Input = json.RawMessage(`{"paths":["b"]}`) },
-		"name assigned":  func(ev *agent.BeforeToolCallEvent) { ev.ToolUse.Name = "other" },
-		"input bytes written": func(ev *agent.BeforeToolCallEvent) {
+	cases := map[string]func(ev *agent.BeforeToolCallEvent, other tool.Tool){
+		"input assigned": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) {
+			ev.ToolUse.Input = json.RawMessage(`{"paths":["b"]}`)
+		},
+		"name assigned": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) { ev.ToolUse.Name = "other" },
+		"input bytes written": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) {
 			copy(ev.ToolUse.Input, `{"paths":["b"]}`)
 		},
-		"SetToolUse then assigned": func(ev *agent.BeforeToolCallEvent) {
+		"SetToolUse then assigned": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) {
 			ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":["c"]}`)})
 			ev.ToolUse.Input = json.RawMessage(`{"paths":["b"]}`)
 		},
-		"SetToolUse with an input that is not JSON": func(ev *agent.BeforeToolCallEvent) {
+		"SetToolUse with an input that is not JSON": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) {
 			ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":`)})
+		},
+		"tool assigned":     func(ev *agent.BeforeToolCallEvent, other tool.Tool) { ev.Tool = other },
+		"tool assigned nil": func(ev *agent.BeforeToolCallEvent, _ tool.Tool) { ev.Tool = nil },
+		"SetToolUse then tool assigned": func(ev *agent.BeforeToolCallEvent, other tool.Tool) {
+			ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":["c"]}`)})
+			ev.Tool = other
 		},
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			del, dels := countingTool("delete_files")
+			other, others := countingTool("other")
 			h := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
-				change(ev)
+				change(ev, other)
 				return nil
 			})
 			a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
-				Tools: []tool.Tool{del}, Hooks: []hook.Provider{h}})
+				Tools: []tool.Tool{del, other}, Hooks: []hook.Provider{h}})
 			_, err := a.Invoke(ctx, agent.Text("go"))
 			require.ErrorIs(t, err, agent.ErrBadInput)
-			assert.Equal(t, 0, dels.total(), "the tool does not run")
+			assert.Equal(t, 0, dels.total()+others.total(), "no tool runs")
 			snap, err := a.Snapshot(ctx)
 			require.NoError(t, err)
 			assert.Empty(t, snap.Messages, "the failed prompt is taken back (SPEC A3)")
