@@ -27,6 +27,7 @@ import (
 type exclusiveRig struct {
 	runs    *counter
 	crashAt string
+	ungated bool // the sub agent's tool runs without asking
 	mu      sync.Mutex
 	crash   *persistence.SessionExport
 }
@@ -66,8 +67,12 @@ func (r *exclusiveRig) build(t *testing.T, st persistence.Store, calls []model.T
 		}
 		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
 	})
+	subHooks := []hook.Provider{crash}
+	if !r.ungated {
+		subHooks = append(subHooks, approveHook("delete_files", "approval"))
+	}
 	sub = newAgent(t, agent.Config{ID: "sub", OwnerPath: "outer/helper", System: sys, Session: sm, Model: subModel,
-		Tools: []tool.Tool{del}, Hooks: []hook.Provider{approveHook("delete_files", "approval"), crash}})
+		Tools: []tool.Tool{del}, Hooks: subHooks})
 	route := tool.New("route", "routes a request", func(ctx context.Context, tc *tool.Context, in agent.ToolInput) (string, error) {
 		return "", nil
 	})
@@ -99,12 +104,10 @@ func answerAll(t *testing.T, a *agent.Agent, res *agent.Result) [][]string {
 
 // requireEachCallAnswered checks the end of an exclusiveRig run of the
 // calls o1 ("a") and o2 ("b"): each got the sub agent's answer to its own
-// prompt, each file was deleted once, and the sub agent ran once per call.
-func requireEachCallAnswered(t *testing.T, sub, outer *agent.Agent, runs *counter) {
+// prompt, and the sub agent ran once per call.
+func requireEachCallAnswered(t *testing.T, sub, outer *agent.Agent) {
 	t.Helper()
 	ctx := context.Background()
-	assert.Equal(t, 1, runs.get("a"))
-	assert.Equal(t, 1, runs.get("b"))
 	snap, err := outer.Snapshot(ctx)
 	require.NoError(t, err)
 	requireValidHistory(t, snap.Messages)
@@ -163,5 +166,85 @@ func TestAgentAsTool_M11_ACallRoutedToASubAgentAndHeldByAHookHoldsBackItsLaterCa
 		{interrupt.ToolCallID("o1", innerID)},
 		{interrupt.ToolCallID("o2", innerID)},
 	}, stops)
-	requireEachCallAnswered(t, sub, outer, r.runs)
+	assert.Equal(t, 1, r.runs.get("a"))
+	assert.Equal(t, 1, r.runs.get("b"))
+	requireEachCallAnswered(t, sub, outer)
+}
+
+// SPEC M11, S1, S6: with both agents on one SQLite session, the process
+// dies (the store is copied) right after the first of two calls of a sub
+// agent got its result, as the second call starts the sub agent. A fresh
+// outer agent and sub agent built from the copy carry the run on: the
+// first call is not run again, the second asks its own question, and each
+// answer reaches the call that asked.
+func TestAgentAsTool_M11_TwoCallsOfASubAgentCarryOnAfterACrashBetweenThem(t *testing.T) {
+	ctx := context.Background()
+	calls := []model.ToolCall{
+		model.Call("o1", "helper", agent.ToolInput{Prompt: "a"}),
+		model.Call("o2", "helper", agent.ToolInput{Prompt: "b"})}
+	innerID := interrupt.OwnedID("outer/helper", interrupt.BeforeToolCallID("s1", "approval"))
+	r := &exclusiveRig{runs: &counter{}, crashAt: "b"}
+	_, outer := r.build(t, openSQLite(t), calls)
+	res, err := outer.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, []string{interrupt.ToolCallID("o1", innerID)}, ids(res.Interrupts))
+	_, err = outer.Invoke(ctx, agent.Resume(respond(res.Interrupts[0], "y")))
+	require.NoError(t, err)
+	require.NotNil(t, r.crash, "the second call started the sub agent")
+	assert.Equal(t, 1, r.runs.get("a"))
+	require.NoError(t, outer.Close(ctx))
+
+	st := openSQLite(t)
+	require.NoError(t, persistence.Import(ctx, st, r.crash))
+	r2 := &exclusiveRig{runs: &counter{}}
+	sub2, outer2 := r2.build(t, st, calls)
+	s, err := outer2.Status(ctx)
+	require.NoError(t, err)
+	require.True(t, s.Incomplete(), "the crash cut the outer run off: %+v", s)
+	res, err = outer2.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	stops := answerAll(t, outer2, res)
+	assert.Equal(t, [][]string{{interrupt.ToolCallID("o2", innerID)}}, stops, "the second call asks once")
+	assert.Zero(t, r2.runs.get("a"), "the first call is not run again")
+	assert.Equal(t, 1, r2.runs.get("b"))
+	requireEachCallAnswered(t, sub2, outer2)
+}
+
+// SPEC M11, A6, A7: two calls of a sub agent, one held back behind the
+// other, while a third tool of the turn is stopped by a hook: the two
+// calls run one after the other in that pass and keep their results, the
+// outer agent stops for the third tool alone, and on resume only that
+// tool runs.
+func TestAgentAsTool_M11_HeldBackCallsRunWhileAnotherToolInterrupts(t *testing.T) {
+	ctx := context.Background()
+	ask := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		if ev.ToolUse.Name == "route" {
+			_, err := ev.Interrupt("ask", nil)
+			return err
+		}
+		return nil
+	})
+	r := &exclusiveRig{runs: &counter{}, ungated: true}
+	sub, outer := r.build(t, openSQLite(t), []model.ToolCall{
+		model.Call("o1", "helper", agent.ToolInput{Prompt: "a"}),
+		model.Call("o3", "route", agent.ToolInput{Prompt: "c"}),
+		model.Call("o2", "helper", agent.ToolInput{Prompt: "b"})}, ask)
+	res, err := outer.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, []string{interrupt.BeforeToolCallID("o3", "ask")}, ids(res.Interrupts))
+	assert.Equal(t, 1, r.runs.get("a"))
+	assert.Equal(t, 1, r.runs.get("b"), "the held-back call ran once the first was done")
+	assert.Equal(t, [][]string{{interrupt.BeforeToolCallID("o3", "ask")}}, answerAll(t, outer, res))
+	assert.Equal(t, 1, r.runs.get("a"), "not run again on resume")
+	assert.Equal(t, 1, r.runs.get("b"), "not run again on resume")
+	snap, err := outer.Snapshot(ctx)
+	require.NoError(t, err)
+	requireValidHistory(t, snap.Messages)
+	results := snap.Messages[2].ToolResults()
+	require.Len(t, results, 3)
+	assert.Equal(t, "sub: deleted a", results[0].Text())
+	assert.Equal(t, "sub: deleted b", results[2].Text())
+	subSnap, err := sub.Snapshot(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, countUser(subSnap.Messages))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
@@ -257,6 +258,120 @@ func TestBeforeToolCall_A7_ARewriteAppliesAgainWhenTheCallIsResumed(t *testing.T
 	requireValidHistory(t, snap.Messages)
 	assert.JSONEq(t, `{"paths":["a"]}`, string(snap.Messages[1].ToolUses()[0].Input), "the history keeps the model's tool use")
 	results := snap.Messages[2].ToolResults()
+	require.Len(t, results, 1)
+	assert.Equal(t, "t1", results[0].ToolUseID)
+	assert.Equal(t, "deleted sandbox/a", results[0].Text())
+}
+
+// SPEC A1, S6: a call renamed by SetToolUse to an at-most-once tool runs
+// as that tool: its start is saved under the model's tool-use id, so when
+// a crash cuts it off, the agent rebuilt from its SQLite session does not
+// run it again on recovery (the hook renames it again): it stops with
+// braid.recovery, whose reason names the tool and input the call ran
+// with, and only "rerun" runs it again, once.
+func TestBeforeToolCall_S6_ACallRenamedToAnAtMostOnceToolIsNotRerunAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	var crash *persistence.SessionExport
+	runs := &counter{}
+	build := func(st persistence.Store) *agent.Agent {
+		sm, err := persistence.NewSessionManager(st, "rename")
+		require.NoError(t, err)
+		fetch, fetches := countingTool("fetch")
+		t.Cleanup(func() { assert.Zero(t, fetches.total(), "the model's tool never runs") })
+		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+			runs.inc(tc.ToolUse.ToolUseID)
+			if crash == nil {
+				exp, err := persistence.Export(ctx, st, "rename")
+				if err != nil {
+					return "", err
+				}
+				crash = exp
+			}
+			return "deleted " + in.Paths[0], nil
+		}, tool.AtMostOnce())
+		rename := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+			if ev.ToolUse.Name == "fetch" {
+				ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":["sandbox/a"]}`)})
+			}
+			return nil
+		})
+		return newAgent(t, agent.Config{System: actorstest.System(t), Session: sm,
+			Model: toolThenText("done", model.Call("t1", "fetch", pathsIn{Paths: []string{"a"}})),
+			Tools: []tool.Tool{fetch, del}, Hooks: []hook.Provider{rename}})
+	}
+	res, err := build(openSQLite(t)).Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	require.NotNil(t, crash)
+
+	st := openSQLite(t)
+	require.NoError(t, persistence.Import(ctx, st, crash))
+	a := build(st)
+	res, err = a.Invoke(ctx, agent.Input{})
+	require.NoError(t, err)
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Len(t, res.Interrupts, 1)
+	in := res.Interrupts[0]
+	assert.Equal(t, agent.RecoveryInterrupt, in.Name)
+	var reason agent.RecoveryReason
+	require.NoError(t, in.DecodeReason(&reason))
+	assert.Equal(t, "delete_files", reason.Tool)
+	assert.JSONEq(t, `{"paths":["sandbox/a"]}`, string(reason.Input))
+	assert.Equal(t, 1, runs.get("t1"), "not run again without an answer")
+
+	res, err = a.Invoke(ctx, agent.Resume(respond(in, agent.RecoveryRerun)))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 2, runs.get("t1"))
+	msgs := agenttest.Messages(t, a)
+	requireValidHistory(t, msgs)
+	assert.Equal(t, "fetch", msgs[1].ToolUses()[0].Name, "the history keeps the model's tool use")
+	assert.Equal(t, "deleted sandbox/a", msgs[2].ToolResults()[0].Text())
+}
+
+// SPEC A1, A10: the last SetToolUse of a callback wins, and AfterToolCall's
+// Retry runs the call again as rewritten; a Stream shows the call as the
+// model asked for it (ToolUseEvent, the messages) and its result under the
+// model's tool-use id.
+func TestBeforeToolCall_A1_TheLastRewriteRunsOnRetryAndTheStreamShowsTheModelsCall(t *testing.T) {
+	ctx := context.Background()
+	seen := &pathsLog{}
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		seen.add(tc.ToolUse.Name + ":" + in.Paths[0])
+		return "deleted " + in.Paths[0], nil
+	})
+	fetch, fetches := countingTool("fetch")
+	twice := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		ev.SetToolUse(model.ToolUse{Name: "fetch", Input: json.RawMessage(`{"paths":["x"]}`)})
+		ev.SetToolUse(model.ToolUse{Name: "delete_files", Input: json.RawMessage(`{"paths":["sandbox/a"]}`)})
+		return nil
+	})
+	retried := false
+	retry := hook.Func(func(_ context.Context, ev *agent.AfterToolCallEvent) error {
+		seen.add("after:" + ev.ToolUse.Name)
+		if !retried {
+			retried = true
+			ev.Retry()
+		}
+		return nil
+	})
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		Tools: []tool.Tool{del, fetch}, Hooks: []hook.Provider{twice, retry}, MaxToolRetries: 1})
+	var uses []model.ToolUse
+	var results []model.ToolResult
+	for ev, err := range a.Stream(ctx, agent.Text("go")) {
+		require.NoError(t, err)
+		switch e := ev.(type) {
+		case *agent.ToolUseEvent:
+			uses = append(uses, e.ToolUse)
+		case *agent.ToolResultEvent:
+			results = append(results, e.Result)
+		}
+	}
+	assert.Zero(t, fetches.total(), "the first rewrite was replaced")
+	assert.Equal(t, []string{"delete_files:sandbox/a", "after:delete_files", "delete_files:sandbox/a", "after:delete_files"}, seen.list())
+	require.Len(t, uses, 1)
+	assert.JSONEq(t, `{"paths":["a"]}`, string(uses[0].Input), "the stream shows the model's call")
 	require.Len(t, results, 1)
 	assert.Equal(t, "t1", results[0].ToolUseID)
 	assert.Equal(t, "deleted sandbox/a", results[0].Text())
