@@ -165,22 +165,7 @@ func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
 	letP := func() { goOnce.Do(func() { close(pGo) }) }
 	t.Cleanup(st.let) // before the graph's Close, which waits for its save
 	t.Cleanup(letP)
-	events := make(chan string, 64)
-	done := make(chan *multiagent.Result, 1)
-	go func() {
-		defer close(events)
-		var res *multiagent.Result
-		for ev, err := range g.Stream(context.Background(), agent.Text("go")) {
-			if !assert.NoError(t, err) {
-				break
-			}
-			events <- describe(ev)
-			if e, ok := ev.(*multiagent.ResultEvent); ok {
-				res = e.Result
-			}
-		}
-		done <- res
-	}()
+	events, done := streamInBackground(t, g, "go")
 
 	<-st.entered // x's report is being saved; p still runs
 	status, err := g.Status(soon(t))
@@ -252,22 +237,7 @@ func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *
 	letP := func() { goOnce.Do(func() { close(pGo) }) }
 	t.Cleanup(st.let) // before the graph's Close, which waits for its save
 	t.Cleanup(letP)
-	events := make(chan string, 64)
-	done := make(chan *multiagent.Result, 1)
-	go func() {
-		defer close(events)
-		var res *multiagent.Result
-		for ev, err := range g.Stream(context.Background(), agent.Text("go")) {
-			if !assert.NoError(t, err) {
-				break
-			}
-			events <- describe(ev)
-			if e, ok := ev.(*multiagent.ResultEvent); ok {
-				res = e.Result
-			}
-		}
-		done <- res
-	}()
+	events, done := streamInBackground(t, g, "go")
 
 	<-st.entered // n's report is being saved; p still runs
 	status, err := g.Status(soon(t))
@@ -295,4 +265,27 @@ func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *
 	}
 	nested, outer, intr := slices.Index(after, "stop g/n/x INTERRUPTED"), slices.Index(after, "stop g/n INTERRUPTED"), slices.Index(after, "interrupt g/n")
 	assert.True(t, nested >= 0 && outer > nested && intr > outer, "the nested NodeStop, the outer one, then the InterruptEvent: %v", after)
+}
+
+// streamInBackground streams g's run of prompt on a goroutine of its own:
+// events gets each event (describe), then is closed; done gets the run's
+// result once the stream has ended.
+func streamInBackground(t *testing.T, g *graph.Graph, prompt string) (<-chan string, <-chan *multiagent.Result) {
+	events := make(chan string, 64)
+	done := make(chan *multiagent.Result, 1)
+	go func() {
+		defer close(events)
+		var res *multiagent.Result
+		for ev, err := range g.Stream(context.Background(), agent.Text(prompt)) {
+			if !assert.NoError(t, err) {
+				break
+			}
+			events <- describe(ev)
+			if e, ok := ev.(*multiagent.ResultEvent); ok {
+				res = e.Result
+			}
+		}
+		done <- res
+	}()
+	return events, done
 }
