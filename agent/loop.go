@@ -162,6 +162,15 @@ func (a *job) validate(in Input) error {
 		if in.IsEmpty() && !in.resume && len(a.interrupts.Unanswered()) == 0 {
 			return nil // a resume whose answers were all saved, cut off: carry on
 		}
+		if len(in.responses) == 0 && in.resume && len(in.messages) == 0 {
+			// Resume() with no answer: it matches ErrResumeRequired, as
+			// before, and ErrEmptyResume, as an orchestrator's does.
+			var waiting []string
+			for _, x := range a.interrupts.Unanswered() {
+				waiting = append(waiting, x.ID)
+			}
+			return &interrupt.EmptyResumeError{Waiting: waiting}
+		}
 		if len(in.responses) == 0 {
 			return &interrupt.ContentError{Types: in.contentKinds()}
 		}

@@ -195,9 +195,15 @@ func TestResumeValidation_RejectionsLeaveStateUnchanged(t *testing.T) {
 	})
 
 	t.Run("empty resume", func(t *testing.T) {
+		// Matches both: ErrResumeRequired, as it always did, and
+		// ErrEmptyResume, as a Graph's or a Swarm's does; the message
+		// says the resume answers nothing, not that it is a prompt.
 		_, err := a.Invoke(ctx, agent.Resume())
 		require.Error(t, err)
 		assert.ErrorIs(t, err, interrupt.ErrResumeRequired)
+		assert.ErrorIs(t, err, interrupt.ErrEmptyResume)
+		assert.Contains(t, err.Error(), "interrupt_id=<"+in.ID+">")
+		assert.NotContains(t, err.Error(), "not a prompt")
 		unchanged(t)
 	})
 

@@ -252,6 +252,24 @@ func TestGraph_ResultsDoNotAliasTheRun(t *testing.T) {
 	assert.Equal(t, []string{"a"}, first.ExecutionOrder)
 }
 
+// SPEC I7: Resume() with no responses on a graph that waits for answers
+// is refused, changing nothing, with an error that matches
+// ErrEmptyResume and ErrResumeRequired, as an agent's does.
+func TestGraph_EmptyResumeWhileInterruptedIsRefusedAsAnAgentRefusesIt(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{Hooks: []hook.Provider{gate(r, "a")}})
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.True(t, res.Interrupted())
+	_, err = g.Invoke(ctx, agent.Resume())
+	require.ErrorIs(t, err, interrupt.ErrEmptyResume)
+	require.ErrorIs(t, err, interrupt.ErrResumeRequired)
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "y")))
+	require.NoError(t, err, "the refusal changed nothing")
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+}
+
 // SPEC I7: Resume() with no responses on a graph that waits for nothing
 // (a fresh one, or one whose run finished) is rejected like any other
 // resume while not interrupted, with ErrNotInterrupted, as an agent

@@ -72,6 +72,26 @@ func (e *IDError) Error() string { return fmt.Sprintf("interrupt_id=<%s> | %v", 
 // Unwrap returns the sentinel.
 func (e *IDError) Unwrap() error { return e.Err }
 
+// EmptyResumeError: a resume with no responses while the owner waits for
+// some (SPEC I7). It matches ErrEmptyResume, and ErrResumeRequired too:
+// the owner still waits for the answers, as after a prompt. Waiting lists
+// the ids of the interrupts that wait, when the owner knows them.
+type EmptyResumeError struct {
+	Waiting []string
+}
+
+func (e *EmptyResumeError) Error() string {
+	if len(e.Waiting) == 0 {
+		return ErrEmptyResume.Error()
+	}
+	return fmt.Sprintf("%v: answer interrupt_id=<%s>", ErrEmptyResume, strings.Join(e.Waiting, ">, <"))
+}
+
+// Is reports whether target is ErrEmptyResume or ErrResumeRequired.
+func (e *EmptyResumeError) Is(target error) bool {
+	return target == ErrEmptyResume || target == ErrResumeRequired
+}
+
 // DuplicateNameError: two callbacks on one event raised interrupts with the
 // same name (SPEC I4). It matches ErrDuplicateName.
 type DuplicateNameError struct {

@@ -199,7 +199,7 @@ func CheckResponses(responses []Response, activated bool, known func(id string) 
 		if !activated {
 			return ErrNotInterrupted // Resume() with nothing to answer
 		}
-		return ErrEmptyResume
+		return &EmptyResumeError{}
 	}
 	if !activated {
 		return &IDError{ID: responses[0].ID, Err: ErrNotInterrupted}
