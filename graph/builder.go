@@ -70,6 +70,37 @@ type Config struct {
 	IdleTimeout time.Duration
 }
 
+// DefaultConfig returns a Config with its defaults filled in: the ID
+// DefaultID, and no limits (a graph has none unless set, as in Strands;
+// a Swarm has some). System nil is actors.Default().
+func DefaultConfig() Config { return Config{ID: DefaultID} }
+
+// Validate checks the configuration, an empty ID taken as DefaultID, as
+// Build does. Errors match ErrBuild.
+func (c Config) Validate() error {
+	if c.ID == "" {
+		c.ID = DefaultID
+	}
+	if err := multiagent.CheckSegment("graph", c.ID); err != nil {
+		return fmt.Errorf("%w: %w", ErrBuild, err) // with a session or without
+	}
+	if c.IdleTimeout > 0 && c.Session == nil {
+		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated graph comes back from its session)", ErrBuild)
+	}
+	for _, l := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxNodeExecutions", int64(c.MaxNodeExecutions)}, {"ExecutionTimeout", int64(c.ExecutionTimeout)},
+		{"NodeTimeout", int64(c.NodeTimeout)}, {"IdleTimeout", int64(c.IdleTimeout)},
+	} {
+		if l.value < 0 {
+			return fmt.Errorf("%w: negative limit: %s", ErrBuild, l.name)
+		}
+	}
+	return nil
+}
+
 // Builder collects a graph's nodes and edges. It is not safe for
 // concurrent use. A Builder is also a node of another Graph or Swarm
 // (AsNode).

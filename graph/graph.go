@@ -49,22 +49,8 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 	if cfg.ID == "" {
 		cfg.ID = DefaultID
 	}
-	if err := multiagent.CheckSegment("graph", cfg.ID); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBuild, err) // with a session or without
-	}
-	if cfg.IdleTimeout > 0 && cfg.Session == nil {
-		return nil, fmt.Errorf("%w: IdleTimeout needs a Session", ErrBuild)
-	}
-	for _, l := range []struct {
-		name  string
-		value int64
-	}{
-		{"MaxNodeExecutions", int64(cfg.MaxNodeExecutions)}, {"ExecutionTimeout", int64(cfg.ExecutionTimeout)},
-		{"NodeTimeout", int64(cfg.NodeTimeout)}, {"IdleTimeout", int64(cfg.IdleTimeout)},
-	} {
-		if l.value < 0 {
-			return nil, fmt.Errorf("%w: negative limit: %s", ErrBuild, l.name)
-		}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	hooks, err := multiagent.NewHooks(Kind, cfg.ID, ownerPath, cfg.Hooks...)
 	if err != nil {

@@ -1,0 +1,43 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors/actorstest"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/persistence"
+)
+
+// Config.Validate refuses what Build refuses, before anything is built,
+// and DefaultConfig is valid and names the graph DefaultID (STYLE: a
+// long-lived component's config has defaults and a check of its own).
+func TestConfig_ValidateRefusesWhatBuildRefuses(t *testing.T) {
+	def := graph.DefaultConfig()
+	assert.Equal(t, graph.DefaultID, def.ID)
+	require.NoError(t, def.Validate())
+	require.NoError(t, graph.Config{}.Validate(), "an empty ID is DefaultID")
+	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	require.NoError(t, err)
+	require.NoError(t, graph.Config{IdleTimeout: time.Minute, Session: sm}.Validate())
+
+	for name, cfg := range map[string]graph.Config{
+		"an id with a slash":          {ID: "a/b"},
+		"an id with a colon":          {ID: "a:b"},
+		"IdleTimeout without Session": {IdleTimeout: time.Minute},
+		"negative MaxNodeExecutions":  {MaxNodeExecutions: -1},
+		"negative ExecutionTimeout":   {ExecutionTimeout: -time.Second},
+		"negative NodeTimeout":        {NodeTimeout: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.ErrorIs(t, cfg.Validate(), graph.ErrBuild)
+			cfg.System = actorstest.System(t)
+			_, err := graph.NewBuilder().AddNode("a", textAgent(newRecorder(), "a")).Build(context.Background(), cfg)
+			require.ErrorIs(t, err, graph.ErrBuild, "Build refuses it too")
+		})
+	}
+}
