@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
@@ -145,7 +146,7 @@ func TestGraphActor_R3_StatusIsAnsweredWhileTheLastSaveWaits(t *testing.T) {
 // then the InterruptEvent, and Status lists the interrupt. A caller that
 // answers what it sees can never answer an interrupt the store lacks.
 func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
-	asked, pGo := make(chan struct{}), make(chan struct{})
+	asked := make(chan struct{})
 	st := newHeldSave(func(opts persistence.SaveOptions, changes []persistence.Change) bool {
 		select {
 		case <-asked: // the first save after x asked: its report's
@@ -156,13 +157,8 @@ func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
 	})
 	r := newRecorder()
 	x := askingAgent(r, "x", map[int]bool{1: true}, asked, nil)
-	p := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
-		<-pGo
-		return model.TextTurn("p done"), nil
-	})})
+	p, letP := heldAnswer("p done")
 	g := build(t, graph.NewBuilder().AddNode("x", x).AddNode("p", p), graph.Config{ID: "g", Session: manager(t, st, "s")})
-	var goOnce sync.Once
-	letP := func() { goOnce.Do(func() { close(pGo) }) }
 	t.Cleanup(st.let) // before the graph's Close, which waits for its save
 	t.Cleanup(letP)
 	events, done := streamInBackground(t, g, "go")
@@ -177,23 +173,14 @@ func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
 	// p answers now: its agent's events are streamed after anything the
 	// orchestrator sent at x's report.
 	letP()
-	var before []string
-	for e := range events {
-		if e == "message g/p assistant" {
-			break
-		}
-		before = append(before, e)
-	}
+	before := eventsUntil(events, "message g/p assistant")
 	assert.NotContains(t, before, "stop g/x INTERRUPTED", "x's NodeStop, with its interrupts, came before its save")
 
 	st.let()
 	res := <-done
 	require.NotNil(t, res)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
-	var after []string
-	for e := range events {
-		after = append(after, e)
-	}
+	after := eventsUntil(events, "")
 	stop, intr := slices.Index(after, "stop g/x INTERRUPTED"), slices.Index(after, "interrupt g/x")
 	assert.True(t, stop >= 0 && intr > stop, "x's NodeStop, then its InterruptEvent: %v", after)
 	status, err = g.Status(soon(t))
@@ -211,7 +198,7 @@ func TestGraphActor_InterruptsAreShownOnlyOnceSaved(t *testing.T) {
 // the interrupt, and a crash or a failed save there leaves a resume that
 // answers it refused.
 func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *testing.T) {
-	asked, pGo := make(chan struct{}), make(chan struct{})
+	asked := make(chan struct{})
 	st := newHeldSave(func(opts persistence.SaveOptions, changes []persistence.Change) bool {
 		select {
 		case <-asked: // the outer graph's first save after x asked: n's report's
@@ -227,14 +214,9 @@ func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *
 	})
 	r := newRecorder()
 	inner := graph.NewBuilder().AddNode("x", askingAgent(r, "x", map[int]bool{1: true}, asked, nil))
-	p := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
-		<-pGo
-		return model.TextTurn("p done"), nil
-	})})
+	p, letP := heldAnswer("p done")
 	g := build(t, graph.NewBuilder().AddNode("n", inner.AsNode(graph.Config{})).AddNode("p", p),
 		graph.Config{ID: "g", Session: manager(t, st, "s")})
-	var goOnce sync.Once
-	letP := func() { goOnce.Do(func() { close(pGo) }) }
 	t.Cleanup(st.let) // before the graph's Close, which waits for its save
 	t.Cleanup(letP)
 	events, done := streamInBackground(t, g, "go")
@@ -246,23 +228,14 @@ func TestGraphActor_NestedInterruptsAreStreamedOnlyOnceTheOuterSaveHoldsThem(t *
 	// p answers now: its agent's events are streamed after anything
 	// n's node sent before its report.
 	letP()
-	var before []string
-	for e := range events {
-		if e == "message g/p assistant" {
-			break
-		}
-		before = append(before, e)
-	}
+	before := eventsUntil(events, "message g/p assistant")
 	assert.NotContains(t, before, "stop g/n/x INTERRUPTED", "the nested node's NodeStop, with its interrupt, came before the outer save")
 
 	st.let()
 	res := <-done
 	require.NotNil(t, res)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status)
-	var after []string
-	for e := range events {
-		after = append(after, e)
-	}
+	after := eventsUntil(events, "")
 	nested, outer, intr := slices.Index(after, "stop g/n/x INTERRUPTED"), slices.Index(after, "stop g/n INTERRUPTED"), slices.Index(after, "interrupt g/n")
 	assert.True(t, nested >= 0 && outer > nested && intr > outer, "the nested NodeStop, the outer one, then the InterruptEvent: %v", after)
 }
@@ -288,4 +261,29 @@ func streamInBackground(t *testing.T, g *graph.Graph, prompt string) (<-chan str
 		done <- res
 	}()
 	return events, done
+}
+
+// heldAnswer is an agent node that answers text once let is called (let
+// may be called more than once).
+func heldAnswer(text string) (node actors.Node, let func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	node = agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
+		<-gate
+		return model.TextTurn(text), nil
+	})})
+	return node, func() { once.Do(func() { close(gate) }) }
+}
+
+// eventsUntil reads events up to stop (not included), or to their end
+// ("" reads them all).
+func eventsUntil(events <-chan string, stop string) []string {
+	var out []string
+	for e := range events {
+		if stop != "" && e == stop {
+			break
+		}
+		out = append(out, e)
+	}
+	return out
 }
