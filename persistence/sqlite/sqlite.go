@@ -35,7 +35,8 @@ type Config struct {
 	// BusyTimeout bounds the wait for the write lock that another process
 	// holds (default 10s).
 	BusyTimeout time.Duration
-	// ReadConns bounds the connections that serve loads (default 4).
+	// ReadConns is how many connections serve loads at most (default 4);
+	// once opened, they stay open until Close.
 	ReadConns int
 	// MaxGroup bounds the saves committed in one transaction (default 128).
 	MaxGroup int
@@ -135,6 +136,9 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	s.r, _ = sql.Open("sqlite", s.dsn("_pragma=query_only(1)"))
 	s.w.SetMaxOpenConns(1)
 	s.r.SetMaxOpenConns(cfg.ReadConns)
+	// Else database/sql closes all but two after a busy moment, and each
+	// new one reads the schema and prepares the loads again.
+	s.r.SetMaxIdleConns(cfg.ReadConns)
 	// Before the write connection, whose first use switches the file to WAL.
 	if err := s.checkForeign(ctx); err != nil {
 		s.w.Close()
