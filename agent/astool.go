@@ -29,12 +29,26 @@ type ToolInput struct {
 // SPEC A7), the outer interrupt is named "<id>@<n>", n the messages sub
 // has added since the call's prompt, so that each stop is asked, and
 // answered, once. With sessions on both agents this works across processes: sub
-// keeps its interrupt state in its own record. A run of sub left
-// unfinished (a crash or a Close cut it off) or waiting for answers is
-// carried on, or answered, by the call with its prompt, and dropped by a
-// call with another (the call it belonged to is over: its outer run
-// ended without it). Give sub an owner path or an id of its own so that
-// its session record and ids do not clash with the outer agent's.
+// keeps its interrupt state in its own record. Give sub an owner path or
+// an id of its own so that its session record and ids do not clash with
+// the outer agent's.
+//
+// Each call marks the run of sub it starts, in sub's key/value state
+// under "braid.call" (the outer call's idempotency key, the outer
+// history's length while its tool cycle runs, and where the run's prompt
+// is in sub's history), saved before the run begins. When the outer
+// agent runs the call again (its tool cycle resumed after interrupts, or
+// carried on after a crash or a Close cut it off, SPEC S6), the run
+// marked for it is resumed with the answers if it waits, carried on if
+// it was cut off, and, if it had ended (the cut came after sub's last
+// save and before the outer agent saved the call's result), its answer,
+// sub's last message, is the call's result: sub does not run again. Any
+// other unfinished run of sub is a dead call's (its outer run ended
+// without it): the call takes it back to where it began, drops its
+// interrupts and pending work, and sub takes the call's prompt. A retry
+// that an AfterToolCall hook asks for runs sub again. (A run with no
+// mark, of sub invoked directly or by an earlier version, is the call's
+// when it is unfinished and its prompt is the call's.)
 //
 // Sub has one history and one interrupt state, so the calls of it that
 // the model asks for in one turn run one after another, each to its end,
@@ -64,20 +78,27 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 		if err != nil {
 			return "", err
 		}
-		input := Text(in.Prompt)
-		ours := false
-		if st.Interrupted() || st.Incomplete() {
-			if ours, err = keepOrDrop(ctx, sub, in.Prompt); err != nil {
-				return "", err
-			}
+		snap, err := sub.Snapshot(ctx)
+		if err != nil {
+			return "", err
 		}
+		info, _ := ctx.Value(callInfoKey{}).(callInfo)
+		mark := subCall{Call: tc.IdempotencyKey(), Turn: info.turn, At: lastPrompt(snap.Messages)}
+		unfinished := st.Interrupted() || st.Incomplete()
+		var ours bool
+		if raw, ok := snap.State[subCallKey]; ok {
+			var was subCall
+			ours = info.rerun && json.Unmarshal(raw, &was) == nil && was == mark
+		} else {
+			// A run this tool did not mark (a call of an earlier version):
+			// this call's if it is unfinished and answers the same prompt.
+			ours = unfinished && mark.At < len(snap.Messages) && snap.Messages[mark.At].Text() == in.Prompt
+		}
+		last := len(snap.Messages) - 1
 		switch {
 		case ours && st.Interrupted():
 			// Answers given to the outer interrupts go to sub, by id.
-			round, err := sincePrompt(ctx, sub)
-			if err != nil {
-				return "", err
-			}
+			round := last - mark.At
 			var answers []interrupt.Response
 			var raised error
 			for _, si := range st.Interrupts {
@@ -93,83 +114,108 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 			if raised != nil {
 				return "", raised
 			}
-			input = Resume(answers...)
-		case ours:
-			input = Input{} // this call's run, cut off: carried on
+			return answer(ctx, sub, tc, Resume(answers...), mark.At)
+		case ours && st.Incomplete():
+			return answer(ctx, sub, tc, Input{}, mark.At) // this call's run, cut off: carried on
+		case ours && last > mark.At && snap.Messages[last].Role == model.RoleAssistant:
+			// This call's run ended, and the call was cut off before its
+			// result was saved (a crash, or a Close): its answer is sub's
+			// last message, and sub does not run again.
+			return snap.Messages[last].Text(), nil
 		}
-		res, err := sub.Invoke(ctx, input)
-		if err != nil {
-			return "", err
-		}
-		if res.Interrupted() {
-			round, err := sincePrompt(ctx, sub)
-			if err != nil {
+		if unfinished {
+			// A dead call's run (its outer run is over, or was dropped):
+			// taken back to where it began, its interrupts and pending
+			// work dropped, so that sub takes this call's prompt.
+			began := min(mark.At, len(snap.Messages))
+			if err := sub.SetMessages(ctx, snap.Messages[:began], DropUnfinished()); err != nil {
 				return "", err
 			}
-			var raised error
-			for _, si := range res.Interrupts {
-				_, err := tc.Interrupt(askName(si.ID, round), reasonOf(si))
-				if err == nil {
-					// An answer sub was given already: it waits all the same.
-					err = fmt.Errorf("agent %q: interrupt_id=<%s> was answered and is asked again", sub.ID(), si.ID)
-				}
-				if raised == nil {
-					raised = err
-				}
-			}
-			return "", raised
+			mark.At = began
+		} else {
+			mark.At = len(snap.Messages)
 		}
-		return res.Message.Text(), nil
+		// Saved before the run begins, so that a call run again after a
+		// crash finds its run, whichever save the crash came after.
+		if err := sub.SetState(ctx, subCallKey, mark); err != nil {
+			return "", err
+		}
+		return answer(ctx, sub, tc, Text(in.Prompt), mark.At)
 	}, opts...)
 }
 
-// keepOrDrop looks at the run sub holds unfinished (interrupted, or
-// Incomplete: a crash or a Close cut it off, or its model call failed
-// after its tools ran). When that run's prompt is prompt, it is this
-// call's (the outer agent resumes it, or carries its own run on): it is
-// kept, and ours is true. Otherwise it is a dead call's (its outer run
-// is over, or was dropped): its history is taken back to where it began,
-// its interrupts and pending work dropped, so that sub takes prompt.
-func keepOrDrop(ctx context.Context, sub *Agent, prompt string) (ours bool, err error) {
-	snap, err := sub.Snapshot(ctx)
-	if err != nil {
-		return false, err
-	}
-	began := len(snap.Messages)
-	for i := len(snap.Messages) - 1; i >= 0; i-- {
-		if m := snap.Messages[i]; m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
-			began = i
-			break
-		}
-	}
-	if began < len(snap.Messages) && snap.Messages[began].Text() == prompt {
-		return true, nil
-	}
-	return false, sub.SetMessages(ctx, snap.Messages[:began], DropUnfinished())
+// subCallKey is the key, in a sub agent's state, of the call of AsTool
+// its last run belongs to.
+const subCallKey = "braid.call"
+
+// subCall identifies the call of AsTool that a sub agent's run belongs
+// to: the outer tool use's idempotency key (session, owner path and
+// tool-use id), the outer history's length while its tool cycle ran (a
+// model may give the same tool-use id in a later turn), and where the
+// run's prompt is in sub's history.
+type subCall struct {
+	Call string `json:"call"`
+	Turn int    `json:"turn"`
+	At   int    `json:"at"`
 }
 
-// sincePrompt returns how many messages of sub's history follow its last
-// prompt (its last user message without tool results): 0 while the
-// first question of a call waits, more for each cycle sub finished since.
-// A sub interrupt id raised again in one call comes after a finished cycle
-// or model turn (SPEC A7 clears the interrupt state only then), so the
-// count tells the rounds of a call apart, and it is the same every time
-// the outer tool runs while sub waits.
-func sincePrompt(ctx context.Context, sub *Agent) (int, error) {
-	snap, err := sub.Snapshot(ctx)
+// callInfo is what a tool call's context tells AsTool about the call:
+// the outer history's length while its cycle runs (turn), and whether
+// the call may be run again after a stop or a cut left it without a
+// result (rerun; not a retry an AfterToolCall hook asked for, whose
+// earlier result was seen and refused).
+type callInfo struct {
+	turn  int
+	rerun bool
+}
+
+type callInfoKey struct{}
+
+// answer invokes sub with input, for the run whose prompt is at index at
+// of sub's history, and returns its answer's text; when sub stops for
+// interrupts, the call raises them (see AsTool).
+func answer(ctx context.Context, sub *Agent, tc *tool.Context, input Input, at int) (string, error) {
+	res, err := sub.Invoke(ctx, input)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
-	for i := len(snap.Messages) - 1; i >= 0; i-- {
-		if m := snap.Messages[i]; m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
-			return len(snap.Messages) - 1 - i, nil
+	if !res.Interrupted() {
+		return res.Message.Text(), nil
+	}
+	round := res.History - 1 - at
+	var raised error
+	for _, si := range res.Interrupts {
+		_, err := tc.Interrupt(askName(si.ID, round), reasonOf(si))
+		if err == nil {
+			// An answer sub was given already: it waits all the same.
+			err = fmt.Errorf("agent %q: interrupt_id=<%s> was answered and is asked again", sub.ID(), si.ID)
+		}
+		if raised == nil {
+			raised = err
 		}
 	}
-	return len(snap.Messages), nil
+	return "", raised
+}
+
+// lastPrompt returns the index of the last prompt in msgs (a user message
+// without tool results), or len(msgs) if there is none.
+func lastPrompt(msgs []model.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == model.RoleUser && len(m.ToolResults()) == 0 {
+			return i
+		}
+	}
+	return len(msgs)
 }
 
 // askName is the name of the outer interrupt that asks sub's interrupt id
-// in round (see sincePrompt): the id alone in a call's first round.
+// in round, the messages sub's history holds after the call's prompt: 0
+// while the first question of a call waits, more for each cycle sub
+// finished since. The id alone in a call's first round. A sub interrupt
+// id raised again in one call comes after a finished cycle or model turn
+// (SPEC A7 clears the interrupt state only then), so the round tells the
+// stops of a call apart, and it is the same every time the outer tool
+// runs while sub waits.
 func askName(id string, round int) string {
 	if round == 0 {
 		return id

@@ -28,6 +28,8 @@ type exclusiveRig struct {
 	runs    *counter
 	crashAt string
 	ungated bool // the sub agent's tool runs without asking
+	// subHooks are further hooks of the sub agent.
+	subHooks []hook.Provider
 	mu      sync.Mutex
 	crash   *persistence.SessionExport
 }
@@ -67,7 +69,7 @@ func (r *exclusiveRig) build(t *testing.T, st persistence.Store, calls []model.T
 		}
 		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
 	})
-	subHooks := []hook.Provider{crash}
+	subHooks := append([]hook.Provider{crash}, r.subHooks...)
 	if !r.ungated {
 		subHooks = append(subHooks, approveHook("delete_files", "approval"))
 	}

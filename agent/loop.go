@@ -432,7 +432,8 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		}
 	}
 	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results,
-		mayCarry: a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)}
+		at: len(a.history()), loaded: a.pending != nil}
+	cycle.mayCarry = a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)
 	if p := a.pendingCopy(); p != nil {
 		for _, s := range p.Started { // cut off by a crash (SPEC S6)
 			cycle.markStarted(s)
@@ -741,6 +742,12 @@ type toolCycle struct {
 	mayCarry bool
 	// carry: record left the last result to the pair's save, unsaved.
 	carry bool
+	// at: the history's length while the cycle runs (its assistant
+	// message goes there once it ends); loaded: the cycle was stopped
+	// (for interrupts) or cut off before, and is carried on. Both reach
+	// the tools as a callInfo.
+	at     int
+	loaded bool
 }
 
 // ensureSaved saves the pending cycle before a tool runs, once.
@@ -1179,7 +1186,8 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		}
 		tc := tool.NewContext(t.use, a.scope(interrupt.SourceTool, func(name string) string { return interrupt.ToolCallID(id, name) }), a.kv, inv.values,
 			tool.WithIdempotencyKey(a.idempotencyKey(id)))
-		content, err := tool.Invoke(ctx, t.tool, tc, t.use.Input)
+		info := callInfo{turn: t.cycle.at, rerun: t.cycle.loaded && attempt == 0}
+		content, err := tool.Invoke(context.WithValue(ctx, callInfoKey{}, info), t.tool, tc, t.use.Input)
 		if tc.Interrupted() {
 			t.cycle.unstart(id)
 			inv.markInterrupted()
