@@ -38,9 +38,10 @@ bench-peer:
 proto:
 	scripts/gen-proto.sh
 
-## lint: formatting, vet, staticcheck (installed by scripts/tools.sh), and the
-## code and its tests building (vetted) for Windows (pure Go: no cgo anywhere
-## in the store; the kill -9 process tests are Unix-only).
+## lint: formatting, vet, staticcheck (installed by scripts/tools.sh, with the
+## checks staticcheck.conf names: its defaults plus the doc comment forms), and
+## the code and its tests building (vetted) for Windows (pure Go: no cgo
+## anywhere in the store; the kill -9 process tests are Unix-only).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

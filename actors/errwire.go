@@ -19,9 +19,9 @@ import (
 // codes the receiver does not know matches ErrRemote and nothing else.
 var ErrRemote = errors.New("remote error")
 
-// ErrBadErrorCode: NewErrorCodec was given an empty code, a code reserved
-// for a typed error, a nil or non-comparable sentinel, or a code or
-// sentinel that is already known.
+// ErrBadErrorCode is returned by NewErrorCodec when it is given an empty
+// code, a code reserved for a typed error, a nil or non-comparable
+// sentinel, or a code or sentinel that is already known.
 var ErrBadErrorCode = errors.New("invalid error code registration")
 
 // ErrorCode names one sentinel error on the wire. Code is part of the wire

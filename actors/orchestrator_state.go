@@ -70,7 +70,8 @@ func (v *RunView) Started(node string) uint64 {
 	return 0
 }
 
-// Ended: see Started.
+// Ended returns the sequence number of a node's last run end in this run
+// (0: never); see Started.
 func (v *RunView) Ended(node string) uint64 {
 	if n := v.x.nodes[node]; n != nil {
 		return n.ended

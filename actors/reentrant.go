@@ -5,10 +5,10 @@ import (
 	"errors"
 )
 
-// ErrReentrant: a node or hook of an orchestrator's run (or of a node
-// nested in it, at any depth, agents' tools included) asked that same
-// orchestrator for an invocation. The invocation would wait for the run,
-// which waits for the node: a deadlock. Status and Cancel are answered
+// ErrReentrant is returned when a node or hook of an orchestrator's run (or
+// of a node nested in it, at any depth, agents' tools included) asks that
+// same orchestrator for an invocation. The invocation would wait for the
+// run, which waits for the node: a deadlock. Status and Cancel are answered
 // while a run goes on; new work waits until the invocation returns.
 var ErrReentrant = errors.New("an orchestrator's own node or hook cannot invoke it while it runs: read it with Status, or invoke it again once the run returns")
 

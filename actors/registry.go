@@ -33,12 +33,13 @@ var (
 	ErrUnbound = errors.New("identity is not bound")
 )
 
-// FaultError: an owner's actor panicked in its Receive (SPEC R6). The
-// registry stops such an actor the way it passivates one: the messages
-// it had not begun go to the next activation, which comes back from the
-// store (or, without one, answers that it cannot). An actor that panicked
-// while starting is not activated again: its identity is released, and
-// waits for its answers end with an error that wraps ErrUnbound and this.
+// FaultError reports that an owner's actor panicked in its Receive
+// (SPEC R6). The registry stops such an actor the way it passivates one:
+// the messages it had not begun go to the next activation, which comes
+// back from the store (or, without one, answers that it cannot). An actor
+// that panicked while starting is not activated again: its identity is
+// released, and waits for its answers end with an error that wraps
+// ErrUnbound and this.
 type FaultError struct {
 	Identity Identity
 	Value    any  // the panic's value

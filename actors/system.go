@@ -63,7 +63,7 @@ type System struct {
 	done     chan struct{} // closed by Close
 }
 
-// ErrClosed: the system was closed.
+// ErrClosed reports that the system was closed.
 var ErrClosed = errors.New("actor system closed")
 
 // NewSystem starts an actor system.

@@ -8,10 +8,10 @@ import (
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
-// ErrUnknownMessage: an owner (an agent, an orchestrator) was sent a
-// message it does not take: a message of another owner's protocol, of no
-// protocol, or a plain Go value. Its sender, if it has one, gets this as
-// the reply rather than waiting for nothing (SPEC R2, R5); a message
+// ErrUnknownMessage reports that an owner (an agent, an orchestrator) was
+// sent a message it does not take: a message of another owner's protocol,
+// of no protocol, or a plain Go value. Its sender, if it has one, gets this
+// as the reply rather than waiting for nothing (SPEC R2, R5); a message
 // without a sender is dropped. Either way the owner is as it was.
 var ErrUnknownMessage = errors.New("unknown message: the owner does not take it")
 

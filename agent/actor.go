@@ -36,8 +36,8 @@ func (e *PanicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.Wh
 // Is matches ErrPanic.
 func (e *PanicError) Is(target error) bool { return target == ErrPanic }
 
-// ErrFaulted: the actor of an agent without a session stopped after a
-// fault; its state was in no store, so it cannot come back.
+// ErrFaulted reports that the actor of an agent without a session stopped
+// after a fault; its state was in no store, so it cannot come back.
 var ErrFaulted = errors.New("the agent's actor stopped after a fault and had no session to come back from: build a new agent")
 
 // The agent actor (SPEC R1, R3). It owns the committed session and runs
@@ -610,7 +610,8 @@ func (a *job) runRequest(ctx context.Context, r *request) (any, error) {
 	return a.invoke(ctx, r.in, values, emit)
 }
 
-// ErrInterruptedReset: SetMessages while the agent waits for interrupt responses.
+// ErrInterruptedReset is returned by SetMessages while the agent waits for
+// interrupt responses.
 var ErrInterruptedReset = errors.New("cannot replace the history while the agent is interrupted: resume it first")
 
 func (a *job) setMessages(ctx context.Context, msgs []model.Message, drop bool) error {

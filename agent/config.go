@@ -85,7 +85,7 @@ func DefaultConfig() Config {
 	return Config{ID: DefaultID, Executor: tool.Concurrent{}, MaxAutoResumes: 16, MaxModelRetries: 8, MaxToolRetries: 8, LoadTimeout: 30 * time.Second}
 }
 
-// ErrConfig: the configuration is invalid.
+// ErrConfig reports that the configuration is invalid.
 var ErrConfig = errors.New("invalid agent config")
 
 func (c *Config) withDefaults() {

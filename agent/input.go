@@ -70,11 +70,11 @@ func (in Input) contentKinds() []string {
 	return out
 }
 
-// ErrBadInput: the agent was given something it cannot take. The error
-// that matches it says what: JSON that ParseInput reads as none of the
-// accepted forms, a prompt message without content, a history SetMessages
-// refuses, a state value (SetState) or an invocation value (WithValues)
-// that is not JSON.
+// ErrBadInput reports that the agent was given something it cannot take.
+// The error that matches it says what: JSON that ParseInput reads as none
+// of the accepted forms, a prompt message without content, a history
+// SetMessages refuses, a state value (SetState) or an invocation value
+// (WithValues) that is not JSON.
 var ErrBadInput = errors.New("invalid input")
 
 // errInputForms is ParseInput's refusal of JSON of none of its forms.

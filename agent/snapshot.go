@@ -78,8 +78,8 @@ func (p *Pending) clone() *Pending {
 	return c
 }
 
-// ErrSnapshot: a snapshot does not fit the agent (another agent's, a newer
-// schema, inconsistent contents).
+// ErrSnapshot reports that a snapshot does not fit the agent (another
+// agent's, a newer schema, inconsistent contents).
 var ErrSnapshot = errors.New("invalid agent snapshot")
 
 // Validate checks a snapshot before an agent restores it.

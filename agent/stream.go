@@ -13,18 +13,19 @@ type Event interface{ agentEvent() }
 // TextDeltaEvent is a piece of text streamed by the model.
 type TextDeltaEvent struct{ Text string }
 
-// ToolUseEvent: the model asked for a tool (sent when its input is complete).
+// ToolUseEvent reports that the model asked for a tool. It is sent when the
+// tool use's input is complete.
 type ToolUseEvent struct{ ToolUse model.ToolUse }
 
-// ToolResultEvent: a tool finished, was cancelled, or failed.
+// ToolResultEvent reports that a tool finished, was cancelled, or failed.
 type ToolResultEvent struct{ Result model.ToolResult }
 
-// MessageEvent: a message was appended to the history.
+// MessageEvent reports that a message was appended to the history.
 type MessageEvent struct{ Message model.Message }
 
-// InterruptEvent: the agent stopped for this interrupt. It is sent only
-// after the interrupt state is activated and saved (SPEC I9), once for each
-// interrupt the result lists.
+// InterruptEvent reports that the agent stopped for this interrupt. It is
+// sent only after the interrupt state is activated and saved (SPEC I9),
+// once for each interrupt the result lists.
 type InterruptEvent struct{ Interrupt interrupt.Interrupt }
 
 // ResultEvent carries the final result of the invocation.

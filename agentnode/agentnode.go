@@ -18,7 +18,8 @@ import (
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
-// ErrConfig: a node's agent config sets what the orchestrator decides.
+// ErrConfig reports that a node's agent config sets what the orchestrator
+// decides, or breaks another rule that Agent states.
 var ErrConfig = errors.New("invalid agent node config")
 
 // Agent returns a node that runs an agent built from cfg. The node builds

@@ -20,7 +20,7 @@ const DefaultID = "default_graph"
 // Kind is the orchestrator kind of graphs (identity and record type).
 const Kind = "graph"
 
-// ErrBuild: the graph cannot be built (the message says why).
+// ErrBuild reports that the graph cannot be built (the message says why).
 var ErrBuild = errors.New("invalid graph")
 
 // Condition decides whether an edge is taken, from the run's state. It

@@ -111,10 +111,10 @@ func Has[E any](r *Registry) bool {
 	return len(r.callbacks(reflect.TypeFor[E]())) > 0
 }
 
-// ErrNotFired: a callback is registered for an event type that the owner
-// it was given to never fires (an agent's BeforeToolCallEvent given to a
-// graph, say): it would never run, and an approval it implements would be
-// skipped without a word.
+// ErrNotFired reports that a callback is registered for an event type that
+// the owner it was given to never fires (an agent's BeforeToolCallEvent
+// given to a graph, say): it would never run, and an approval it implements
+// would be skipped without a word.
 var ErrNotFired = errors.New("the owner never fires this event")
 
 // NotFiredError is the error of Check: the event type with callbacks, the
@@ -162,8 +162,8 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("hook for %s panicked: %v", e.Event, e.Value) }
 
-// ErrForeignInterrupt: a callback returned an interrupt error that was not
-// raised through the event it handles.
+// ErrForeignInterrupt reports that a callback returned an interrupt error
+// that was not raised through the event it handles.
 var ErrForeignInterrupt = errors.New("callback returned an interrupt not raised on this event")
 
 // Run dispatches ev to the callbacks registered for E, by the rules in the

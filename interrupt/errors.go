@@ -72,10 +72,11 @@ func (e *IDError) Error() string { return fmt.Sprintf("interrupt_id=<%s> | %v", 
 // Unwrap returns the sentinel.
 func (e *IDError) Unwrap() error { return e.Err }
 
-// EmptyResumeError: a resume with no responses while the owner waits for
-// some (SPEC I7). It matches ErrEmptyResume, and ErrResumeRequired too:
-// the owner still waits for the answers, as after a prompt. Waiting lists
-// the ids of the interrupts that wait, when the owner knows them.
+// EmptyResumeError is the rejection of a resume with no responses while the
+// owner waits for some (SPEC I7). It matches ErrEmptyResume, and
+// ErrResumeRequired too: the owner still waits for the answers, as after a
+// prompt. Waiting lists the ids of the interrupts that wait, when the owner
+// knows them.
 type EmptyResumeError struct {
 	Waiting []string
 }
@@ -92,8 +93,8 @@ func (e *EmptyResumeError) Is(target error) bool {
 	return target == ErrEmptyResume || target == ErrResumeRequired
 }
 
-// DuplicateNameError: two callbacks on one event raised interrupts with the
-// same name (SPEC I4). It matches ErrDuplicateName.
+// DuplicateNameError reports that two callbacks on one event raised
+// interrupts with the same name (SPEC I4). It matches ErrDuplicateName.
 type DuplicateNameError struct {
 	Name string
 }
@@ -105,9 +106,10 @@ func (e *DuplicateNameError) Error() string {
 // Is reports whether target is ErrDuplicateName.
 func (e *DuplicateNameError) Is(target error) bool { return target == ErrDuplicateName }
 
-// ContentError: while interrupted, the input carried content that is not an
-// interrupt response. Types lists the content kinds found. It matches
-// ErrResumeRequired, or ErrMixedInput when responses were present too.
+// ContentError reports that, while interrupted, the input carried content
+// that is not an interrupt response. Types lists the content kinds found.
+// It matches ErrResumeRequired, or ErrMixedInput when responses were
+// present too.
 type ContentError struct {
 	Types []string
 	Mixed bool

@@ -45,8 +45,8 @@ func BeforeNodeCallID(nodeID, name string) string {
 	return "v1:before_node_call:" + NameUUID(nodeID) + ":" + NameUUID(name)
 }
 
-// ErrOwnerPath: an owner path is not a "/"-separated list of non-empty
-// segments free of ":" and "/".
+// ErrOwnerPath reports that an owner path is not a "/"-separated list of
+// non-empty segments free of ":" and "/".
 var ErrOwnerPath = errors.New(`invalid owner path: segments must be non-empty and contain neither "/" nor ":"`)
 
 // ValidateOwnerPath checks an owner path (SPEC I2) such as "graph/node".

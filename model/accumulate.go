@@ -9,12 +9,14 @@ import (
 	"strings"
 )
 
-// ErrIncompleteStream: the stream ended without a MessageStop.
+// ErrIncompleteStream is returned when the stream ends without a
+// MessageStop.
 var ErrIncompleteStream = errors.New("model stream ended without a stop event")
 
-// ErrMaxTokensInToolUse: the turn reached the model's output token limit
-// (stop reason max_tokens) in the middle of a tool use, so the tool's input
-// is cut off. Raising the model's max tokens setting is the usual cure.
+// ErrMaxTokensInToolUse reports that the turn reached the model's output
+// token limit (stop reason max_tokens) in the middle of a tool use, so the
+// tool's input is cut off. Raising the model's max tokens setting is the
+// usual cure.
 var ErrMaxTokensInToolUse = errors.New("the model reached its max tokens limit in the middle of a tool use")
 
 // Accumulator folds stream events into the assistant message. The zero value

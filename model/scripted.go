@@ -11,7 +11,8 @@ import (
 	"github.com/braidhq/braid/internal/strictjson"
 )
 
-// ErrScriptExhausted: a Scripted model was called more often than it has turns.
+// ErrScriptExhausted is returned when a Scripted model is called more often
+// than it has turns.
 var ErrScriptExhausted = errors.New("scripted model: no turns left")
 
 // Turn is one scripted assistant turn. Set Text for a text answer, Calls for

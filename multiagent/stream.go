@@ -15,9 +15,9 @@ import (
 // depth ("graph/node", "graph/nested/node").
 type Event interface{ multiAgentEvent() }
 
-// NodeStartEvent: a node starts (its BeforeNodeCall hooks let it run). A
-// node that its hooks gate or cancel has a NodeStopEvent (INTERRUPTED or
-// CANCELLED) without a NodeStartEvent.
+// NodeStartEvent reports that a node starts (its BeforeNodeCall hooks let
+// it run). A node that its hooks gate or cancel has a NodeStopEvent
+// (INTERRUPTED or CANCELLED) without a NodeStartEvent.
 type NodeStartEvent struct{ Node string }
 
 // NodeEvent is an event of a node's agent.
@@ -26,19 +26,19 @@ type NodeEvent struct {
 	Event agent.Event
 }
 
-// NodeStopEvent: a node's run ended, with its result. An INTERRUPTED
-// result, which lists the node's interrupts, comes once the save of the
-// streamed orchestrator holds them (SPEC I9), as InterruptEvent does: a
-// nested Graph or Swarm's node's too, which comes with the NodeStop of
-// the node that runs the nested one.
+// NodeStopEvent reports that a node's run ended, with its result. An
+// INTERRUPTED result, which lists the node's interrupts, comes once the
+// save of the streamed orchestrator holds them (SPEC I9), as InterruptEvent
+// does: a nested Graph or Swarm's node's too, which comes with the NodeStop
+// of the node that runs the nested one.
 type NodeStopEvent struct {
 	Node   string
 	Result *NodeResult
 }
 
-// HandoffEvent: a Swarm hands off from the node at path From (as the
-// other events name nodes) to its node To (an id within the same swarm),
-// once From's run has ended.
+// HandoffEvent reports that a Swarm hands off from the node at path From
+// (as the other events name nodes) to its node To (an id within the same
+// swarm), once From's run has ended.
 type HandoffEvent struct{ From, To string }
 
 // InterruptEvent is an interrupt of the run, sent once the orchestrator

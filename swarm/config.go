@@ -25,8 +25,8 @@ const (
 	DefaultNodeTimeout      = 300 * time.Second
 )
 
-// ErrBuild: the swarm cannot be built, from its nodes or its Config (the
-// message says what is wrong).
+// ErrBuild reports that the swarm cannot be built, from its nodes or its
+// Config (the message says what is wrong).
 var ErrBuild = errors.New("invalid swarm")
 
 // Config configures a swarm. Zero limits take their defaults; there is no

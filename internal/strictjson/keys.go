@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// ErrStrict: a JSON text that is valid but not the stored form a strict
-// decoder reads (an unknown, repeated or missing key, null where a value
-// is required).
+// ErrStrict reports that a JSON text is valid but not the stored form a
+// strict decoder reads (an unknown, repeated or missing key, null where a
+// value is required).
 var ErrStrict = errors.New("not the stored form")
 
 // Keys tracks the keys of one object for a strict decoder: Take each key as

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// ErrSyntax: the text is not valid JSON, or not the kind of value a
-// decoder asked for. Errors of a Reader wrap it and say where.
+// ErrSyntax reports that the text is not valid JSON, or not the kind of
+// value a decoder asked for. Errors of a Reader wrap it and say where.
 var ErrSyntax = errors.New("invalid JSON")
 
 // Reader reads one JSON text front to back. Its methods consume one value

@@ -69,8 +69,8 @@ func AppendBool(dst []byte, v bool) []byte {
 	return append(dst, "false"...)
 }
 
-// ErrEmptyRaw: a raw value that is not nil but holds no bytes, which is no
-// JSON value (encoding/json refuses it too).
+// ErrEmptyRaw reports a raw value that is not nil but holds no bytes, which
+// is no JSON value (encoding/json refuses it too).
 var ErrEmptyRaw = errors.New("empty raw JSON value")
 
 // AppendRaw appends raw, one JSON value, compacted (whitespace outside

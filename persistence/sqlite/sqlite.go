@@ -24,8 +24,8 @@ import (
 // FileName is the database's name inside Config.Dir.
 const FileName = "braid.db"
 
-// ErrBusy: another connection (usually another process) held the
-// database's write lock for longer than Config.BusyTimeout.
+// ErrBusy reports that another connection (usually another process) held
+// the database's write lock for longer than Config.BusyTimeout.
 var ErrBusy = errors.New("database is locked by another writer for longer than the busy timeout; retry, or raise BusyTimeout")
 
 // Config configures a Store.
@@ -175,9 +175,9 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	return s, w, nil
 }
 
-// dsn returns the database's URI with the common parameters and extra.
-// ErrForeign: the folder's database file holds tables, none of them
-// Braid's: another program's database, which a store does not take over.
+// ErrForeign reports that the folder's database file holds tables, none of
+// them Braid's: another program's database, which a store does not take
+// over.
 var ErrForeign = errors.New("the database is not a Braid store: it has tables and none of Braid's")
 
 // checkForeign refuses a database file that holds tables but not Braid's
@@ -200,6 +200,7 @@ func (s *Store) checkForeign(ctx context.Context) error {
 	return nil
 }
 
+// dsn returns the database's URI with the common parameters and extra.
 func (s *Store) dsn(extra string) string {
 	p := filepath.ToSlash(s.path)
 	if !strings.HasPrefix(p, "/") {

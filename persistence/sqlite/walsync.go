@@ -51,10 +51,10 @@ func newWALSync(path string) *walSync {
 	return w
 }
 
-// ErrDurability: an fsync of the WAL failed. The operating system may
-// have dropped the pages it could not write, so a later fsync that
-// succeeds proves nothing about them: every durable save and Sync of the
-// Store fails from then on. Close the Store and open it again (SQLite
+// ErrDurability reports that an fsync of the WAL failed. The operating
+// system may have dropped the pages it could not write, so a later fsync
+// that succeeds proves nothing about them: every durable save and Sync of
+// the Store fails from then on. Close the Store and open it again (SQLite
 // reads the WAL as it is on disk).
 var ErrDurability = errors.New("an fsync of the WAL failed: this store can no longer promise durability; close it and open it again")
 
