@@ -24,8 +24,10 @@ var ErrConfig = errors.New("invalid agent node config")
 
 // Agent returns a node that runs an agent built from cfg. The node builds
 // the agent when its orchestrator opens it; it sets the agent's
-// OwnerPath, System, Session and IdleTimeout from the orchestrator, so cfg
-// must leave them empty. cfg.ID defaults to the node's id and must not
+// OwnerPath, System and Session from the orchestrator (and, with a
+// session, its IdleTimeout, over cfg's), so cfg must leave OwnerPath,
+// System, Session and Restore empty: the agent's state is the
+// orchestrator's session's. cfg.ID defaults to the node's id and must not
 // contain ":". cfg.Messages, the history the agent starts with (and
 // gets back on a reset), must not end with a user message: every run
 // gives the agent a prompt.
