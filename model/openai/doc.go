@@ -54,7 +54,13 @@
 // # Errors and retries
 //
 // Failures are *model.ProviderError values (Provider "openai") whose Kind
-// is tested with errors.Is:
+// is tested with errors.Is. For an HTTP error answer, Err is the SDK's
+// *openai.Error (errors.As finds it), with the status, the API's code, type
+// and message, and the response with its headers (x-request-id) and body.
+// No error, at any level of its chain, holds the password of the BaseURL's
+// user info or the API key, nor dumps them (DumpRequest): that *openai.Error
+// is a copy whose request has the password replaced and the credential
+// headers (Authorization, basic auth included) removed. The classes:
 //
 //   - code model_not_found (whatever the status, 403 included), or HTTP
 //     404: model.ErrUnknownModel;

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/model/internal/redact"
 	"github.com/braidhq/braid/model/internal/retry"
 )
 
@@ -42,9 +43,10 @@ func httpFailure(res *http.Response, err error) apiFailure {
 		body, _ = io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	}
 	f.fill(body)
-	if f.message == "" {
-		var aerr *sdk.Error
-		if errors.As(err, &aerr) {
+	var aerr *sdk.Error
+	if errors.As(err, &aerr) {
+		f.err = withoutCredentials(aerr, body)
+		if f.message == "" {
 			f.code, f.typ, f.message = aerr.Code, aerr.Type, aerr.Message
 		}
 	}
@@ -52,6 +54,24 @@ func httpFailure(res *http.Response, err error) apiFailure {
 		f.message = http.StatusText(res.StatusCode)
 	}
 	return f
+}
+
+// withoutCredentials returns a copy of an SDK error that an error may keep:
+// its status, code, type, message and response (headers, the request id
+// among them, and body) as they are, and a copy of its request without
+// the base URL's password and the credential headers (redact.Request);
+// the response refers to that copy. The SDK keeps the request as sent, API
+// key and the base URL's user info included, for its DumpRequest.
+func withoutCredentials(aerr *sdk.Error, body []byte) *sdk.Error {
+	c := *aerr
+	c.Request = redact.Request(aerr.Request)
+	if aerr.Response != nil {
+		res := *aerr.Response
+		res.Request = c.Request
+		res.Body = io.NopCloser(bytes.NewReader(body))
+		c.Response = &res
+	}
+	return &c
 }
 
 // streamFailure reads an error event of the stream.

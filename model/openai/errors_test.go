@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -205,7 +205,8 @@ func TestErrors_ConnectionRefusedIsProviderErrorAfterRetries(t *testing.T) {
 
 // A base URL may carry a proxy's user:password@ and the requests carry the
 // API key: no error the provider returns, at any level of its chain, says
-// either, whatever failed.
+// either, whatever failed, nor dumps either (the SDK's error has
+// DumpRequest), nor keeps them in the request it holds.
 func TestErrors_NoLevelOfAnErrorCarriesThePasswordOrTheAPIKey(t *testing.T) {
 	const password = "pr0xy-s3cret"
 	for name, handler := range map[string]http.HandlerFunc{
@@ -245,14 +246,82 @@ func TestErrors_NoLevelOfAnErrorCarriesThePasswordOrTheAPIKey(t *testing.T) {
 			cfg.BaseURL = strings.Replace(srv.URL, "http://", "http://proxyuser:"+password+"@", 1) + "/v1"
 			cfg.MaxRetries = 1
 			cfg.RetryBaseDelay = time.Millisecond
+			// No Timeout: the call's context is the caller's, still live
+			// when the error is dumped.
+			cfg.Timeout = 0
 			m, err := openai.New(cfg)
 			require.NoError(t, err)
 			err = streamErr(t, m)
-			texts := append(modeltest.ErrorTexts(err), fmt.Sprintf("%v", err), fmt.Sprintf("%+v", err))
-			for _, text := range texts {
+			for _, text := range modeltest.ErrorPrintouts(err) {
 				assert.NotContains(t, text, password)
 				assert.NotContains(t, text, testKey)
 			}
+			var apiErr *sdk.Error
+			if errors.As(err, &apiErr) {
+				for _, r := range []*http.Request{apiErr.Request, apiErr.Response.Request} {
+					require.NotNil(t, r)
+					assert.NotContains(t, r.URL.String(), password)
+					assert.Empty(t, r.Header.Get("Authorization"), "a request kept in the error has no credentials")
+				}
+				assert.NotEmpty(t, apiErr.DumpRequest(true), "the request can still be dumped")
+			}
 		})
 	}
+}
+
+// Without an API key, the HTTP client sends the base URL's user info as
+// basic auth: the response the SDK's error keeps does not hold that
+// header either.
+func TestErrors_SDKErrorHoldsNoBasicAuthFromTheBaseURL(t *testing.T) {
+	const password = "pr0xy-s3cret"
+	var gotAuth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}`)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	cfg := openai.DefaultConfig()
+	cfg.Model = testModel
+	cfg.BaseURL = strings.Replace(srv.URL, "http://", "http://proxyuser:"+password+"@", 1) + "/v1"
+	cfg.MaxRetries = openai.NoRetries
+	m, err := openai.New(cfg)
+	require.NoError(t, err)
+	err = streamErr(t, m)
+	require.True(t, strings.HasPrefix(gotAuth, "Basic "), "the proxy got basic auth: %q", gotAuth)
+	var apiErr *sdk.Error
+	require.True(t, errors.As(err, &apiErr))
+	assert.Empty(t, apiErr.Response.Request.Header.Get("Authorization"))
+	for _, text := range modeltest.ErrorPrintouts(err) {
+		assert.NotContains(t, text, password)
+		assert.NotContains(t, text, strings.TrimPrefix(gotAuth, "Basic "))
+	}
+}
+
+// The SDK's error, found with errors.As, keeps what helps to diagnose a
+// failure: the status, the API's code, type and message, the response's
+// headers (the request id) and body, the request's method and URL; and
+// the error's class and retries are as before.
+func TestErrors_SDKErrorKeepsStatusMessageAndRequestID(t *testing.T) {
+	body := `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":"server_error"}}`
+	r := newInline(t,
+		httpError(500, body, "X-Request-Id: req_1"),
+		httpError(500, body, "X-Request-Id: req_2"))
+	err := streamErr(t, newModel(t, r, func(c *openai.Config) { c.MaxRetries = 1; c.RetryBaseDelay = time.Millisecond }))
+	assert.ErrorIs(t, err, model.ErrServer)
+	assert.Len(t, r.requestBodies(), 2, "retried once")
+	var apiErr *sdk.Error
+	require.True(t, errors.As(err, &apiErr))
+	assert.Equal(t, 500, apiErr.StatusCode)
+	assert.Equal(t, "server_error", apiErr.Code)
+	assert.Equal(t, "server_error", apiErr.Type)
+	assert.Equal(t, "The server had an error", apiErr.Message)
+	assert.Equal(t, "req_2", apiErr.Response.Header.Get("X-Request-Id"))
+	assert.Equal(t, http.MethodPost, apiErr.Request.Method)
+	assert.True(t, strings.HasSuffix(apiErr.Request.URL.Path, "/chat/completions"), apiErr.Request.URL.Path)
+	assert.Contains(t, string(apiErr.DumpResponse(true)), "The server had an error")
+	assert.Contains(t, string(apiErr.DumpRequest(true)), `"model":"`+testModel+`"`)
 }

@@ -3,6 +3,7 @@
 package redact
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -41,12 +42,15 @@ func URL(raw string) string {
 // Request returns a copy of r that an error may keep and print: its URL's
 // password replaced by Password, and the headers that carry credentials
 // (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie) removed.
-// r is not changed; a nil r gives nil.
+// The copy is a record, never sent: its context is context.Background(),
+// not r's, which is cancelled once the call is over (and would make the
+// SDKs' DumpRequest print nothing) and whose values an error must not
+// keep alive. r is not changed; a nil r gives nil.
 func Request(r *http.Request) *http.Request {
 	if r == nil {
 		return nil
 	}
-	c := r.Clone(r.Context())
+	c := r.Clone(context.Background())
 	if c.URL != nil && c.URL.User != nil {
 		if _, ok := c.URL.User.Password(); ok {
 			c.URL.User = url.UserPassword(c.URL.User.Username(), Password)

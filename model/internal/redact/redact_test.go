@@ -1,6 +1,7 @@
 package redact_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -40,4 +41,16 @@ func TestRequest_CopyHasNoPasswordNorCredentialHeaders(t *testing.T) {
 	assert.Equal(t, "http://user:s3cret@127.0.0.1:8080/v1/messages", r.URL.String(), "the request itself is unchanged")
 	assert.Equal(t, "Bearer sk-1", r.Header.Get("Authorization"))
 	assert.Nil(t, redact.Request(nil))
+}
+
+// The copy outlives the call whose request it records: it does not share
+// that call's context, which is cancelled when the call ends.
+func TestRequest_CopyDoesNotShareTheCallsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:8080/v1/messages", nil)
+	require.NoError(t, err)
+	c := redact.Request(r)
+	cancel()
+	assert.Error(t, r.Context().Err())
+	assert.NoError(t, c.Context().Err())
 }
