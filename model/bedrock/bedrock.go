@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -34,7 +35,9 @@ var _ model.Model = (*Model)(nil)
 
 // New validates cfg, loads the AWS configuration (which may read the
 // shared config and credentials files, hence ctx) and returns the model.
-// Credentials are not retrieved until the first Stream.
+// Credentials are not retrieved until the first Stream. An endpoint with
+// user info, from BaseURL or the AWS configuration, is refused with
+// ErrInvalidConfig (see Config.BaseURL).
 func New(ctx context.Context, cfg Config) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -73,6 +76,12 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		o.HTTPClient = bodyGuard{next: o.HTTPClient}
 		m.bearer = o.BearerAuthTokenProvider != nil
 	})
+	if ep := m.client.Options().BaseEndpoint; cfg.BaseURL == "" && ep != nil {
+		if u, err := url.Parse(*ep); err == nil && u.User != nil {
+			return nil, fmt.Errorf("%w: the endpoint of the AWS configuration (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, AWS_ENDPOINT_URL or the profile's endpoint_url) %s",
+				ErrInvalidConfig, userInfoProblem(*ep))
+		}
+	}
 	return m, nil
 }
 

@@ -64,7 +64,16 @@ type Config struct {
 
 	// BaseURL overrides the endpoint (a VPC endpoint, a proxy, a test
 	// server), such as "https://bedrock-runtime.us-east-1.amazonaws.com".
-	// Empty: the region's endpoint.
+	// Empty: the endpoint of the AWS configuration (AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
+	// AWS_ENDPOINT_URL, the profile's endpoint_url), else the region's.
+	//
+	// A URL with user info (user:password@) is refused, whether it comes
+	// from here or from the AWS configuration: the Authorization header of
+	// every request carries its SigV4 signature (or the Bedrock API key),
+	// so there is no place for basic auth, and the AWS SDK would drop the
+	// user info without a word. A forward proxy that wants basic auth is
+	// set, user info included, as the Proxy of HTTPClient's transport or
+	// in HTTPS_PROXY; the HTTP client then sends Proxy-Authorization.
 	BaseURL string
 
 	// Temperature is sent as inferenceConfig.temperature when set, in
@@ -142,6 +151,8 @@ func (c Config) Validate() error {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("BaseURL %q is not an http or https URL with a host", redact.URL(c.BaseURL))
+		} else if u.User != nil {
+			bad("BaseURL %s", userInfoProblem(c.BaseURL))
 		}
 	}
 	if t := c.Temperature; t != nil && (math.IsNaN(*t) || *t < 0 || *t > 1) {
@@ -160,6 +171,16 @@ func (c Config) Validate() error {
 		bad("RetryBaseDelay %v is negative (0 means %v)", c.RetryBaseDelay, DefaultRetryBaseDelay)
 	}
 	return errors.Join(errs...)
+}
+
+// userInfoProblem says why an endpoint URL with user info is refused, and
+// what to do instead; the URL is quoted without its password.
+func userInfoProblem(endpoint string) string {
+	return fmt.Sprintf("%q has user info (user:password@), which Bedrock cannot use: "+
+		"the Authorization header carries the request's SigV4 signature or Bedrock API key, "+
+		"so it cannot carry basic auth; remove it, and for a forward proxy that wants basic auth "+
+		"put its URL, user info included, in HTTPS_PROXY or as the Proxy of Config.HTTPClient's transport",
+		redact.URL(endpoint))
 }
 
 // resolved returns c with the defaults applied (MaxRetries 0 becomes

@@ -165,3 +165,44 @@ func TestConfigValidate_RefusedBaseURLIsQuotedWithoutItsPassword(t *testing.T) {
 		assert.NotContains(t, err.Error(), "s3cretpw")
 	}
 }
+
+// A base URL with user info (a proxy's user:password@) is refused, by
+// Validate and by New, with an error that says why and what to do and
+// does not quote the password: Bedrock's requests carry their SigV4
+// signature (or Bedrock API key) in Authorization, so the user info could
+// not be sent as basic auth, and the SDK would drop it without a word.
+func TestConfigValidate_RefusesABaseURLWithUserInfo(t *testing.T) {
+	isolateAWS(t)
+	for _, base := range []string{"http://proxyuser:s3cretpw@127.0.0.1:8080", "https://proxyuser@127.0.0.1:8443/bedrock", "http://:s3cretpw@127.0.0.1:8080"} {
+		t.Run(base, func(t *testing.T) {
+			cfg := testConfig(base)
+			err := cfg.Validate()
+			require.ErrorIs(t, err, bedrock.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), "user info")
+			assert.Contains(t, err.Error(), "Proxy")
+			assert.NotContains(t, err.Error(), "s3cretpw")
+			_, err = bedrock.New(context.Background(), cfg)
+			assert.ErrorIs(t, err, bedrock.ErrInvalidConfig, "New refuses it too")
+		})
+	}
+}
+
+// The same holds for an endpoint the AWS configuration gives
+// (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, AWS_ENDPOINT_URL, the shared config's
+// endpoint_url) when BaseURL is empty.
+func TestNew_RefusesAnAWSConfiguredEndpointWithUserInfo(t *testing.T) {
+	for _, env := range []string{"AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "AWS_ENDPOINT_URL"} {
+		t.Run(env, func(t *testing.T) {
+			isolateAWS(t)
+			t.Setenv(env, "http://proxyuser:s3cretpw@127.0.0.1:8080")
+			_, err := bedrock.New(context.Background(), testConfig(""))
+			require.ErrorIs(t, err, bedrock.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), env)
+			assert.NotContains(t, err.Error(), "s3cretpw")
+
+			t.Setenv(env, "http://127.0.0.1:8080")
+			_, err = bedrock.New(context.Background(), testConfig(""))
+			assert.NoError(t, err)
+		})
+	}
+}
