@@ -37,9 +37,18 @@
 // before it, as Strands maps it: the block before it in its message, else
 // the last block of the messages before, else the system prompt, else the
 // last tool (the API reads tools, then system, then messages); one with
-// nothing before it is dropped. The API takes at most four cache_control
-// blocks in a request and refuses more (model.ErrBadRequest). Anything
-// else fails the request with model.ErrBadRequest before anything is sent.
+// nothing before it is dropped. The API takes at most four blocks with
+// cache_control in a request (MaxCachedBlocks) and answers 400 to more, so
+// a request whose cache points mark more blocks fails with
+// model.ErrBadRequest before it is sent, the message giving the count.
+// Cache points count by the blocks they mark: several on one block count
+// once. None is dropped to fit: which prefixes are worth caching is the
+// caller's choice, and a silently moved cache point changes cost and
+// latency unnoticed. Strands maps every cache point and leaves the limit
+// to the API's 400. A conversation that adds a cache point per turn
+// should keep only the latest few (moving it, rather than adding one).
+// Anything else fails the request with model.ErrBadRequest before anything
+// is sent.
 //
 // # Streams
 //

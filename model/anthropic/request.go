@@ -35,7 +35,8 @@ import (
 // csv and html as plain text), titled with its name; reasoningContent is
 // left out; a cachePoint becomes cache_control (ephemeral, with its ttl) on
 // the block sent last before it (see blocks), a tool or the system prompt
-// for one before any message content; anything else, or an image or
+// for one before any message content, and more than MaxCachedBlocks blocks
+// so marked fail the request with model.ErrBadRequest; anything else, or an image or
 // document in an assistant message, fails the request with
 // model.ErrBadRequest before anything is sent, rather than being dropped
 // silently.
@@ -95,7 +96,39 @@ func (m *Model) params(req *model.Request) (sdk.MessageNewParams, error) {
 			p.Messages = append(p.Messages, sdk.NewUserMessage(contents[i]...))
 		}
 	}
+	if n := cachedBlocks(p, contents); n > MaxCachedBlocks {
+		return p, m.requestError(fmt.Sprintf("the cache points mark %d blocks; the Messages API takes at most %d blocks with cache_control in a request: remove cache points (keep the ones whose prefix is reused, such as the latest)", n, MaxCachedBlocks))
+	}
 	return p, nil
+}
+
+// MaxCachedBlocks is the most blocks with cache_control the Messages API
+// takes in one request; Stream refuses a request whose cache points mark
+// more (model.ErrBadRequest) before sending it.
+const MaxCachedBlocks = 4
+
+// cachedBlocks counts the tools and system blocks of p, and the message
+// blocks in contents, that carry cache_control.
+func cachedBlocks(p sdk.MessageNewParams, contents [][]sdk.ContentBlockParamUnion) int {
+	n := 0
+	for _, t := range p.Tools {
+		if t.OfTool != nil && t.OfTool.CacheControl.Type != "" {
+			n++
+		}
+	}
+	for _, b := range p.System {
+		if b.CacheControl.Type != "" {
+			n++
+		}
+	}
+	for _, blocks := range contents {
+		for _, b := range blocks {
+			if cc := b.GetCacheControl(); cc != nil && cc.Type != "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // blocks returns a message's content blocks as the API takes them. A cache

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -272,6 +273,63 @@ func TestRequest_CachePointMarksTheBlockBeforeIt(t *testing.T) {
 	}`
 	r.Expect(0, []byte(want))
 	complete(t, m, req)
+	require.Equal(t, 1, r.Count())
+	assert.JSONEq(t, want, string(r.Requests()[0]))
+}
+
+// The API takes at most four cache_control blocks in a request (and answers
+// 400 to more). A request whose cache points mark more blocks fails before
+// anything is sent, with model.ErrBadRequest and a message that gives the
+// count and the limit; none is dropped to fit. Cache points count by the
+// blocks they mark: two on one block count once, one with nothing before
+// it (dropped) not at all.
+func TestRequest_MoreThanFourCachedBlocksFailBeforeSending(t *testing.T) {
+	cachePoint := model.ContentBlock{Other: json.RawMessage(`{"cachePoint":{"type":"default"}}`)}
+	turns := func(n int) []model.Message {
+		var msgs []model.Message
+		for i := range n {
+			msgs = append(msgs,
+				model.Message{Role: model.RoleUser, Content: []model.ContentBlock{model.Text(fmt.Sprintf("question %d", i)), cachePoint}},
+				model.AssistantText(fmt.Sprintf("answer %d", i)))
+		}
+		return append(msgs, model.UserText("last question"))
+	}
+
+	m, r := newModel(t, "text", nil)
+	_, err := collect(t, m, &model.Request{SystemPrompt: "You are a test.", Messages: append([]model.Message{
+		{Role: model.RoleUser, Content: []model.ContentBlock{cachePoint, cachePoint}},
+	}, turns(4)...)})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, model.ErrBadRequest)
+	var pe *model.ProviderError
+	require.True(t, errors.As(err, &pe))
+	assert.Zero(t, pe.StatusCode)
+	assert.Contains(t, err.Error(), "5 blocks")
+	assert.Contains(t, err.Error(), "at most 4")
+	assert.Zero(t, r.Count(), "nothing was sent")
+
+	// Seven cache points, four marked blocks: sent.
+	m, r = newModel(t, "text", nil)
+	msgs := turns(3)
+	msgs[0].Content = append([]model.ContentBlock{cachePoint, cachePoint}, append(msgs[0].Content, cachePoint)...)
+	cached := func(text string) string {
+		return `{"type": "text", "text": "` + text + `", "cache_control": {"type": "ephemeral"}}`
+	}
+	want := `{
+		"model": "claude-sonnet-4-5", "max_tokens": 1024, "temperature": 0.2, "stream": true,
+		"system": [` + cached("You are a test.") + `],
+		"messages": [
+			{"role": "user", "content": [` + cached("question 0") + `]},
+			{"role": "assistant", "content": [{"type": "text", "text": "answer 0"}]},
+			{"role": "user", "content": [` + cached("question 1") + `]},
+			{"role": "assistant", "content": [{"type": "text", "text": "answer 1"}]},
+			{"role": "user", "content": [` + cached("question 2") + `]},
+			{"role": "assistant", "content": [{"type": "text", "text": "answer 2"}]},
+			{"role": "user", "content": [{"type": "text", "text": "last question"}]}
+		]
+	}`
+	r.Expect(0, []byte(want))
+	complete(t, m, &model.Request{SystemPrompt: "You are a test.", Messages: msgs})
 	require.Equal(t, 1, r.Count())
 	assert.JSONEq(t, want, string(r.Requests()[0]))
 }
