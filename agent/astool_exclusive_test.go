@@ -30,8 +30,8 @@ type exclusiveRig struct {
 	ungated bool // the sub agent's tool runs without asking
 	// subHooks are further hooks of the sub agent.
 	subHooks []hook.Provider
-	mu      sync.Mutex
-	crash   *persistence.SessionExport
+	mu       sync.Mutex
+	crash    *persistence.SessionExport
 }
 
 func openSQLite(t *testing.T) persistence.Store {
