@@ -39,7 +39,7 @@ type ToolInput struct {
 // is in sub's history), saved before the run begins. When the outer
 // agent runs the call again (its tool cycle resumed after interrupts, or
 // carried on after a crash or a Close cut it off, SPEC S6), the run
-// marked for it is resumed with the answers if it waits, carried on if
+// marked for it, if its prompt is the call's, is resumed with the answers if it waits, carried on if
 // it was cut off, and, if it had ended (the cut came after sub's last
 // save and before the outer agent saved the call's result), its answer,
 // sub's last message, is the call's result: sub does not run again. Any
@@ -85,14 +85,18 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 		info, _ := ctx.Value(callInfoKey{}).(callInfo)
 		mark := subCall{Call: tc.IdempotencyKey(), Turn: info.turn, At: lastPrompt(snap.Messages)}
 		unfinished := st.Interrupted() || st.Incomplete()
+		// The run's prompt is the call's: a mark of the same tool-use id
+		// and place is another call's when the outer history was started
+		// over (SetMessages) and the model gave that id again.
+		samePrompt := mark.At < len(snap.Messages) && snap.Messages[mark.At].Text() == in.Prompt
 		var ours bool
 		if raw, ok := snap.State[subCallKey]; ok {
 			var was subCall
-			ours = info.rerun && json.Unmarshal(raw, &was) == nil && was == mark
+			ours = info.rerun && samePrompt && json.Unmarshal(raw, &was) == nil && was == mark
 		} else {
 			// A run this tool did not mark (a call of an earlier version):
 			// this call's if it is unfinished and answers the same prompt.
-			ours = unfinished && mark.At < len(snap.Messages) && snap.Messages[mark.At].Text() == in.Prompt
+			ours = unfinished && samePrompt
 		}
 		last := len(snap.Messages) - 1
 		switch {
