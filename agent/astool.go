@@ -34,12 +34,12 @@ type ToolInput struct {
 // the outer agent's.
 //
 // Each call marks the run of sub it starts, in sub's key/value state
-// under "braid.call" (the outer call's idempotency key, the outer
-// history's length while its tool cycle runs, and where the run's prompt
-// is in sub's history), saved before the run begins. When the outer
-// agent runs the call again (its tool cycle resumed after interrupts, or
-// carried on after a crash or a Close cut it off, SPEC S6), the run
-// marked for it, if its prompt is the call's, is resumed with the answers if it waits, carried on if
+// under "braid.call" (the outer call's idempotency key, the id of the
+// outer tool cycle, and where the run's prompt is in sub's history),
+// saved before the run begins. When the outer agent runs the call again
+// (its tool cycle resumed after interrupts, or carried on after a crash
+// or a Close cut it off, SPEC S6), the run marked for it, if its prompt
+// is the call's, is resumed with the answers if it waits, carried on if
 // it was cut off, and, if it had ended (the cut came after sub's last
 // save and before the outer agent saved the call's result), its answer,
 // sub's last message, is the call's result: sub does not run again. Any
@@ -48,7 +48,9 @@ type ToolInput struct {
 // interrupts and pending work, and sub takes the call's prompt. A retry
 // that an AfterToolCall hook asks for runs sub again. (A run with no
 // mark, of sub invoked directly or by an earlier version, is the call's
-// when it is unfinished and its prompt is the call's.)
+// when it is unfinished and its prompt is the call's.) A tool or hook of
+// sub that deletes "braid.call" from its state takes that away: after a
+// crash, the call then runs sub again.
 //
 // Sub has one history and one interrupt state, so the calls of it that
 // the model asks for in one turn run one after another, each to its end,
@@ -83,7 +85,7 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 			return "", err
 		}
 		info, _ := ctx.Value(callInfoKey{}).(callInfo)
-		mark := subCall{Call: tc.IdempotencyKey(), Turn: info.turn, At: lastPrompt(snap.Messages)}
+		mark := subCall{Call: tc.IdempotencyKey(), Cycle: info.cycle, At: lastPrompt(snap.Messages)}
 		unfinished := st.Interrupted() || st.Incomplete()
 		// The run's prompt is the call's: a mark of the same tool-use id
 		// and place is another call's when the outer history was started
@@ -154,22 +156,21 @@ const subCallKey = "braid.call"
 
 // subCall identifies the call of AsTool that a sub agent's run belongs
 // to: the outer tool use's idempotency key (session, owner path and
-// tool-use id), the outer history's length while its tool cycle ran (a
-// model may give the same tool-use id in a later turn), and where the
-// run's prompt is in sub's history.
+// tool-use id), the outer tool cycle's id (Pending.Cycle: a model may
+// give the same tool-use id in another cycle), and where the run's
+// prompt is in sub's history.
 type subCall struct {
-	Call string `json:"call"`
-	Turn int    `json:"turn"`
-	At   int    `json:"at"`
+	Call  string `json:"call"`
+	Cycle string `json:"cycle"`
+	At    int    `json:"at"`
 }
 
 // callInfo is what a tool call's context tells AsTool about the call:
-// the outer history's length while its cycle runs (turn), and whether
-// the call may be run again after a stop or a cut left it without a
-// result (rerun; not a retry an AfterToolCall hook asked for, whose
-// earlier result was seen and refused).
+// its tool cycle's id, and whether the call may be run again after a stop
+// or a cut left it without a result (rerun; not a retry an AfterToolCall
+// hook asked for, whose earlier result was seen and refused).
 type callInfo struct {
-	turn  int
+	cycle string
 	rerun bool
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -432,18 +434,21 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 		}
 	}
 	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results,
-		at: len(a.history()), loaded: a.pending != nil}
-	cycle.mayCarry = a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)
+		mayCarry: a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)}
 	if p := a.pendingCopy(); p != nil {
+		cycle.loaded, cycle.id = true, p.Cycle
 		for _, s := range p.Started { // cut off by a crash (SPEC S6)
 			cycle.markStarted(s)
 		}
+	}
+	if cycle.id == "" { // a new cycle, or one stored before cycles had ids
+		cycle.id = uuid.NewString()
 	}
 	if a.pending == nil {
 		// The cycle is in flight: saved before its first tool runs (so a
 		// crash does not lose the model's answer, and its tool uses are
 		// carried on with the same ids), and with each finished tool.
-		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: []model.ToolResult{}})
+		a.setPending(&Pending{Kind: PendingTools, Message: &assistant, Completed: []model.ToolResult{}, Cycle: cycle.id})
 	} else {
 		cycle.saved = true // loaded: it is in the session already
 	}
@@ -742,11 +747,10 @@ type toolCycle struct {
 	mayCarry bool
 	// carry: record left the last result to the pair's save, unsaved.
 	carry bool
-	// at: the history's length while the cycle runs (its assistant
-	// message goes there once it ends); loaded: the cycle was stopped
-	// (for interrupts) or cut off before, and is carried on. Both reach
-	// the tools as a callInfo.
-	at     int
+	// id: the cycle's Pending.Cycle; loaded: the cycle was stopped (for
+	// interrupts) or cut off before, and is carried on. Both reach the
+	// tools as a callInfo.
+	id     string
 	loaded bool
 }
 
@@ -824,7 +828,7 @@ func (c *toolCycle) pendingLocked() *Pending {
 	// A copy of the message, not a pointer into c: the committed Pending
 	// outlives the cycle, and must not keep it (and its job) in memory.
 	assistant := c.assistant
-	p := &Pending{Kind: PendingTools, Message: &assistant, Completed: make([]model.ToolResult, 0, len(c.results))}
+	p := &Pending{Kind: PendingTools, Message: &assistant, Completed: make([]model.ToolResult, 0, len(c.results)), Cycle: c.id}
 	for i, x := range c.results {
 		if x != nil {
 			p.Completed = append(p.Completed, x.Clone())
@@ -1186,7 +1190,7 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		}
 		tc := tool.NewContext(t.use, a.scope(interrupt.SourceTool, func(name string) string { return interrupt.ToolCallID(id, name) }), a.kv, inv.values,
 			tool.WithIdempotencyKey(a.idempotencyKey(id)))
-		info := callInfo{turn: t.cycle.at, rerun: t.cycle.loaded && attempt == 0}
+		info := callInfo{cycle: t.cycle.id, rerun: t.cycle.loaded && attempt == 0}
 		content, err := tool.Invoke(context.WithValue(ctx, callInfoKey{}, info), t.tool, tc, t.use.Input)
 		if tc.Interrupted() {
 			t.cycle.unstart(id)

@@ -53,19 +53,23 @@ func (p *Pending) appendJSON(dst []byte) ([]byte, error) {
 		}
 		out = append(out, ']')
 	}
+	if p.Cycle != "" {
+		out = strictjson.AppendString(append(out, `,"cycleId":`...), p.Cycle)
+	}
 	return append(out, '}'), nil
 }
 
 // The keys of the stored form, in index order.
 var (
-	pendingKeys   = []string{"kind", "assistantMessage", "completedToolResults", "startedTools"}
+	pendingKeys   = []string{"kind", "assistantMessage", "completedToolResults", "startedTools", "cycleId"}
 	toolStartKeys = []string{"toolUseId", "startedAt"}
 )
 
 // parsePending reads pending work from the form appendJSON writes, and
 // nothing else: "kind" and "completedToolResults" (an array, or null for
-// none) are required; "assistantMessage" is a message and "startedTools" a
-// non-empty array when present (appendJSON leaves them out otherwise); a
+// none) are required; "assistantMessage" is a message, "startedTools" a
+// non-empty array and "cycleId" a non-empty string when present
+// (appendJSON leaves them out otherwise); a
 // start mark is exactly {"toolUseId":..,"startedAt":..} with the time as
 // encoding/json writes it; no other key, no key twice.
 func parsePending(data []byte) (*Pending, error) {
@@ -109,6 +113,11 @@ func parsePending(data []byte) (*Pending, error) {
 					p.Completed = append(p.Completed, tr)
 					return nil
 				})
+			case i == 4:
+				if p.Cycle, err = r.StringNotNull("cycleId"); err == nil && p.Cycle == "" {
+					err = fmt.Errorf("%w: cycleId is empty (absent when there is none)", strictjson.ErrStrict)
+				}
+				return err
 			}
 			err = r.Array(func() error {
 				st, err := readToolStart(r)

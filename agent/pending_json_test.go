@@ -50,6 +50,9 @@ func genPending(r *rand.Rand) *Pending {
 		at := time.Date(2026, 12, 4, 10, r.IntN(60), r.IntN(60), r.IntN(3)*123456789, time.FixedZone("x", r.IntN(3)*3600))
 		p.Started = append(p.Started, ToolStart{ToolUseID: s(), StartedAt: at})
 	}
+	if r.IntN(3) > 0 {
+		p.Cycle = s()
+	}
 	return p
 }
 
@@ -79,7 +82,8 @@ func TestParsePending_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 		{`,"startedTools":[`, `,"startedTools":[],"s":[`}, {`"startedAt":"2026-12-04T10:`, `"startedAt":"2026-12-04T10:0`},
 		{`"assistantMessage":`, `"assistantMessage":null,"a":`}, {`"toolUseId":`, `"toolUseId":null,"u":`},
 		{`Z"`, `.000Z"`}, {`"kind":`, `"kind":"tools","kind":`}, {`,"completedToolResults":null`, ``},
-		{`"startedAt":`, ` "startedAt" : `}, {`"status":"success"`, `"status":"success","extra":1`}}
+		{`"startedAt":`, ` "startedAt" : `}, {`"status":"success"`, `"status":"success","extra":1`},
+		{`"cycleId":`, `"cycleId":null,"y":`}, {`,"cycleId":"`, `,"cycleId":"","z":"`}}
 	for range 1500 {
 		p := genPending(r)
 		b, err := p.appendJSON(nil)
@@ -91,7 +95,10 @@ func TestParsePending_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 	for _, raw := range []string{`null`, `{}`, `{"kind":"tools","completedToolResults":[],"startedTools":null}`,
 		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":"2026-12-04T10:00:00\u005a"}]}`,
 		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":"2026-12-04T10:00:00Z"}]}`,
-		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":null}]}`} {
+		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":null}]}`,
+		`{"kind":"tools","completedToolResults":[],"cycleId":"c1"}`, `{"kind":"tools","completedToolResults":[],"cycleId":""}`,
+		`{"kind":"tools","completedToolResults":[],"cycleId":null}`, `{"kind":"tools","completedToolResults":[],"cycleId":1}`,
+		`{"kind":"tools","completedToolResults":[],"cycleId":"c1","cycleId":"c2"}`} {
 		checkPendingParse(t, []byte(raw))
 	}
 }

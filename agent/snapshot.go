@@ -53,6 +53,12 @@ type Pending struct {
 	// have no result yet (SPEC S6): one found on loading was cut off by a
 	// crash, and is not run again without an answer.
 	Started []ToolStart `json:"startedTools,omitempty"`
+	// Cycle identifies a tool cycle (a random id, made when it begins),
+	// the same every time it is carried on: a tool run again in it can
+	// tell its own earlier work from that of a call of another cycle with
+	// the same tool-use id (agent.AsTool does). Empty in a cycle stored
+	// before cycles had ids.
+	Cycle string `json:"cycleId,omitempty"`
 }
 
 // ToolStart marks the start of an at-most-once tool.
@@ -65,7 +71,7 @@ func (p *Pending) clone() *Pending {
 	if p == nil {
 		return nil
 	}
-	c := &Pending{Kind: p.Kind}
+	c := &Pending{Kind: p.Kind, Cycle: p.Cycle}
 	if p.Message != nil {
 		m := p.Message.Clone()
 		c.Message = &m
