@@ -41,7 +41,10 @@ func URL(raw string) string {
 
 // Request returns a copy of r that an error may keep and print: its URL's
 // password replaced by Password, and the headers that carry credentials
-// (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie) removed.
+// removed: Authorization (an API key, a bearer token or a SigV4 signature),
+// Proxy-Authorization, X-Api-Key, Api-Key, Cookie, and the AWS SDK's token
+// headers (X-Amz-Security-Token, the session token of temporary
+// credentials; X-Amz-Sso_bearer_token; X-Aws-Ec2-Metadata-Token).
 // The copy is a record, never sent: its context is context.Background(),
 // not r's, which is cancelled once the call is over (and would make the
 // SDKs' DumpRequest print nothing) and whose values an error must not
@@ -56,7 +59,10 @@ func Request(r *http.Request) *http.Request {
 			c.URL.User = url.UserPassword(c.URL.User.Username(), Password)
 		}
 	}
-	for _, h := range []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "Cookie"} {
+	for _, h := range []string{
+		"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "Cookie",
+		"X-Amz-Security-Token", "X-Amz-Sso_bearer_token", "X-Aws-Ec2-Metadata-Token",
+	} {
 		c.Header.Del(h)
 	}
 	return c
