@@ -213,7 +213,7 @@ func (m *Model) failure(ctx, callCtx context.Context, err error) error {
 		return &model.ProviderError{
 			Provider: providerName, Model: m.cfg.Model, Kind: model.ErrAuth,
 			Message: "no usable AWS credentials (set Config.Credentials, or configure the default chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, SSO, a role): " + ce.err.Error(),
-			Err:     ce.err,
+			Err:     withoutCredentials(ce.err), // a credential provider's request (STS, SSO) may have failed
 		}
 	}
 	if errors.Is(err, model.ErrIncompleteStream) {

@@ -18,7 +18,15 @@
 // carries the stop reason and the token usage.
 //
 // Failures are *model.ProviderError values with Provider "bedrock", the
-// exception name as Code and a Kind to test with errors.Is:
+// exception name as Code and a Kind to test with errors.Is. Err keeps the
+// AWS SDK's error, whose types errors.As still finds (*smithy.OperationError,
+// *awshttp.ResponseError with the status code and request id,
+// smithy.APIError, the bedrockruntime exception types), but no level of
+// its chain holds a credential: the response errors are copies whose
+// request has no Authorization header (the Bedrock API key, or the access
+// key id and SigV4 signature), no X-Amz-Security-Token (the session token)
+// and no body. The same holds when a credential provider's own request
+// failed. The classes:
 //
 //   - model.ErrAuth: UnrecognizedClientException, AccessDeniedException,
 //     other signature or token exceptions, HTTP 401 or 403, no credentials.

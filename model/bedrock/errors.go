@@ -16,9 +16,10 @@ const providerName = "bedrock"
 
 // apiError turns an error of the SDK (an HTTP error answer after retries,
 // or an exception of the event stream) into a *model.ProviderError with its
-// status code, exception name, message and class.
+// status code, exception name, message and class. The SDK's error is kept
+// as Err without the credentials its request held (withoutCredentials).
 func (m *Model) apiError(err error) *model.ProviderError {
-	pe := &model.ProviderError{Provider: providerName, Model: m.cfg.Model, Err: err}
+	pe := &model.ProviderError{Provider: providerName, Model: m.cfg.Model, Err: withoutCredentials(err)}
 	var status interface{ HTTPStatusCode() int }
 	if errors.As(err, &status) {
 		pe.StatusCode = status.HTTPStatusCode()
