@@ -73,32 +73,41 @@ func (r *promptedRig) build(t *testing.T, st persistence.Store) (sub, outer *age
 
 // SPEC M11, S6: the owner of an agent starts its conversation over
 // (SetMessages) and the model gives a tool-use id it gave before, at the
-// same place of the new history, for a call of a sub agent with another
-// prompt, approved by a BeforeToolCall hook (so the call runs in a tool
-// cycle resumed after an interrupt). The call runs the sub agent for its
-// own prompt: the answer of the earlier call is not taken for its own.
+// same place of the new history, for a call of a sub agent, approved by a
+// BeforeToolCall hook (so the call runs in a tool cycle resumed after an
+// interrupt). The call runs the sub agent for its own prompt, another
+// one or the same: the answer of the earlier call is not taken for its
+// own.
 func TestAgentAsTool_S6_ACallInAConversationStartedOverGetsAnAnswerToItsOwnPrompt(t *testing.T) {
-	ctx := context.Background()
-	runs := &counter{}
-	sub, outer := (&promptedRig{runs: runs}).build(t, openSQLite(t))
-	res, err := outer.Invoke(ctx, agent.Text("a"))
-	require.NoError(t, err)
-	answerAll(t, outer, res)
-	require.Equal(t, 1, runs.get("a"))
+	for _, again := range []string{"b", "a"} {
+		t.Run("then "+again, func(t *testing.T) {
+			ctx := context.Background()
+			runs := &counter{}
+			sub, outer := (&promptedRig{runs: runs}).build(t, openSQLite(t))
+			res, err := outer.Invoke(ctx, agent.Text("a"))
+			require.NoError(t, err)
+			answerAll(t, outer, res)
+			require.Equal(t, 1, runs.get("a"))
 
-	require.NoError(t, outer.SetMessages(ctx, nil)) // start over
-	res, err = outer.Invoke(ctx, agent.Text("b"))
-	require.NoError(t, err)
-	require.Equal(t, agent.StopInterrupt, res.StopReason, "the call waits for its approval")
-	answerAll(t, outer, res)
-	assert.Equal(t, 1, runs.get("b"), "the sub agent ran for the new prompt")
-	snap, err := outer.Snapshot(ctx)
-	require.NoError(t, err)
-	require.NotEmpty(t, snap.Messages)
-	assert.Equal(t, "outer: sub: deleted b", snap.Messages[len(snap.Messages)-1].Text())
-	subSnap, err := sub.Snapshot(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 2, countUser(subSnap.Messages))
+			require.NoError(t, outer.SetMessages(ctx, nil)) // start over
+			res, err = outer.Invoke(ctx, agent.Text(again))
+			require.NoError(t, err)
+			require.Equal(t, agent.StopInterrupt, res.StopReason, "the call waits for its approval")
+			answerAll(t, outer, res)
+			want := 1
+			if again == "a" {
+				want = 2 // once for each call
+			}
+			assert.Equal(t, want, runs.get(again), "the sub agent ran for the new call")
+			snap, err := outer.Snapshot(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, snap.Messages)
+			assert.Equal(t, "outer: sub: deleted "+again, snap.Messages[len(snap.Messages)-1].Text())
+			subSnap, err := sub.Snapshot(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 2, countUser(subSnap.Messages))
+		})
+	}
 }
 
 // SPEC S6, M11: in a conversation started over, the process dies while
