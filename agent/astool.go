@@ -31,7 +31,10 @@ type ToolInput struct {
 // answered, once. With sessions on both agents this works across processes: sub
 // keeps its interrupt state in its own record. Give sub an owner path or
 // an id of its own so that its session record and ids do not clash with
-// the outer agent's.
+// the outer agent's, and give each outer agent a sub agent of its own:
+// the calls of one outer agent never overlap on sub (below), but those of
+// two outer agents that run at once can, and then one's call can drop
+// the other's unfinished run of sub (see "a dead call's" below).
 //
 // Each call marks the run of sub it starts, in sub's key/value state
 // under "braid.call" (the outer call's idempotency key, the id of the
