@@ -22,6 +22,24 @@ import (
 // answer resumes the sub agent for that call, then the second call runs and
 // asks its own question; its answer finishes it. The sub agent's tool runs
 // once per call, and each call gets the sub agent's answer to its prompt.
+// fileDeleter returns a sub agent's tool delete_files, which counts its
+// deletions by file in runs, and its model, which asks for it on the file
+// its prompt names (tool-use id s1), then answers "sub: " and the result.
+func fileDeleter(runs *counter) (tool.Tool, *model.ScriptedModel) {
+	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		runs.inc(in.Paths[0])
+		return "deleted " + in.Paths[0], nil
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if rs := last.ToolResults(); len(rs) > 0 {
+			return model.TextTurn("sub: " + rs[0].Text()), nil
+		}
+		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
+	})
+	return del, m
+}
+
 // twoCallsRig builds a sub agent that deletes the file its prompt names,
 // gated by an approval hook, and an outer agent whose model asks for two
 // calls of it in one turn (o1 for "a", o2 for "b") under the concurrent
@@ -29,17 +47,7 @@ import (
 func twoCallsRig(t *testing.T, runs *counter, hooks ...hook.Provider) (sub, outer *agent.Agent) {
 	t.Helper()
 	sys := actorstest.System(t)
-	delTool := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
-		runs.inc(in.Paths[0])
-		return "deleted " + in.Paths[0], nil
-	})
-	subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("sub: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
-	})
+	delTool, subModel := fileDeleter(runs)
 	sub = newAgent(t, agent.Config{ID: "sub", OwnerPath: "outer/helper", System: sys, Model: subModel,
 		Tools: []tool.Tool{delTool}, Hooks: []hook.Provider{approveHook("delete_files", "approval")}})
 	outer = newAgent(t, agent.Config{ID: "outer", System: sys, Executor: tool.Concurrent{}, Hooks: hooks,

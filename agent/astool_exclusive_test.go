@@ -47,10 +47,7 @@ func (r *exclusiveRig) build(t *testing.T, st persistence.Store, calls []model.T
 	sys := actorstest.System(t)
 	sm, err := persistence.NewSessionManager(st, "x")
 	require.NoError(t, err)
-	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
-		r.runs.inc(in.Paths[0])
-		return "deleted " + in.Paths[0], nil
-	})
+	del, subModel := fileDeleter(r.runs)
 	crash := hook.Func(func(ctx context.Context, ev *agent.BeforeModelCallEvent) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -61,13 +58,6 @@ func (r *exclusiveRig) build(t *testing.T, st persistence.Store, calls []model.T
 		exp, err := persistence.Export(ctx, st, "x")
 		r.crash = exp
 		return err
-	})
-	subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("sub: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
 	})
 	subHooks := append([]hook.Provider{crash}, r.subHooks...)
 	if !r.ungated {

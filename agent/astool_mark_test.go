@@ -34,17 +34,7 @@ func (r *promptedRig) build(t *testing.T, st persistence.Store) (sub, outer *age
 	sys := actorstest.System(t)
 	sm, err := persistence.NewSessionManager(st, "x")
 	require.NoError(t, err)
-	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
-		runs.inc(in.Paths[0])
-		return "deleted " + in.Paths[0], nil
-	})
-	subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-		last, _ := req.LastMessage()
-		if rs := last.ToolResults(); len(rs) > 0 {
-			return model.TextTurn("sub: " + rs[0].Text()), nil
-		}
-		return model.ToolTurn(model.Call("s1", "delete_files", pathsIn{Paths: []string{last.Text()}})), nil
-	})
+	del, subModel := fileDeleter(runs)
 	sub = newAgent(t, agent.Config{ID: "sub", OwnerPath: "outer/helper", System: sys, Session: sm, Model: subModel,
 		Tools: []tool.Tool{del}})
 	outerModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
