@@ -30,11 +30,10 @@ type promptedRig struct {
 
 func (r *promptedRig) build(t *testing.T, st persistence.Store) (sub, outer *agent.Agent) {
 	t.Helper()
-	runs := r.runs
 	sys := actorstest.System(t)
 	sm, err := persistence.NewSessionManager(st, "x")
 	require.NoError(t, err)
-	del, subModel := fileDeleter(runs)
+	del, subModel := fileDeleter(r.runs)
 	sub = newAgent(t, agent.Config{ID: "sub", OwnerPath: "outer/helper", System: sys, Session: sm, Model: subModel,
 		Tools: []tool.Tool{del}})
 	outerModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
