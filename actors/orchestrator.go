@@ -1853,26 +1853,31 @@ func (x *orchActor) result() *braidv1.MultiAgentResult {
 	return r
 }
 
-// shownResult is the run as Status shows it: result, less what no save
-// holds yet (SPEC I9): a node whose INTERRUPTED report is not saved is
-// shown as it was before it, still running (its earlier result if it had
-// one, else none), its interrupts are not listed, and a run that is
-// INTERRUPTED only by such nodes is shown EXECUTING (its invocation has
-// not answered). A caller that answers what Status lists answers
+// shownResult is the run as Status shows it: result, with a node that
+// runs shown running (an earlier run's outcome, its answered interrupts
+// included, is not what it does now), and less what no save holds yet
+// (SPEC I9): a node whose INTERRUPTED report is not saved is shown as it
+// was before it, running, its interrupts are not listed, and a run that
+// is INTERRUPTED only by such nodes is shown EXECUTING (its invocation
+// has not answered). A caller that answers what Status lists answers
 // interrupts the store has.
 func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
 	r := x.result()
-	if len(x.unsaved) == 0 {
-		return r
-	}
 	r.Results = r.Results[:0]
 	for _, id := range x.results {
 		switch n := x.nodes[id]; {
-		case !n.unsaved:
+		case n.unsaved:
+			if n.before != nil {
+				r.Results = append(r.Results, running(n.before))
+			}
+		case n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING && n.result != nil:
+			r.Results = append(r.Results, running(n.result))
+		default:
 			r.Results = append(r.Results, n.result)
-		case n.before != nil:
-			r.Results = append(r.Results, n.before)
 		}
+	}
+	if len(x.unsaved) == 0 {
+		return r
 	}
 	r.Interrupts = slices.DeleteFunc(r.Interrupts, func(w *braidv1.Interrupt) bool {
 		e := x.table[w.GetId()]
@@ -1882,6 +1887,14 @@ func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
 		r.Status = braidv1.NodeStatus_NODE_STATUS_EXECUTING
 	}
 	return r
+}
+
+// running is how Status shows a node that runs again: EXECUTING, with
+// the time, usage and run count of its runs so far, and nothing of an
+// earlier run's outcome (its result, error, interrupts or handoff).
+func running(earlier *braidv1.NodeResult) *braidv1.NodeResult {
+	return &braidv1.NodeResult{NodeId: earlier.GetNodeId(), Status: braidv1.NodeStatus_NODE_STATUS_EXECUTING,
+		DurationNs: earlier.GetDurationNs(), Usage: cloneUsage(earlier.GetUsage()), ExecutionCount: earlier.GetExecutionCount()}
 }
 
 // savedReports: a save committed, which holds every report so far (the
