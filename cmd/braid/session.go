@@ -167,6 +167,11 @@ func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.S
 		_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+			// A demo's workspace keeps its store in DIR/.braid.
+			inner := filepath.Join(dir, sessionsDir)
+			if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
+				return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, inner, err)
+			}
 			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
 		case err != nil:
 			return nil, fmt.Errorf("store in %s: %w", dir, err)

@@ -546,3 +546,20 @@ func TestSession_ListAndShowQuoteIdsATerminalWouldNotShowAsThemselves(t *testing
 	assert.Contains(t, so.String(), `"a\u202eb"`)
 	assert.NotContains(t, so.String(), "\u202e")
 }
+
+// A -dir naming a demo's workspace instead of its store (DIR, not
+// DIR/.braid) fails saying where that folder's store is, so a newcomer
+// who gave the folder they passed to `braid demo -dir` learns what to
+// give instead.
+func TestSession_AWorkspaceDirPointsToItsStore(t *testing.T) {
+	ws := t.TempDir()
+	store, err := sqlite.Open(context.Background(), sqlite.Config{Dir: filepath.Join(ws, sessionsDir)})
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+
+	var so, se bytes.Buffer
+	code := run(context.Background(), []string{"session", "list", "-dir", ws}, nil, &so, &se)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se.String(), "no store in "+ws)
+	assert.Contains(t, se.String(), "-dir "+filepath.Join(ws, sessionsDir))
+}
