@@ -56,6 +56,12 @@ func NewContext(tu model.ToolUse, scope *interrupt.Scope, state KV, invocation m
 // effect must not happen twice passes it to the system it calls, or keeps
 // it with the effect and checks it first. Outside an agent it is the
 // tool-use id.
+//
+// It is only as unique as the model's tool-use ids: a call in a later turn
+// or invocation of the session whose tool-use id the model gave before
+// (a scripted model's fixed ids, a history started over with SetMessages)
+// has the same key as the earlier call, and a tool that deduplicates by
+// it alone takes the new call for a re-run of the old one.
 func (c *Context) IdempotencyKey() string { return c.idempotencyKey }
 
 // ScopeFor returns the interrupt scope for a tool call on the owner's state.
