@@ -80,7 +80,7 @@ func newDemoFlags() *demoFlags {
 		yes:   fset.Bool("yes", false, "approve without asking"),
 		no:    fset.Bool("no", false, "deny without asking"),
 		later: fset.Bool("later", false, "stop at the approval and exit; run the demo again on the same -dir to answer (the run waits in the SQLite store)"),
-		dir:   fset.String("dir", "", "workspace folder to create the sample files in: a new or empty folder, or one an earlier braid demo made, to resume its run (default: a new temporary folder); its .braid folder keeps the session"),
+		dir:   fset.String("dir", "", "workspace folder to create the sample files in: a new or empty folder, or one an earlier braid demo made, to resume its run (one that ended: the sample files are written again and a new run starts) (default: a new temporary folder); its .braid folder keeps the session"),
 		model: provider.Flag(fset),
 	}
 }
