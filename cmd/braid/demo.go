@@ -263,7 +263,8 @@ func checkDemoArgs(fset *flag.FlagSet, modelSpec string) error {
 }
 
 func finish(stdout io.Writer, ws string, res *agent.Result) error {
-	fmt.Fprintf(stdout, "\nstop reason: %s (this invocation: %d model calls, %d tool runs)\n", res.StopReason, res.Metrics.ModelCalls, res.Metrics.ToolCalls)
+	fmt.Fprintf(stdout, "\nstop reason: %s (this invocation: %s, %s)\n", res.StopReason,
+		count(res.Metrics.ModelCalls, "model call"), count(res.Metrics.ToolCalls, "tool run"))
 	fmt.Fprintln(stdout, "\nworkspace now:")
 	printTree(stdout, ws)
 	return nil
@@ -672,4 +673,12 @@ func streamGraph(ctx context.Context, g *graph.Graph, in agent.Input, w io.Write
 		return nil, errors.New("graph stream ended without a result")
 	}
 	return res, nil
+}
+
+// count is n and noun, plural unless n is 1 ("1 model call", "0 tool runs").
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

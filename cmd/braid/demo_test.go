@@ -108,7 +108,7 @@ func TestDemo_AnswerInALaterRun(t *testing.T) {
 	assert.Contains(t, out.String(), "resuming the run saved in")
 	assert.NotContains(t, out.String(), "you: ", "no new prompt")
 	assert.Contains(t, out.String(), "Done: the old files are deleted.")
-	assert.Contains(t, out.String(), "this invocation: 1 model calls, 1 tool runs")
+	assert.Contains(t, out.String(), "this invocation: 1 model call, 1 tool run")
 	assert.Equal(t, []string{"logs/app-today.log", "notes.txt"}, remaining(t, ws))
 	_, listing, ok := strings.Cut(out.String(), "workspace now:")
 	require.True(t, ok)

@@ -82,6 +82,7 @@ func TestRun_HelpForACommandPrintsItsUsage(t *testing.T) {
 		{[]string{"demo", "help"}, "usage: braid demo [-yes|-no|-later] [-dir DIR]"},
 		{[]string{"demo", "-h"}, "usage: braid demo [-yes|-no|-later] [-dir DIR]"},
 		{[]string{"demo", "graph", "help"}, "braid demo graph [-yes|-no]"},
+		{[]string{"help", "demo", "graph"}, "braid demo graph [-yes|-no]"},
 		{[]string{"help", "help"}, "usage: braid <command>"},
 	} {
 		var out, errOut bytes.Buffer

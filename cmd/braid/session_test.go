@@ -137,7 +137,7 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, runDemo(ctx, []string{"-yes", "-dir", ws}, strings.NewReader(""), &out))
 	assert.Contains(t, out.String(), "resuming the run saved in")
-	assert.Contains(t, out.String(), "this invocation: 1 model calls, 1 tool runs")
+	assert.Contains(t, out.String(), "this invocation: 1 model call, 1 tool run")
 	assert.Contains(t, out.String(), "Done: the old files are deleted.")
 }
 
