@@ -193,7 +193,11 @@ func (x *agentActor) Receive(c actor.Context) {
 	case *braidv1.AgentSetState:
 		x.enqueue(c, &request{kind: reqSetState, tool: m.GetKey(), input: m.GetValue(), del: m.GetDelete(), reply: &protoReply{sys: x.sys, to: c.Sender()}})
 	case *braidv1.AgentCancel:
-		x.respond(c, &braidv1.AgentCancelled{WasRunning: x.cancel(m)})
+		// The answer goes first: the invocation's own end (its error)
+		// follows it, never comes before it.
+		was, stop := x.cancel(m)
+		x.respond(c, &braidv1.AgentCancelled{WasRunning: was})
+		stop()
 	case *braidv1.AgentSnapshotRequest:
 		if x.failed(c) {
 			return
@@ -482,9 +486,10 @@ func (x *agentActor) done(c actor.Context, m *jobDone) {
 	}
 }
 
-// cancel stops the running job (or the named invocation, running or
-// queued) with the cause of m's reason. It reports whether it stopped one.
-func (x *agentActor) cancel(m *braidv1.AgentCancel) bool {
+// cancel finds the job m stops (the running one, or the named invocation,
+// running or queued): it reports whether there is one, and returns stop,
+// which stops it with the cause of m's reason (nothing if none).
+func (x *agentActor) cancel(m *braidv1.AgentCancel) (found bool, stop func()) {
 	var cause error
 	switch m.GetReason() {
 	case braidv1.CancelReason_CANCEL_REASON_CALLER_CANCELED:
@@ -501,16 +506,15 @@ func (x *agentActor) cancel(m *braidv1.AgentCancel) bool {
 		for i, r := range x.queue {
 			if r.id == id {
 				x.queue = append(x.queue[:i], x.queue[i+1:]...)
-				r.reply.finish(nil, cause)
-				return true
+				return true, func() { r.reply.finish(nil, cause) }
 			}
 		}
 	}
 	if x.running == nil || (id != "" && x.running.id != id) {
-		return false
+		return false, func() {}
 	}
-	x.running.cancel(cause)
-	return true
+	run := x.running
+	return true, func() { run.cancel(cause) }
 }
 
 // drop stops r with cause: removed if queued (answered with cause),
