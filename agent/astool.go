@@ -21,14 +21,15 @@ type ToolInput struct {
 // AsTool makes sub a tool of another agent (agent-as-tool, SPEC M11): the
 // tool invokes sub with the prompt and returns the text of its answer.
 // When sub stops for interrupts, the tool raises one interrupt per sub
-// interrupt, named by the sub interrupt's id and with its reason, so the
-// outer agent stops with them; their answers are routed back to sub,
-// which resumes (it does not start again), then the tool returns sub's
-// answer. When sub, answered, stops again in the same call with an id it
-// asked before (a BeforeTools gate on its next cycle: a fresh interrupt,
-// SPEC A7), the outer interrupt is named "<id>@<n>", n the messages sub
-// has added since the call's prompt, so that each stop is asked, and
-// answered, once. With sessions on both agents this works across processes: sub
+// interrupt, with its reason, so the outer agent stops with them; their
+// answers are routed back to sub, which resumes (it does not start
+// again), then the tool returns sub's answer. The outer interrupt is
+// named by the sub interrupt's id when sub asks before its run has added
+// a message (in the model's first turn of the call), and "<id>@<n>" when
+// it asks later, n the messages sub has added since the call's prompt: an
+// id sub asks again in a later cycle of the call (a BeforeTools gate: a
+// fresh interrupt, SPEC A7) is then a new question, asked and answered
+// once in each cycle. With sessions on both agents this works across processes: sub
 // keeps its interrupt state in its own record. Give sub an owner path or
 // an id of its own so that its session record and ids do not clash with
 // the outer agent's, and give each outer agent a sub agent of its own:

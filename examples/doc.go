@@ -1,5 +1,6 @@
 // Package examples holds one runnable program per example of the Strands
-// "Interrupts" page, each in its own folder with a test that runs it:
+// "Interrupts" page, and one of an agent used as another's tool, each in
+// its own folder with a test that runs it:
 //
 //	approval       BeforeToolCallEvent approval of delete_files
 //	batchapproval  BeforeToolsEvent approval of a whole batch
@@ -9,6 +10,8 @@
 //	graphgates     Graph: two concurrent nodes gated while a third completes
 //	graphsession   Graph: a node's tool interrupts, a second process resumes
 //	swarmapproval  Swarm: BeforeNodeCallEvent approval of the cleanup agent
+//	subagent       an agent as another's tool (agent.AsTool): the sub agent's
+//	               approval surfaces at the top, a second process answers it
 //
 // Each runs on the scripted model, so it needs no network or API key. Give
 // the answer with -answer y (or BRAID_ANSWER=y) to run without a terminal;

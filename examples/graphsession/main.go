@@ -71,34 +71,18 @@ type namesInput struct {
 	Names []string `json:"names" jsonschema:"the names of the resources"`
 }
 
-// workLog is the outside world the tools change: a file each tool run
-// appends a line to.
-type workLog struct{ path string }
-
-func (w workLog) write(format string, args ...any) error {
-	f, err := os.OpenFile(w.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(f, "pid %d: %s\n", os.Getpid(), fmt.Sprintf(format, args...)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // builder returns the graph; step 1 and step 2 build it the same way.
-func builder(ctx context.Context, modelSpec string, work workLog) (*graph.Builder, error) {
+func builder(ctx context.Context, modelSpec string, work seed.WorkLog) (*graph.Builder, error) {
 	inspect := tool.New("inspect_resources", "List the resources older than 5 days",
 		func(ctx context.Context, tc *tool.Context, _ struct{}) (map[string]any, error) {
-			if err := work.write("inspect_resources: found %v", old); err != nil {
+			if err := work.Write("inspect_resources: found %v", old); err != nil {
 				return nil, err
 			}
 			return map[string]any{"old": old}, nil
 		})
 	snapshot := tool.New("snapshot_resources", "Take a backup snapshot of the named resources",
 		func(ctx context.Context, tc *tool.Context, in namesInput) (string, error) {
-			if err := work.write("snapshot_resources: saved %v", in.Names); err != nil {
+			if err := work.Write("snapshot_resources: saved %v", in.Names); err != nil {
 				return "", err
 			}
 			return "snapshot saved", nil
@@ -112,9 +96,9 @@ func builder(ctx context.Context, modelSpec string, work workLog) (*graph.Builde
 				return false, err
 			}
 			if s, _ := approval.String(); strings.ToLower(s) != "y" {
-				return false, work.write("delete_resources: denied, kept %v", in.Names)
+				return false, work.Write("delete_resources: denied, kept %v", in.Names)
 			}
-			return true, work.write("delete_resources: deleted %v", in.Names)
+			return true, work.Write("delete_resources: deleted %v", in.Names)
 		}, tool.AtMostOnce())
 
 	inspector, err := provider.New(ctx, modelSpec, model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
@@ -182,7 +166,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	defer sys.Close(context.WithoutCancel(ctx))
-	work := workLog{path: filepath.Join(*dir, logName)}
+	work := seed.WorkLog{Path: filepath.Join(*dir, logName)}
 	b, err := builder(ctx, *modelSpec, work)
 	if err != nil {
 		return err
@@ -238,11 +222,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 	}
 	report(stdout, res)
-	log, err := os.ReadFile(work.path)
+	log, err := os.ReadFile(work.Path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "work done, by both processes (%s):\n%s", work.path, log)
+	fmt.Fprintf(stdout, "work done, by both processes (%s):\n%s", work.Path, log)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,29 +15,9 @@ import (
 	"github.com/braidhq/braid/examples/internal/seedtest"
 )
 
-// asMainEnv makes the test binary the program: TestMain then runs main
-// with the binary's arguments, in a process of its own.
-const asMainEnv = "BRAID_GRAPHSESSION_AS_MAIN"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(asMainEnv) == "1" {
-		main()
-		os.Exit(0)
-	}
+	seedtest.MainIfAsked(main)
 	os.Exit(m.Run())
-}
-
-// program runs the program in a new OS process (this test binary, as
-// main) and returns its pid and output.
-func program(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), asMainEnv+"=1", "BRAID_ANSWER=")
-	cmd.Stdin = strings.NewReader("")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	require.NoError(t, cmd.Run(), "graphsession %v: %s%s", args, out.String(), errOut.String())
-	return cmd.ProcessState.Pid(), out.String()
 }
 
 // SPEC M10, M5, I9: step 1 stops at the tool's interrupt and its process
@@ -48,7 +27,7 @@ func program(t *testing.T, args ...string) (int, string) {
 // interrupted tool gets the answer, and the run completes.
 func TestGraphSessionExample_SecondProcessResumes(t *testing.T) {
 	dir := t.TempDir()
-	pid1, out1 := program(t, "-dir", dir)
+	pid1, out1 := seedtest.Program(t, "-dir", dir)
 	assert.Contains(t, out1, "status: INTERRUPTED")
 	assert.Contains(t, out1, "inspector COMPLETED: Older than 5 days")
 	assert.Contains(t, out1, "cleanup   INTERRUPTED: its agent waits for 1 answer(s)")
@@ -60,7 +39,7 @@ func TestGraphSessionExample_SecondProcessResumes(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("pid %[1]d: inspect_resources: found %[2]v\npid %[1]d: snapshot_resources: saved %[2]v\n", pid1, old), string(log),
 		"step 1 did the work before the interrupt, and no deleting")
 
-	pid2, out2 := program(t, "-dir", dir, "-resume", "-answer", "y")
+	pid2, out2 := seedtest.Program(t, "-dir", dir, "-resume", "-answer", "y")
 	require.NotEqual(t, pid1, pid2)
 	assert.Contains(t, out2, "waits for 1 answer(s)")
 	assert.Contains(t, out2, "interrupt myapp-approval from tool")
@@ -76,8 +55,8 @@ func TestGraphSessionExample_SecondProcessResumes(t *testing.T) {
 // A "no" in step 2 completes the run without deleting.
 func TestGraphSessionExample_SecondProcessDenies(t *testing.T) {
 	dir := t.TempDir()
-	program(t, "-dir", dir)
-	pid2, out := program(t, "-dir", dir, "-resume", "-answer", "n")
+	seedtest.Program(t, "-dir", dir)
+	pid2, out := seedtest.Program(t, "-dir", dir, "-resume", "-answer", "n")
 	assert.Contains(t, out, "cleanup   COMPLETED: Snapshot taken; nothing deleted: false.")
 	assert.Contains(t, out, fmt.Sprintf("pid %d: delete_resources: denied, kept %v", pid2, old))
 	assert.Equal(t, 1, strings.Count(out, "snapshot_resources"), out)

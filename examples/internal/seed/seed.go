@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/braidhq/braid/model"
@@ -123,4 +124,22 @@ func Exit(stderr io.Writer, name string, err error) int {
 		return 2
 	}
 	return 1
+}
+
+// WorkLog is the outside world the tools of a two-process example change:
+// a file each tool run appends a line to, with its process id, so that the
+// log shows which process did what.
+type WorkLog struct{ Path string }
+
+// Write appends one line, "pid <pid>: " and the formatted text.
+func (w WorkLog) Write(format string, args ...any) error {
+	f, err := os.OpenFile(w.Path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(f, "pid %d: %s\n", os.Getpid(), fmt.Sprintf(format, args...)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -4,6 +4,7 @@
 package seedtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -78,4 +79,34 @@ func CheckCommandLine(t *testing.T, main func()) {
 			t.Errorf("%q: standard error %q, want %q", c.args, stderr, c.says)
 		}
 	}
+}
+
+// asMainEnv, set to "1", makes a test binary that calls MainIfAsked run
+// the program instead of its tests (see Program).
+const asMainEnv = "BRAID_SEEDTEST_AS_MAIN"
+
+// MainIfAsked runs main, then exits, in a process that Program started;
+// elsewhere it does nothing. Call it first in the example's TestMain.
+func MainIfAsked(main func()) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+}
+
+// Program runs the example in a new OS process (the test binary again,
+// made the program by MainIfAsked) with args and no answer at hand (an
+// empty BRAID_ANSWER and standard input), and returns the process's id
+// and standard output. A run that fails fails the test.
+func Program(t *testing.T, args ...string) (pid int, stdout string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMainEnv+"=1", "BRAID_ANSWER=")
+	cmd.Stdin = strings.NewReader("")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v\n%s%s", args, err, out.String(), errOut.String())
+	}
+	return cmd.ProcessState.Pid(), out.String()
 }
