@@ -39,7 +39,8 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
                    the store, under the session id it was exported from;
                    a session of that id already stored is left alone and
                    the import fails: delete it first to replace it
-                   (creates the SQLite store if need be)
+                   (creates the SQLite store if need be, but not in
+                   a demo's folder: give its .braid folder)
   delete <id>      deletes every record of a session, damaged ones included
 
 flags (before or after the argument):
@@ -158,24 +159,27 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 // SQLite store in dir, which must exist unless create is set (reading
 // creates nothing). Only a store that does not exist is "no store"; one
 // that cannot be looked at (permission denied, a path through a file) is
-// reported as it is.
+// reported as it is. A dir without a store that is a demo's workspace
+// (its store is in dir/.braid) is refused, create or not, saying which
+// -dir to give: a store created beside the demo's would hold sessions
+// the demo never finds.
 func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.Store, error) {
 	if dsn != "" {
 		return postgres.New(ctx, postgres.Config{DSN: dsn})
 	}
-	if !create {
-		_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			// A demo's workspace keeps its store in DIR/.braid.
-			inner := filepath.Join(dir, sessionsDir)
-			if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
-				return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, inner, err)
-			}
-			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
-		case err != nil:
-			return nil, fmt.Errorf("store in %s: %w", dir, err)
+	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A demo's workspace keeps its store in DIR/.braid.
+		inner := filepath.Join(dir, sessionsDir)
+		if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
+			return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, inner, err)
 		}
+		if !create {
+			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+		}
+	case err != nil && !create:
+		return nil, fmt.Errorf("store in %s: %w", dir, err)
 	}
 	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
 }

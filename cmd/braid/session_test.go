@@ -563,3 +563,25 @@ func TestSession_AWorkspaceDirPointsToItsStore(t *testing.T) {
 	assert.Contains(t, se.String(), "no store in "+ws)
 	assert.Contains(t, se.String(), "-dir "+filepath.Join(ws, sessionsDir))
 }
+
+// An import given a demo's workspace as -dir (DIR, whose store is
+// DIR/.braid) is refused, saying where that folder's store is, and creates
+// no store in DIR: the demo, which looks in DIR/.braid, would never find
+// a session imported beside it.
+func TestSession_ImportIntoAWorkspaceDirPointsToItsStore(t *testing.T) {
+	ws, store := waitingDemo(t)
+	code, exported, se := cli("export", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	file := filepath.Join(t.TempDir(), "demo.json")
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
+	code, _, se = cli("delete", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+
+	code, _, se = cli("import", "-dir", ws, file)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "-dir "+store)
+	assert.NoFileExists(t, filepath.Join(ws, sqlite.FileName), "no second store beside the workspace's")
+	code, so, se := cli("list", "-dir", store)
+	require.Equal(t, 0, code, se)
+	assert.NotContains(t, so, "demo", "nothing imported")
+}
