@@ -204,7 +204,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return nil
 		}
 		for _, in := range res.Interrupts {
+			// The name is the cleaner's interrupt id (AsTool), the reason
+			// its hook's: what it asks.
+			var reason seed.Paths
+			if err := in.DecodeReason(&reason); err != nil {
+				return err
+			}
 			fmt.Fprintf(stdout, "  waits for %s from %s (id %s)\n", in.Name, in.Source, in.ID)
+			fmt.Fprintf(stdout, "    the cleaner asks, through the assistant's cleanup tool: delete %v?\n", reason.Paths)
 		}
 		fmt.Fprintf(stdout, "The run is saved in %s and this process ends. Answer from another one:\n  go run ./examples/subagent -dir %s -resume -answer y\n",
 			filepath.Join(*dir, sqlite.FileName), *dir)

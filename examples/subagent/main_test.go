@@ -33,6 +33,8 @@ func TestSubAgentExample_SecondProcessAnswersTheSubAgentsQuestion(t *testing.T) 
 	inner := interrupt.OwnedID("assistant/cleanup", interrupt.BeforeToolCallID("delete-1", approvalName))
 	assert.Contains(t, out1, "waits for "+inner+"@2 from tool (id "+interrupt.ToolCallID("cleanup-1", inner+"@2")+")",
 		"named by the cleaner's interrupt, asked after its first cycle")
+	assert.Contains(t, out1, fmt.Sprintf("the cleaner asks, through the assistant's cleanup tool: delete %v?", old),
+		"step 1 says what is asked, not only the ids")
 	assert.Contains(t, out1, "-dir "+dir+" -resume -answer y")
 	log, err := os.ReadFile(filepath.Join(dir, logName))
 	require.NoError(t, err)
