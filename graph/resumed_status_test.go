@@ -49,10 +49,11 @@ func TestGraph_StatusShowsAResumedNodeRunningWithoutItsAnsweredInterrupt(t *test
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusExecuting, st.Status)
 	assert.Empty(t, st.Interrupts, "the run lists no answered interrupt")
-	if n := st.Node("worker"); n != nil {
-		assert.Equal(t, multiagent.StatusExecuting, n.Status, "the node runs")
-		assert.Empty(t, n.Interrupts, "the node lists no answered interrupt")
-	}
+	n := st.Node("worker")
+	require.NotNil(t, n, "a node that ran before is listed while it runs again")
+	assert.Equal(t, multiagent.StatusExecuting, n.Status, "the node runs")
+	assert.Empty(t, n.Interrupts, "the node lists no answered interrupt")
+	assert.Zero(t, n.ExecutionCount, "an interrupted run is not an execution yet")
 	close(release)
 	out := <-done
 	require.NoError(t, out.err)
