@@ -173,7 +173,7 @@ func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.S
 		// A demo's workspace keeps its store in DIR/.braid.
 		inner := filepath.Join(dir, sessionsDir)
 		if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
-			return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, inner, err)
+			return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, shellWord(inner), err)
 		}
 		if !create {
 			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
@@ -500,4 +500,14 @@ func parseInterspersed(fset *flag.FlagSet, args []string, stdout io.Writer) ([]s
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// shellWord is s as one word of a POSIX shell command line, to copy from
+// a message: as it is when it holds only characters no shell reads, else
+// in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -552,16 +552,22 @@ func TestSession_ListAndShowQuoteIdsATerminalWouldNotShowAsThemselves(t *testing
 // who gave the folder they passed to `braid demo -dir` learns what to
 // give instead.
 func TestSession_AWorkspaceDirPointsToItsStore(t *testing.T) {
-	ws := t.TempDir()
-	store, err := sqlite.Open(context.Background(), sqlite.Config{Dir: filepath.Join(ws, sessionsDir)})
-	require.NoError(t, err)
-	require.NoError(t, store.Close())
+	for _, name := range []string{"ws", "my work's space"} {
+		ws := filepath.Join(t.TempDir(), name)
+		store, err := sqlite.Open(context.Background(), sqlite.Config{Dir: filepath.Join(ws, sessionsDir)})
+		require.NoError(t, err)
+		require.NoError(t, store.Close())
 
-	var so, se bytes.Buffer
-	code := run(context.Background(), []string{"session", "list", "-dir", ws}, nil, &so, &se)
-	assert.Equal(t, exitFailure, code)
-	assert.Contains(t, se.String(), "no store in "+ws)
-	assert.Contains(t, se.String(), "-dir "+filepath.Join(ws, sessionsDir))
+		var so, se bytes.Buffer
+		code := run(context.Background(), []string{"session", "list", "-dir", ws}, nil, &so, &se)
+		assert.Equal(t, exitFailure, code)
+		assert.Contains(t, se.String(), "no store in "+ws)
+		want := filepath.Join(ws, sessionsDir)
+		if name != "ws" {
+			want = "'" + strings.ReplaceAll(want, "'", `'\''`) + "'" // one shell word, to copy
+		}
+		assert.Contains(t, se.String(), "-dir "+want)
+	}
 }
 
 // An import given a demo's workspace as -dir (DIR, whose store is
