@@ -5,12 +5,14 @@ package seedtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // argsEnv carries the arguments of main to the child process.
@@ -97,10 +99,18 @@ func MainIfAsked(main func()) {
 // Program runs the example in a new OS process (the test binary again,
 // made the program by MainIfAsked) with args and no answer at hand (an
 // empty BRAID_ANSWER and standard input), and returns the process's id
-// and standard output. A run that fails fails the test.
+// and standard output. A run that fails fails the test, and so does one
+// still running a minute before the test binary's deadline (-timeout),
+// which is then killed: its output so far is in the failure.
 func Program(t *testing.T, args ...string) (pid int, stdout string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asMainEnv+"=1", "BRAID_ANSWER=")
 	cmd.Stdin = strings.NewReader("")
 	var out, errOut bytes.Buffer
