@@ -100,14 +100,15 @@ func MainIfAsked(main func()) {
 // made the program by MainIfAsked) with args and no answer at hand (an
 // empty BRAID_ANSWER and standard input), and returns the process's id
 // and standard output. A run that fails fails the test, and so does one
-// still running a minute before the test binary's deadline (-timeout),
-// which is then killed: its output so far is in the failure.
+// still running a minute before the test binary's deadline (-timeout; half
+// the time left, if that is shorter), which is then killed: its output so
+// far is in the failure.
 func Program(t *testing.T, args ...string) (pid int, stdout string) {
 	t.Helper()
 	ctx := t.Context()
 	if d, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-min(time.Minute, time.Until(d)/2)))
 		defer cancel()
 	}
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
