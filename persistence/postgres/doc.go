@@ -25,4 +25,9 @@
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
 // A load is one statement, so one snapshot.
+//
+// A call whose context ends while a statement runs asks the server to
+// cancel it and returns once it has failed, with an error that matches
+// the context's: a save cancelled while it waits for its session's lock
+// does not commit later, and leaves no backend waiting.
 package postgres

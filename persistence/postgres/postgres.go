@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/braidhq/braid/persistence"
@@ -50,6 +51,11 @@ type Store struct {
 	closed atomic.Bool
 }
 
+// cancelGrace is how long a statement whose context ended may take to
+// fail after the server was asked to cancel it, before its connection is
+// closed under it.
+const cancelGrace = 5 * time.Second
+
 // lockSQL sets the transaction's synchronous_commit (PostgreSQL reads it
 // at commit) and takes the transaction's lock on one session.
 const lockSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
@@ -74,6 +80,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	// A context that ends mid-statement sends the server a cancel request
+	// and waits for the statement to fail, rather than closing the socket
+	// at once: a closed socket leaves the backend running what it already
+	// received, so a save waiting for its session's lock would hold a
+	// connection slot until the lock came free and then commit, after
+	// Save had reported it failed. The deadline is the fallback for a
+	// server that does not answer the cancel.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
@@ -105,7 +121,7 @@ func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn fu
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return s.wrap("begin", err)
+		return s.wrap(ctx, "begin", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := querier{s, tx}
@@ -116,15 +132,19 @@ func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn fu
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.wrap("commit", err)
+		return s.wrap(ctx, "commit", err)
 	}
 	return nil
 }
 
-// wrap gives err the store's context.
-func (s *Store) wrap(what string, err error) error {
+// wrap gives err the store's context. An error of a statement whose
+// context ended (the server cancelled it) matches the context's error too.
+func (s *Store) wrap(ctx context.Context, what string, err error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("postgres store: %s: %w: %w", what, cerr, err)
 	}
 	return fmt.Errorf("postgres store: %s: %w", what, err)
 }
@@ -206,14 +226,14 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return 0, false, s.wrap("save", err)
+		return 0, false, s.wrap(ctx, "save", err)
 	}
 	var n int64
 	if err := br.QueryRow().Scan(&n); err != nil {
-		return 0, false, s.wrap("save", err)
+		return 0, false, s.wrap(ctx, "save", err)
 	}
 	if err := br.Close(); err != nil {
-		return 0, false, s.wrap("save", err)
+		return 0, false, s.wrap(ctx, "save", err)
 	}
 	return c.Base + 1, n == 1, nil
 }
@@ -274,14 +294,14 @@ type querier struct {
 func (q querier) ExecN(ctx context.Context, sql string, args ...any) (int64, error) {
 	tag, err := q.db.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, q.s.wrap("exec", err)
+		return 0, q.s.wrap(ctx, "exec", err)
 	}
 	return tag.RowsAffected(), nil
 }
 
 func (q querier) Exec(ctx context.Context, sql string, args ...any) error {
 	if _, err := q.db.Exec(ctx, sql, args...); err != nil {
-		return q.s.wrap("exec", err)
+		return q.s.wrap(ctx, "exec", err)
 	}
 	return nil
 }
@@ -289,7 +309,7 @@ func (q querier) Exec(ctx context.Context, sql string, args ...any) error {
 func (q querier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
 	rows, err := q.db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, q.s.wrap("query", err)
+		return nil, q.s.wrap(ctx, "query", err)
 	}
 	return rows, nil
 }

@@ -257,3 +257,37 @@ func TestNew_OpensWithARoleThatCannotCreateTables(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"n":1}`, string(rec.Data))
 }
+
+// holdSessionLock takes, on a connection of the test's own, the lock every
+// save of sessionID takes (the store's advisory lock key) and holds it
+// until the returned transaction ends.
+func holdSessionLock(t *testing.T, sessionID string) pgx.Tx {
+	t.Helper()
+	conn, err := pgx.Connect(bg, persistencetest.PostgresDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(bg) })
+	tx, err := conn.Begin(bg)
+	require.NoError(t, err)
+	_, err = tx.Exec(bg, `SELECT pg_advisory_xact_lock(1651663209, hashtext($1))`, sessionID)
+	require.NoError(t, err)
+	return tx
+}
+
+// sessionLockWaiters counts the server's backends that wait for
+// sessionID's lock.
+func sessionLockWaiters(t *testing.T, conn *pgx.Conn, sessionID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, conn.QueryRow(bg, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND classid = 1651663209 AND objid = hashtext($1)::oid`, sessionID).Scan(&n))
+	return n
+}
+
+// awaitSessionLockWaiter returns once a backend waits for sessionID's
+// lock: each pass asks the server, so the wait is on the server's state,
+// not on time.
+func awaitSessionLockWaiter(t *testing.T, conn *pgx.Conn, sessionID string) {
+	t.Helper()
+	for sessionLockWaiters(t, conn, sessionID) == 0 {
+	}
+}
