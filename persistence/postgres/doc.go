@@ -21,7 +21,9 @@
 // appending) is one round trip: the lock and one statement whose record
 // write carries the version check and whose message inserts depend on it,
 // sent as one pipeline (an implicit transaction). Anything else (a batch,
-// a rewrite, a conflict to explain) takes the general path. Saves that are not durable commit
+// a rewrite, a conflict to explain) takes the general path, a transaction
+// at read committed whatever the DSN's default isolation, so a stale save
+// is a *persistence.ConflictError, never a serialization failure. Saves that are not durable commit
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
 // A load is one statement, so one snapshot.

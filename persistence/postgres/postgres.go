@@ -51,6 +51,10 @@ type Store struct {
 	closed atomic.Bool
 }
 
+// serializationFailure is the SQLSTATE of a transaction that a
+// concurrent write made fail at an isolation above read committed.
+const serializationFailure = "40001"
+
 // cancelGrace is how long a statement whose context ended may take to
 // fail after the server was asked to cancel it, before its connection is
 // closed under it.
@@ -119,7 +123,12 @@ func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn fu
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.pool.Begin(ctx)
+	// Read committed whatever the DSN's default: each statement after the
+	// lock then sees the writes of the transactions that held it before,
+	// so a stale save finds the stored version and conflicts (SPEC S4),
+	// where a snapshot taken before the lock wait would make it fail
+	// with a serialization error.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return s.wrap(ctx, "begin", err)
 	}
@@ -230,6 +239,14 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 	}
 	var n int64
 	if err := br.QueryRow().Scan(&n); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == serializationFailure {
+			// The pipeline's transaction is of the DSN's default
+			// isolation: above read committed, its snapshot predates the
+			// lock wait, and another writer's commit meanwhile fails it.
+			// Nothing was written: the general path says why.
+			return 0, false, nil
+		}
 		return 0, false, s.wrap(ctx, "save", err)
 	}
 	if err := br.Close(); err != nil {
