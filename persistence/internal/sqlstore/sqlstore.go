@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -440,6 +441,12 @@ func readRaw(ctx context.Context, q Querier, sessionID string, k *persistence.Ke
 		}
 	}
 	if err := rows.Err(); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// Cut off by the context (a driver may report it as its own
+			// error, PostgreSQL's canceled statement): it matches the
+			// context's error too (SPEC R5).
+			return nil, nil, nil, fmt.Errorf("reading session %q: %w (%w)", sessionID, cerr, err)
+		}
 		return nil, nil, nil, fmt.Errorf("reading session %q: %w", sessionID, err)
 	}
 	if err := checkCount(cur, counts); err != nil && gaps[len(gaps)-1] == nil {
