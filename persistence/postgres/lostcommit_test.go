@@ -1,0 +1,245 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/persistence/postgres"
+)
+
+// msgs returns n messages numbered from first, as a store keeps them.
+func msgs(first, n int) []json.RawMessage {
+	out := make([]json.RawMessage, n)
+	for i := range out {
+		out[i] = json.RawMessage(fmt.Sprintf(`{"role":"user","content":[{"text":"m%d"}]}`, first+i))
+	}
+	return out
+}
+
+// SPEC S4: a save that the server commits but whose reply the client
+// never gets (the connection dies right after the server sent it) fails,
+// yet is stored exactly once: a fresh store loads the committed version
+// with each message once, and the same change sent again (same Base) is a
+// *ConflictError that changes nothing, never a second write. Both paths:
+// the one-round-trip append (a create, an append onto a version), and the
+// transaction of a batch and of a rewrite.
+func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	fresh := newStore(t) // on the server itself
+	proxy := newCutProxy(t, dsn)
+	s, err := postgres.New(bg, postgres.Config{DSN: proxy.dsn})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	type stored struct {
+		id   string
+		msgs int // messages stored before the save
+	}
+	for _, tc := range []struct {
+		name   string
+		before []stored // records saved first, at version 1
+		change func(session string) []persistence.Change
+		reply  func(reply) bool
+	}{
+		{name: "append path/create", reply: appendReply, change: func(session string) []persistence.Change {
+			return []persistence.Change{{Key: agentKey(session, "a"), Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 2),
+				Incarnation: 7}}
+		}},
+		{name: "append path/append", reply: appendReply, before: []stored{{"a", 2}}, change: func(session string) []persistence.Change {
+			return []persistence.Change{{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 2,
+				Messages: msgs(2, 2), Incarnation: 7}}
+		}},
+		{name: "transaction/batch", reply: commitReply, before: []stored{{"a", 1}, {"b", 1}}, change: func(session string) []persistence.Change {
+			return []persistence.Change{
+				{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+				{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
+			}
+		}},
+		{name: "transaction/rewrite", reply: commitReply, before: []stored{{"a", 3}}, change: func(session string) []persistence.Change {
+			return []persistence.Change{{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1,
+				Messages: msgs(10, 1), Incarnation: 7}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			session := "lost-" + uuid.NewString()
+			for _, b := range tc.before {
+				_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, b.id),
+					Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, b.msgs), Incarnation: 7})
+				require.NoError(t, err)
+			}
+			changes := tc.change(session)
+			cut := proxy.arm(0, tc.reply)
+			_, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+			require.Error(t, err, "the reply was lost")
+			requireClosed(t, cut, "the proxy lost the save's reply")
+			assert.NotErrorIs(t, err, persistence.ErrConflict)
+
+			committed := func(what string) {
+				t.Helper()
+				for _, c := range changes {
+					r, err := fresh.Load(bg, c.Key)
+					require.NoError(t, err, what)
+					assert.Equal(t, c.Base+1, r.Version, "%s: %s: committed once", what, c.Key)
+					assert.JSONEq(t, string(c.Data), string(r.Data), what)
+					var want []json.RawMessage
+					if c.Base > 0 {
+						want = msgs(0, c.From)
+					}
+					want = append(want, c.Messages...)
+					assert.Equal(t, rawStrings(want), rawStrings(r.Messages), "%s: %s: each message once", what, c.Key)
+				}
+			}
+			committed("after the lost reply")
+
+			_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+			var ce *persistence.ConflictError
+			require.ErrorAs(t, err, &ce, "the same change again")
+			assert.Equal(t, changes[0].Key, ce.Key)
+			assert.Equal(t, changes[0].Base, ce.Expected)
+			assert.Equal(t, changes[0].Base+1, ce.Actual)
+			committed("after the retry")
+		})
+	}
+}
+
+func agentKey(session, id string) persistence.Key {
+	return persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: id}
+}
+
+func rawStrings(ms []json.RawMessage) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return out
+}
+
+// requireClosed fails the test unless ch is closed.
+func requireClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	default:
+		require.FailNow(t, what)
+	}
+}
+
+// proxiedStore returns a store whose connections go through a cutProxy to
+// the tests' server, and the proxy.
+func proxiedStore(t *testing.T) (*postgres.Store, *cutProxy) {
+	t.Helper()
+	proxy := newCutProxy(t, persistencetest.PostgresDSN(t))
+	s, err := postgres.New(bg, postgres.Config{DSN: proxy.dsn})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, proxy
+}
+
+func history(texts ...string) []model.Message {
+	out := make([]model.Message, len(texts))
+	for i, s := range texts {
+		if i%2 == 0 {
+			out[i] = model.UserText(s)
+		} else {
+			out[i] = model.AssistantText(s)
+		}
+	}
+	return out
+}
+
+// SPEC S1, S4: an agent's writer whose save commits but loses its reply
+// does not count the save as done, and does not write it again: its next
+// save (the same history, or more) is a *ConflictError that changes
+// nothing, and a writer opened again on the store finds each message once
+// and carries on from there.
+func TestAgentSession_SaveWhoseReplyIsLostConflictsAfterwardsAndIsStoredOnce(t *testing.T) {
+	s, proxy := proxiedStore(t)
+	fresh := newStore(t)
+	m, err := persistence.NewSessionManager(s, "lost-"+uuid.NewString())
+	require.NoError(t, err)
+	as, _, err := m.OpenAgent(bg, "a")
+	require.NoError(t, err)
+	require.NoError(t, as.Save(bg, &persistence.AgentRecord{Messages: history("u1")}, persistence.SaveMessage))
+
+	cut := proxy.arm(0, appendReply)
+	err = as.Save(bg, &persistence.AgentRecord{Messages: history("u1", "a1", "u2")}, persistence.SaveMessage)
+	require.Error(t, err)
+	requireClosed(t, cut, "the proxy lost the save's reply")
+	assert.NotErrorIs(t, err, persistence.ErrConflict)
+	assert.Equal(t, int64(1), as.Version(), "the writer does not count the save as done")
+
+	for _, h := range [][]string{{"u1", "a1", "u2"}, {"u1", "a1", "u2", "a2"}} {
+		err = as.Save(bg, &persistence.AgentRecord{Messages: history(h...)}, persistence.SaveInvocation)
+		var ce *persistence.ConflictError
+		require.ErrorAs(t, err, &ce, "saving %v after the lost reply", h)
+		assert.Equal(t, int64(1), ce.Expected)
+		assert.Equal(t, int64(2), ce.Actual)
+	}
+
+	fm, err := persistence.NewSessionManager(fresh, m.SessionID())
+	require.NoError(t, err)
+	again, rec, err := fm.OpenAgent(bg, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:u1", "assistant:a1", "user:u2"}, texts(rec.Messages), "each message once")
+	assert.Equal(t, int64(2), again.Version())
+	require.NoError(t, again.Save(bg, &persistence.AgentRecord{Messages: append(rec.Messages, model.AssistantText("a2"))}, persistence.SaveInvocation))
+	_, rec, err = fm.OpenAgent(bg, "a")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:u1", "assistant:a1", "user:u2", "assistant:a2"}, texts(rec.Messages))
+}
+
+// SPEC M10, S4: an orchestrator's commit of its record and a node's
+// parked change (the general path's transaction) whose reply is lost is
+// stored once; the node's change is parked again, as after any failed
+// commit, and committing it again is a *ConflictError, never a second
+// write of its messages.
+func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *testing.T) {
+	s, proxy := proxiedStore(t)
+	fresh := newStore(t)
+	m, err := persistence.NewSessionManager(s, "lost-"+uuid.NewString())
+	require.NoError(t, err)
+	as, _, err := m.OpenAgent(bg, "a")
+	require.NoError(t, err)
+	require.NoError(t, as.Save(bg, &persistence.AgentRecord{Messages: history("u1")}, persistence.SaveInvocation))
+	orch, _, err := m.Open(bg, persistence.KindMultiAgent, "o")
+	require.NoError(t, err)
+	as.DeferDurable()
+	require.NoError(t, as.Save(bg, &persistence.AgentRecord{Messages: history("u1", "a1")}, persistence.SaveInvocation))
+	require.True(t, as.Parked())
+
+	commit := func() error {
+		t.Helper()
+		own, err := orch.Stage(json.RawMessage(`{"step":1}`), 0, nil)
+		require.NoError(t, err)
+		taken := as.TakeDeferred()
+		require.NotNil(t, taken, "the node's change is parked")
+		return m.Commit(bg, persistence.SaveInvocation, own, taken)
+	}
+	cut := proxy.arm(0, commitReply)
+	err = commit()
+	require.Error(t, err)
+	requireClosed(t, cut, "the proxy lost the commit's reply")
+	assert.NotErrorIs(t, err, persistence.ErrConflict)
+	assert.True(t, as.Parked(), "a failed commit parks the node's change again")
+
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, commit(), &ce, "the same commit again")
+
+	r, err := fresh.Load(bg, agentKey(m.SessionID(), "a"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Version)
+	assert.Equal(t, []string{`{"role":"user","content":[{"text":"u1"}]}`, `{"role":"assistant","content":[{"text":"a1"}]}`},
+		rawStrings(r.Messages), "each message once")
+	o, err := fresh.Load(bg, persistence.Key{SessionID: m.SessionID(), Kind: persistence.KindMultiAgent, ID: "o"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), o.Version)
+	assert.JSONEq(t, `{"step":1}`, string(o.Data))
+}
