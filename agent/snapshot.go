@@ -191,6 +191,11 @@ func validateHistory(msgs []model.Message) error {
 // until the save returns. A failed save fails the invocation; after a
 // persistence.ErrConflict (another writer changed the record) the agent
 // opens its record again, and its next work starts from the newer one.
+// A save that the store committed but could not report (a server's
+// connection lost after the commit, see persistence.Store.Save) fails
+// the invocation too; the agent's next save then conflicts the same way
+// and the agent goes on from the stored record, which holds that save
+// once.
 type Session interface {
 	SessionID() string
 	OpenAgent(ctx context.Context, agentID string) (*persistence.AgentSession, *persistence.AgentRecord, error)

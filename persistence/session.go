@@ -186,8 +186,13 @@ func (st *Staged) settle(committed bool) {
 // durable (SPEC S4, M10): all or nothing. Empty changes are skipped; at a
 // durable point with nothing to save it makes the earlier saves durable
 // (Store.Sync), unless the owners' last writes already were. A failed
-// Commit changes nothing: an agent's parked change (TakeDeferred) is
-// parked again, and the agent's next save carries it.
+// Commit leaves the owners at the versions they had: an agent's parked
+// change (TakeDeferred) is parked again, and the agent's next save
+// carries it. If the store committed it but could not say so (a server's
+// connection that died after the commit, see Store.Save), the owners'
+// next saves are stale and fail with a *ConflictError, which changes
+// nothing: what was committed is never written twice, and the owners
+// open their records again to go on from it.
 func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) (err error) {
 	defer func() {
 		for _, s := range staged {
@@ -411,7 +416,7 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 // parked change on its own goroutine at any time (TakeDeferred): a save
 // that finds it taken waits for its commit; else it claims the slot
 // while it stages and commits, and gives the parked change back if it
-// fails (a failed save changes nothing).
+// fails (a failed save leaves the writer as it was).
 func (s *AgentSession) save(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
 	var cur *parkedSlot
 	for {

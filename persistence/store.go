@@ -171,7 +171,11 @@ type Store interface {
 	// every Base matches and every change is written, or nothing changes
 	// and the error says why (a *ConflictError names the first stale key).
 	// It returns the new versions, in the order of changes. A record of
-	// another schema version is never overwritten.
+	// another schema version is never overwritten. A store on a server
+	// cannot always learn the outcome: if the connection dies after the
+	// server committed, Save fails (with no *ConflictError) though every
+	// change is written, once. The same changes sent again are then
+	// stale: a *ConflictError that changes nothing, never a second write.
 	Save(ctx context.Context, opts SaveOptions, changes ...Change) ([]int64, error)
 	// Sync makes every save committed so far through this store durable,
 	// as a durable Save would (SPEC I9): the session manager calls it at a

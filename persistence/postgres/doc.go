@@ -26,6 +26,9 @@
 // is a *persistence.ConflictError, never a serialization failure. Saves that are not durable commit
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
+// A save whose connection dies after the server committed it (the reply
+// lost on the way) fails though it is stored, once; the same save sent
+// again is stale, a *persistence.ConflictError (see persistence.Store).
 // A load is one statement, so one snapshot.
 //
 // A call whose context ends while a statement runs asks the server to
