@@ -1853,9 +1853,10 @@ func (x *orchActor) result() *braidv1.MultiAgentResult {
 	return r
 }
 
-// shownResult is the run as Status shows it: result, with a node that
+// shownResult is the run as Status shows it: result, with every node that
 // runs shown running (an earlier run's outcome, its answered interrupts
-// included, is not what it does now), and less what no save holds yet
+// included, is not what it does now; a node in its first run is listed
+// too, after the nodes with results), and less what no save holds yet
 // (SPEC I9): a node whose INTERRUPTED report is not saved is shown as it
 // was before it, running, its interrupts are not listed, and a run that
 // is INTERRUPTED only by such nodes is shown EXECUTING (its invocation
@@ -1867,13 +1868,16 @@ func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
 	for _, id := range x.results {
 		switch n := x.nodes[id]; {
 		case n.unsaved:
-			if n.before != nil {
-				r.Results = append(r.Results, running(n.before))
-			}
-		case n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING && n.result != nil:
-			r.Results = append(r.Results, running(n.result))
+			r.Results = append(r.Results, running(id, n.before))
+		case n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING:
+			r.Results = append(r.Results, running(id, n.result))
 		default:
 			r.Results = append(r.Results, n.result)
+		}
+	}
+	for _, id := range x.order {
+		if n := x.nodes[id]; n.result == nil && n.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING {
+			r.Results = append(r.Results, running(id, nil)) // its first run
 		}
 	}
 	if len(x.unsaved) == 0 {
@@ -1889,11 +1893,12 @@ func (x *orchActor) shownResult() *braidv1.MultiAgentResult {
 	return r
 }
 
-// running is how Status shows a node that runs again: EXECUTING, with
-// the time, usage and run count of its runs so far, and nothing of an
-// earlier run's outcome (its result, error, interrupts or handoff).
-func running(earlier *braidv1.NodeResult) *braidv1.NodeResult {
-	return &braidv1.NodeResult{NodeId: earlier.GetNodeId(), Status: braidv1.NodeStatus_NODE_STATUS_EXECUTING,
+// running is how Status shows node id while it runs: EXECUTING, with the
+// time, usage and run count of its earlier runs (earlier, nil for none),
+// and nothing of an earlier run's outcome (its result, error, interrupts
+// or handoff).
+func running(id string, earlier *braidv1.NodeResult) *braidv1.NodeResult {
+	return &braidv1.NodeResult{NodeId: id, Status: braidv1.NodeStatus_NODE_STATUS_EXECUTING,
 		DurationNs: earlier.GetDurationNs(), Usage: cloneUsage(earlier.GetUsage()), ExecutionCount: earlier.GetExecutionCount()}
 }
 

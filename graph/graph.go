@@ -95,9 +95,10 @@ func (g *Graph) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent
 // Status returns the run as it stands; answered at once, while nodes run.
 // A node's interrupts are listed once the graph's save holds them (until
 // then the node is shown still running), so every interrupt it lists can
-// be answered (SPEC I9). A node that runs again (resumed, or revisited in
-// a cycle) is shown EXECUTING, with the time, usage and run count of its
-// runs so far, not with its earlier run's result, error or interrupts.
+// be answered (SPEC I9). Every node that runs is listed EXECUTING: one in
+// its first run after the nodes with results, one that runs again
+// (resumed, or revisited in a cycle) with the time, usage and run count of
+// its runs so far, not with its earlier run's result, error or interrupts.
 func (g *Graph) Status(ctx context.Context) (*multiagent.Result, error) {
 	return runclient.Status(ctx, g.o)
 }

@@ -59,3 +59,31 @@ func TestGraph_StatusShowsAResumedNodeRunningWithoutItsAnsweredInterrupt(t *test
 	require.NoError(t, out.err)
 	assert.Equal(t, multiagent.StatusCompleted, out.res.Status)
 }
+
+// SPEC M2, M7: while nodes run their first run, Status lists them
+// EXECUTING (after the nodes that have results), so a caller can tell
+// which nodes run now; a node not started yet is not listed.
+func TestGraph_StatusListsANodeInItsFirstRunAsExecuting(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	started := make(chan struct{}, 1)
+	g := build(t, graph.NewBuilder().AddNode("first", textAgent(r, "first")).AddNode("slow", blockingAgent(started)).
+		AddNode("next", textAgent(r, "next")).AddEdge("first", "slow").AddEdge("slow", "next"), graph.Config{})
+	done := invokeAsync(ctx, g, agent.Text("go"))
+	<-started
+	st, err := g.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Results, 2, "first, done, and slow, running")
+	assert.Equal(t, "first", st.Results[0].NodeID)
+	assert.Equal(t, multiagent.StatusCompleted, st.Results[0].Status)
+	slow := st.Node("slow")
+	require.NotNil(t, slow, "the running node is listed")
+	assert.Equal(t, multiagent.StatusExecuting, slow.Status)
+	assert.Zero(t, slow.ExecutionCount, "no run of it has ended")
+	assert.Nil(t, st.Node("next"), "not started")
+	_, err = g.Cancel(ctx)
+	require.NoError(t, err)
+	out := <-done
+	require.NoError(t, out.err)
+	assert.Equal(t, multiagent.StatusCancelled, out.res.Status)
+}
