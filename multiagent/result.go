@@ -69,7 +69,9 @@ func (r *NodeResult) Text() string {
 // Result is the result of a Graph or Swarm run (SPEC M7).
 type Result struct {
 	Status Status
-	// Results are the node results in the order the nodes first finished.
+	// Results are the node results in the order the nodes first finished;
+	// in a Status while the run goes on, the nodes that run are listed
+	// EXECUTING, those in their first run last.
 	Results []*NodeResult
 	// ExecutionOrder lists the nodes in the order their runs ended (a node
 	// run twice appears twice; a run interrupted and then resumed is one;
