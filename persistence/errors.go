@@ -9,8 +9,10 @@ import (
 var (
 	// ErrNotFound: no record under that key.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: the record changed since the version the save was based on.
-	ErrConflict = errors.New("conflict: the session was changed by another writer")
+	// ErrConflict: the record changed since the version the save was based
+	// on: another writer saved it, or an earlier save of this writer whose
+	// outcome a lost connection hid was stored after all.
+	ErrConflict = errors.New("conflict: the session changed since this writer read it")
 	// ErrDamaged: stored data cannot be read as it was written (invalid or
 	// truncated JSON, unknown or missing fields, inconsistent contents).
 	ErrDamaged = errors.New("damaged session data")
