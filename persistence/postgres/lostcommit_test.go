@@ -77,8 +77,9 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 			}
 			changes := tc.change(session)
 			cut := proxy.arm(0, tc.reply)
-			_, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+			versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
 			require.Error(t, err, "the reply was lost")
+			assert.Nil(t, versions, "a failed save gives no versions")
 			requireClosed(t, cut, "the proxy lost the save's reply")
 			assert.NotErrorIs(t, err, persistence.ErrConflict)
 

@@ -180,8 +180,11 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 		return nil, err
 	}
 	if len(changes) == 1 {
-		if v, ok, err := s.append(ctx, opts.Durable, changes[0]); err != nil || ok {
-			return []int64{v}, err
+		switch v, ok, err := s.append(ctx, opts.Durable, changes[0]); {
+		case err != nil:
+			return nil, err
+		case ok:
+			return []int64{v}, nil
 		}
 	}
 	var versions []int64
