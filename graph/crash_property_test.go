@@ -1,0 +1,388 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/tool"
+)
+
+// propSeeds random graphs, each crashed at propCrashes random saves.
+const propSeeds, propCrashes = 64, 3
+
+// How a node of a random graph asks before its work (flags).
+const (
+	askTool = 1 << iota // its tool interrupts before it records its run
+	askGate             // a BeforeNodeCall hook interrupts before the node runs
+)
+
+// randomGraph is a random acyclic graph: edges go forward in index
+// order, some of them conditional, some nodes ask before they work.
+type randomGraph struct {
+	n     int
+	preds [][]int         // node -> its predecessors
+	cond  map[[2]int]bool // conditional edge (from, to) -> whether it is taken
+	ask   []int
+}
+
+func newRandomGraph(rng *rand.Rand) *randomGraph {
+	g := &randomGraph{n: 3 + rng.IntN(6), cond: map[[2]int]bool{}}
+	g.preds = make([][]int, g.n)
+	g.ask = make([]int, g.n)
+	for i := range g.n {
+		if rng.IntN(3) == 0 {
+			g.ask[i] |= askTool
+		}
+		if rng.IntN(3) == 0 {
+			g.ask[i] |= askGate
+		}
+		for j := range i {
+			if rng.IntN(3) == 0 {
+				g.preds[i] = append(g.preds[i], j)
+				if rng.IntN(6) == 0 {
+					g.cond[[2]int{j, i}] = rng.IntN(2) == 0
+				}
+			}
+		}
+	}
+	return g
+}
+
+func propID(i int) string { return fmt.Sprintf("n%d", i) }
+
+// runs reports which nodes run when every node completes: the entry
+// points (no incoming edge) and every node with an edge taken from a
+// node that runs.
+func (g *randomGraph) runs() []bool {
+	ran := make([]bool, g.n)
+	for i := range g.n {
+		ran[i] = len(g.preds[i]) == 0
+		for _, p := range g.preds[i] {
+			taken, conditional := g.cond[[2]int{p, i}]
+			ran[i] = ran[i] || (ran[p] && (!conditional || taken))
+		}
+	}
+	return ran
+}
+
+func (g *randomGraph) String() string {
+	var b strings.Builder
+	for i := range g.n {
+		fmt.Fprintf(&b, "%s(ask=%d)<-[", propID(i), g.ask[i])
+		for k, p := range g.preds[i] {
+			if k > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(propID(p))
+			if taken, ok := g.cond[[2]int{p, i}]; ok {
+				fmt.Fprintf(&b, "?%v", taken)
+			}
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
+}
+
+// propResult is the text of node id's tool result: the copy of a session
+// holds it exactly when the tool's run was saved.
+func propResult(id string) string { return "tool result of " + id + "." }
+
+// builder builds g for one process: each node's agent calls one tool,
+// which counts its runs in r under "tool:<id>" (after its interrupt, if
+// the node asks there); the model's calls count under "model:<id>". A
+// conditional edge reads its source's result, so it is taken only when
+// the restored run still has it.
+func (g *randomGraph) builder(r *recorder) *graph.Builder {
+	b := graph.NewBuilder()
+	for i := range g.n {
+		id := propID(i)
+		ask := g.ask[i]&askTool != 0
+		tl := tool.New("work", "does the node's work", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+			if ask {
+				if _, err := tc.Interrupt("confirm", map[string]string{"node": id}); err != nil {
+					return "", err
+				}
+			}
+			r.add("tool:" + id)
+			return propResult(id), nil
+		})
+		m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+			r.add("model:" + id)
+			last, _ := req.LastMessage()
+			if res := last.ToolResults(); len(res) > 0 {
+				return model.TextTurn(id + " done: " + res[0].Text()), nil
+			}
+			return model.ToolTurn(model.Call("t1", "work", map[string]any{})), nil
+		})
+		b.AddNode(id, agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}}))
+	}
+	for i := range g.n {
+		for _, p := range g.preds[i] {
+			from := propID(p)
+			if taken, ok := g.cond[[2]int{p, i}]; ok {
+				b.AddEdge(from, propID(i), func(s *graph.State) bool {
+					return taken && strings.Contains(s.Text(from), propResult(from))
+				})
+				continue
+			}
+			b.AddEdge(from, propID(i))
+		}
+	}
+	return b
+}
+
+// gated returns the ids of the nodes a BeforeNodeCall hook gates.
+func (g *randomGraph) gated() []string {
+	var ids []string
+	for i := range g.n {
+		if g.ask[i]&askGate != 0 {
+			ids = append(ids, propID(i))
+		}
+	}
+	return ids
+}
+
+// answeredIn returns the ids of the interrupts that v (a decoded
+// session) holds an answer to: an interrupt record with a response, or a
+// response forwarded to a node.
+func answeredIn(v any, ids map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if id, ok := v["id"].(string); ok {
+			if _, answered := v["response"]; answered {
+				ids[id] = true
+			}
+		}
+		if id, ok := v["interrupt_id"].(string); ok {
+			if _, answered := v["response"]; answered {
+				ids[id] = true
+			}
+		}
+		for _, e := range v {
+			answeredIn(e, ids)
+		}
+	case []any:
+		for _, e := range v {
+			answeredIn(e, ids)
+		}
+	}
+}
+
+// driveToEnd drives a restored run to its end as an application does:
+// carry on a run a crash cut off, answer every listed interrupt "y". It
+// checks that every answer is accepted and that no interrupt is listed
+// again once answered (SPEC M5, I7, I8, M6).
+func driveToEnd(t *testing.T, g *graph.Graph, label string, answered map[string]bool) *multiagent.Result {
+	t.Helper()
+	ctx := context.Background()
+	for range 20 {
+		st, err := g.Status(ctx)
+		require.NoError(t, err, label)
+		var in agent.Input
+		switch st.Status {
+		case multiagent.StatusCompleted:
+			return st
+		case multiagent.StatusPending:
+			in = agent.Text("go")
+		case multiagent.StatusExecuting:
+			in = agent.Input{}
+		case multiagent.StatusInterrupted:
+			require.NotEmpty(t, st.Interrupts, "%s: an interrupted run lists its interrupts", label)
+			var rs []interrupt.Response
+			for _, i := range st.Interrupts {
+				require.False(t, answered[i.ID], "%s: interrupt %s was answered already (in this process or before the crash) and is listed again", label, i.ID)
+				answered[i.ID] = true
+				rs = append(rs, interrupt.Respond(i.ID, "y"))
+			}
+			in = agent.Resume(rs...)
+		default:
+			t.Fatalf("%s: run is %s: %+v", label, st.Status, st)
+		}
+		_, err = g.Invoke(ctx, in)
+		require.NoError(t, err, "%s: %s", label, st.Status)
+	}
+	t.Fatalf("%s: the run did not finish", label)
+	return nil
+}
+
+// checkHistories checks every agent's history in exp (SPEC A3): no two
+// user messages in a row, each assistant tool use answered by the next
+// message, in order, and (the agents here call one tool once) one tool
+// use in all.
+func checkHistories(t *testing.T, exp *persistence.SessionExport, label string) {
+	t.Helper()
+	for _, rec := range exp.Records {
+		if rec.Kind != persistence.KindAgent {
+			continue
+		}
+		var prev *model.Message
+		uses := 0
+		for k, raw := range rec.Messages {
+			var m model.Message
+			require.NoError(t, json.Unmarshal(raw, &m), "%s: %s message %d", label, rec.ID, k)
+			uses += len(m.ToolUses())
+			if prev != nil {
+				assert.False(t, prev.Role == model.RoleUser && m.Role == model.RoleUser,
+					"%s: %s has two user messages in a row at %d", label, rec.ID, k)
+				var asked, answered []string
+				for _, u := range prev.ToolUses() {
+					asked = append(asked, u.ToolUseID)
+				}
+				for _, r := range m.ToolResults() {
+					answered = append(answered, r.ToolUseID)
+				}
+				if len(asked) > 0 {
+					assert.Equal(t, asked, answered, "%s: %s message %d answers the tool uses before it", label, rec.ID, k)
+				}
+			}
+			if prev == nil || len(prev.ToolUses()) == 0 {
+				assert.Empty(t, m.ToolResults(), "%s: %s message %d answers no tool use", label, rec.ID, k)
+			}
+			prev = &m
+		}
+		if prev != nil {
+			assert.Empty(t, prev.ToolUses(), "%s: %s ends with an unanswered tool use", label, rec.ID)
+		}
+		assert.Equal(t, 1, uses, "%s: %s's history has its one tool use once", label, rec.ID)
+	}
+}
+
+// SPEC M4, M5, M6, M8, M10, S6, I7–I9: on random graphs whose nodes ask
+// before their work (a tool's interrupt, a BeforeNodeCall gate, or
+// both), a crash after any save, and another during the recovery, leave
+// a session that a new process drives to a COMPLETED run: every node
+// that can run ran once, a tool whose result the copy held is not run
+// again (one cut off runs once more), each interrupt the recovered run
+// lists is accepted and answered once (never one the copy held an
+// answer to), and every agent's history stays valid. A seed fixes the
+// graph and the save points' ranks; which save has which rank depends on
+// how concurrent nodes interleave, so a failure names the graph and the
+// save.
+func TestGraphCrash_RandomGraphsRecoverFromAnySaveWithoutRedoingWork(t *testing.T) {
+	for seed := range uint64(propSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			rg := newRandomGraph(rng)
+			ran := rg.runs()
+			useSQLite := seed%4 == 3
+			ctx := context.Background()
+			var base persistence.Store = persistence.NewMemoryStore()
+			if useSQLite {
+				base = sqliteStore(t)
+			}
+
+			// The first process runs the graph to its end; the store
+			// copies the session after every save.
+			cs := &copyingStore{Store: base, session: "prop"}
+			r1 := newRecorder()
+			g1 := build(t, rg.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+				Hooks: []hook.Provider{gate(r1, rg.gated()...)}})
+			res := driveToEnd(t, g1, "first process", map[string]bool{})
+			require.NoError(t, g1.Close(ctx))
+			for i := range rg.n {
+				id := propID(i)
+				if !ran[i] {
+					assert.Nil(t, res.Node(id), "%s cannot run (%s)", id, rg)
+					continue
+				}
+				require.NotNil(t, res.Node(id), "%s can run (%s)", id, rg)
+				assert.Equal(t, multiagent.StatusCompleted, res.Node(id).Status, id)
+				assert.Equal(t, 1, r1.count("tool:"+id), "%s's tool runs once", id)
+				if rg.ask[i]&askGate != 0 {
+					assert.Equal(t, 1, r1.count("gate:"+id), "%s is gated once (SPEC M6)", id)
+				}
+			}
+			copies := cs.since(0)
+			require.NotEmpty(t, copies)
+			checkHistories(t, copies[len(copies)-1], "first process")
+
+			// The crashes: random save points, each resumed by a new
+			// process (a fresh System and store) from what the store
+			// held right after that save.
+			// recoverFrom resumes a new process (a fresh System and
+			// store) from exp and drives the run to its end; it returns
+			// the copies of the session after each of its saves.
+			recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
+				var st persistence.Store = persistence.NewMemoryStore()
+				if useSQLite {
+					st = sqliteStore(t)
+				}
+				require.NoError(t, persistence.Import(ctx, st, exp))
+				held, err := json.Marshal(exp)
+				require.NoError(t, err)
+				var tree any
+				require.NoError(t, json.Unmarshal(held, &tree))
+				answered := map[string]bool{}
+				answeredIn(tree, answered)
+
+				cs := &copyingStore{Store: st, session: "prop"}
+				r2 := newRecorder()
+				g2 := build(t, rg.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+					System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, rg.gated()...)}})
+				before, err := g2.Status(ctx)
+				require.NoError(t, err, label)
+				if before.Status == multiagent.StatusExecuting {
+					_, err := g2.Invoke(ctx, agent.Text("another task"))
+					require.ErrorIs(t, err, actors.ErrIncompleteRun, "%s: a cut-off run is carried on first", label)
+				}
+				final := driveToEnd(t, g2, label, answered)
+				assert.Equal(t, multiagent.StatusCompleted, final.Status, label)
+				for i := range rg.n {
+					id := propID(i)
+					if !ran[i] {
+						assert.Nil(t, final.Node(id), "%s: %s cannot run", label, id)
+						assert.Zero(t, r2.count("tool:"+id), "%s: %s cannot run", label, id)
+						continue
+					}
+					if assert.NotNil(t, final.Node(id), "%s: %s can run", label, id) {
+						assert.Equal(t, multiagent.StatusCompleted, final.Node(id).Status, "%s: %s", label, id)
+						assert.Equal(t, 1, final.Node(id).ExecutionCount, "%s: %s runs once", label, id)
+					}
+					want := 1 // cut off, or not started: it runs (again)
+					if strings.Contains(string(held), propResult(id)) {
+						want = 0 // its result was saved: it is never run again
+					}
+					assert.Equal(t, want, r2.count("tool:"+id), "%s: runs of %s's tool", label, id)
+					if n := before.Node(id); n != nil && n.Status == multiagent.StatusCompleted {
+						assert.Zero(t, r2.count("model:"+id), "%s: %s had completed", label, id)
+					}
+				}
+				after, err := persistence.Export(ctx, st, "prop")
+				require.NoError(t, err, label)
+				checkHistories(t, after, label)
+				require.NoError(t, g2.Close(ctx))
+				return cs.since(0)
+			}
+
+			// The crashes: random save points of the first process, and
+			// of the process that recovers from the first of them (a
+			// crash during recovery).
+			for c := range propCrashes {
+				k := rng.IntN(len(copies))
+				label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), rg)
+				again := recoverFrom(copies[k], label)
+				if c == 0 && len(again) > 0 {
+					k2 := rng.IntN(len(again))
+					recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
+				}
+			}
+		})
+	}
+}
