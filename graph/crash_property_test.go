@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,8 +25,9 @@ import (
 	"github.com/braidhq/braid/tool"
 )
 
-// propSeeds random graphs, each crashed at propCrashes random saves.
-const propSeeds, propCrashes = 64, 3
+// propSeeds random graphs, each crashed at propCrashes random saves;
+// propNestedSeeds of those with nested graphs (slower to run).
+const propSeeds, propNestedSeeds, propCrashes = 64, 28, 3
 
 // How a node of a random graph asks before its work (flags).
 const (
@@ -40,6 +42,12 @@ type randomGraph struct {
 	preds [][]int         // node -> its predecessors
 	cond  map[[2]int]bool // conditional edge (from, to) -> whether it is taken
 	ask   []int
+	deny  []bool // a gated node whose gate is answered "n" (SPEC M3)
+	// nested nodes are graphs of two agents, <id>x -> <id>y: x's tool
+	// interrupts, and innerGate says whether the nested graph's own
+	// BeforeNodeCall hook gates y (answered "y").
+	nested    []bool
+	innerGate []bool
 }
 
 func newRandomGraph(rng *rand.Rand) *randomGraph {
@@ -67,25 +75,111 @@ func newRandomGraph(rng *rand.Rand) *randomGraph {
 
 func propID(i int) string { return fmt.Sprintf("n%d", i) }
 
-// runs reports which nodes run when every node completes: the entry
-// points (no incoming edge) and every node with an edge taken from a
-// node that runs.
+// runs reports which nodes are scheduled when the interrupts are
+// answered (SPEC M3, M8): the entry points (no incoming edge) and every
+// node with an edge taken from a node that completes; a node that is
+// scheduled completes unless its gate is denied (it ends CANCELLED).
 func (g *randomGraph) runs() []bool {
 	ran := make([]bool, g.n)
 	for i := range g.n {
 		ran[i] = len(g.preds[i]) == 0
 		for _, p := range g.preds[i] {
 			taken, conditional := g.cond[[2]int{p, i}]
-			ran[i] = ran[i] || (ran[p] && (!conditional || taken))
+			ran[i] = ran[i] || (g.completes(ran, p) && (!conditional || taken))
 		}
 	}
 	return ran
 }
 
+// completes reports whether node i, scheduled as ran says, completes.
+func (g *randomGraph) completes(ran []bool, i int) bool {
+	return ran[i] && !g.denied(i)
+}
+
+func (g *randomGraph) denied(i int) bool   { return g.deny != nil && g.deny[i] }
+func (g *randomGraph) isNested(i int) bool { return g.nested != nil && g.nested[i] }
+
+// status is the status the run ends with (SPEC M2): CANCELLED if a node
+// that is scheduled is denied, else COMPLETED.
+func (g *randomGraph) status(ran []bool) multiagent.Status {
+	for i := range g.n {
+		if ran[i] && g.denied(i) {
+			return multiagent.StatusCancelled
+		}
+	}
+	return multiagent.StatusCompleted
+}
+
+// withDenials makes about half of the gated nodes denied.
+func (g *randomGraph) withDenials(rng *rand.Rand) *randomGraph {
+	g.deny = make([]bool, g.n)
+	for i := range g.n {
+		g.deny[i] = g.ask[i]&askGate != 0 && rng.IntN(2) == 0
+	}
+	return g
+}
+
+// withNesting makes about a third of the nodes (at least one) nested
+// graphs. A nested node's outgoing edges are unconditional (its text is
+// not its inner tool's result); the tool of a nested node does not ask
+// (its inner x always does).
+func (g *randomGraph) withNesting(rng *rand.Rand) *randomGraph {
+	g.nested = make([]bool, g.n)
+	g.innerGate = make([]bool, g.n)
+	for i := range g.n {
+		g.nested[i] = rng.IntN(3) == 0
+		g.innerGate[i] = rng.IntN(2) == 0
+	}
+	if !slices.Contains(g.nested, true) {
+		g.nested[rng.IntN(g.n)] = true
+	}
+	for e := range g.cond {
+		if g.nested[e[0]] {
+			delete(g.cond, e)
+		}
+	}
+	for i := range g.n {
+		if g.nested[i] {
+			g.ask[i] &^= askTool
+		}
+	}
+	return g
+}
+
+// workers returns the ids that node i's tools count their runs under
+// (and their results name): the node's own, or a nested node's two
+// inner agents'.
+func (g *randomGraph) workers(i int) []string {
+	id := propID(i)
+	if g.isNested(i) {
+		return []string{id + "x", id + "y"}
+	}
+	return []string{id}
+}
+
+// workerResult returns the result of worker w of node i in res.
+func (g *randomGraph) workerResult(res *multiagent.Result, i int, w string) *multiagent.NodeResult {
+	n := res.Node(propID(i))
+	if !g.isNested(i) || n == nil {
+		return n
+	}
+	if n.Multi == nil {
+		return nil
+	}
+	return n.Multi.Node(w)
+}
+
 func (g *randomGraph) String() string {
 	var b strings.Builder
 	for i := range g.n {
-		fmt.Fprintf(&b, "%s(ask=%d)<-[", propID(i), g.ask[i])
+		fmt.Fprintf(&b, "%s(ask=%d", propID(i), g.ask[i])
+		if g.denied(i) {
+			b.WriteString(",denied")
+		}
+		if g.isNested(i) {
+			fmt.Fprintf(&b, ",nested(gate=%v)", g.innerGate[i])
+		}
+		b.WriteString(")<-[")
 		for k, p := range g.preds[i] {
 			if k > 0 {
 				b.WriteString(" ")
@@ -108,30 +202,25 @@ func propResult(id string) string { return "tool result of " + id + "." }
 // which counts its runs in r under "tool:<id>" (after its interrupt, if
 // the node asks there); the model's calls count under "model:<id>". A
 // conditional edge reads its source's result, so it is taken only when
-// the restored run still has it.
+// the restored run still has it. A nested node is a graph x -> y of two
+// such agents (x's tool asks), y gated by the nested graph's own hook
+// when innerGate says so.
 func (g *randomGraph) builder(r *recorder) *graph.Builder {
 	b := graph.NewBuilder()
 	for i := range g.n {
 		id := propID(i)
-		ask := g.ask[i]&askTool != 0
-		tl := tool.New("work", "does the node's work", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
-			if ask {
-				if _, err := tc.Interrupt("confirm", map[string]string{"node": id}); err != nil {
-					return "", err
-				}
+		if g.isNested(i) {
+			w := g.workers(i)
+			inner := graph.NewBuilder().AddNode(w[0], propWorker(r, w[0], true)).AddNode(w[1], propWorker(r, w[1], false)).
+				AddEdge(w[0], w[1])
+			var cfg graph.Config
+			if g.innerGate[i] {
+				cfg.Hooks = []hook.Provider{gate(r, w[1])}
 			}
-			r.add("tool:" + id)
-			return propResult(id), nil
-		})
-		m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
-			r.add("model:" + id)
-			last, _ := req.LastMessage()
-			if res := last.ToolResults(); len(res) > 0 {
-				return model.TextTurn(id + " done: " + res[0].Text()), nil
-			}
-			return model.ToolTurn(model.Call("t1", "work", map[string]any{})), nil
-		})
-		b.AddNode(id, agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}}))
+			b.AddNode(id, inner.AsNode(cfg))
+			continue
+		}
+		b.AddNode(id, propWorker(r, id, g.ask[i]&askTool != 0))
 	}
 	for i := range g.n {
 		for _, p := range g.preds[i] {
@@ -146,6 +235,29 @@ func (g *randomGraph) builder(r *recorder) *graph.Builder {
 		}
 	}
 	return b
+}
+
+// propWorker is an agent node that calls its tool "work" once; the tool
+// interrupts first if ask is set, then counts its run under "tool:<id>".
+func propWorker(r *recorder, id string, ask bool) actors.Node {
+	tl := tool.New("work", "does the node's work", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		if ask {
+			if _, err := tc.Interrupt("confirm", map[string]string{"node": id}); err != nil {
+				return "", err
+			}
+		}
+		r.add("tool:" + id)
+		return propResult(id), nil
+	})
+	m := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		r.add("model:" + id)
+		last, _ := req.LastMessage()
+		if res := last.ToolResults(); len(res) > 0 {
+			return model.TextTurn(id + " done: " + res[0].Text()), nil
+		}
+		return model.ToolTurn(model.Call("t1", "work", map[string]any{})), nil
+	})
+	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})
 }
 
 // gated returns the ids of the nodes a BeforeNodeCall hook gates.
@@ -186,10 +298,11 @@ func answeredIn(v any, ids map[string]bool) {
 }
 
 // driveToEnd drives a restored run to its end as an application does:
-// carry on a run a crash cut off, answer every listed interrupt "y". It
-// checks that every answer is accepted and that no interrupt is listed
-// again once answered (SPEC M5, I7, I8, M6).
-func driveToEnd(t *testing.T, g *graph.Graph, label string, answered map[string]bool) *multiagent.Result {
+// carry on a run a crash cut off, answer every listed interrupt: "n" to
+// the gate of a node g denies, "y" to every other. It checks that every
+// answer is accepted and that no interrupt is listed again once answered
+// (SPEC M5, I7, I8, M6). The run ends COMPLETED or CANCELLED.
+func driveToEnd(t *testing.T, g *graph.Graph, rg *randomGraph, label string, answered map[string]bool) *multiagent.Result {
 	t.Helper()
 	ctx := context.Background()
 	for range 20 {
@@ -197,7 +310,7 @@ func driveToEnd(t *testing.T, g *graph.Graph, label string, answered map[string]
 		require.NoError(t, err, label)
 		var in agent.Input
 		switch st.Status {
-		case multiagent.StatusCompleted:
+		case multiagent.StatusCompleted, multiagent.StatusCancelled:
 			return st
 		case multiagent.StatusPending:
 			in = agent.Text("go")
@@ -209,7 +322,7 @@ func driveToEnd(t *testing.T, g *graph.Graph, label string, answered map[string]
 			for _, i := range st.Interrupts {
 				require.False(t, answered[i.ID], "%s: interrupt %s was answered already (in this process or before the crash) and is listed again", label, i.ID)
 				answered[i.ID] = true
-				rs = append(rs, interrupt.Respond(i.ID, "y"))
+				rs = append(rs, interrupt.Respond(i.ID, rg.answer(t, i)))
 			}
 			in = agent.Resume(rs...)
 		default:
@@ -220,6 +333,19 @@ func driveToEnd(t *testing.T, g *graph.Graph, label string, answered map[string]
 	}
 	t.Fatalf("%s: the run did not finish", label)
 	return nil
+}
+
+// answer is the answer to interrupt i: "n" to the gate of a denied node.
+func (g *randomGraph) answer(t *testing.T, i interrupt.Interrupt) string {
+	t.Helper()
+	var reason struct{ Node string }
+	require.NoError(t, json.Unmarshal(i.Reason, &reason), "%v", i)
+	for n := range g.n {
+		if i.Name == "approval" && reason.Node == propID(n) && g.denied(n) {
+			return "n"
+		}
+	}
+	return "y"
 }
 
 // checkHistories checks every agent's history in exp (SPEC A3): no two
@@ -279,110 +405,173 @@ func TestGraphCrash_RandomGraphsRecoverFromAnySaveWithoutRedoingWork(t *testing.
 	for seed := range uint64(propSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
-			rg := newRandomGraph(rng)
-			ran := rg.runs()
-			useSQLite := seed%4 == 3
-			ctx := context.Background()
-			var base persistence.Store = persistence.NewMemoryStore()
-			if useSQLite {
-				base = sqliteStore(t)
-			}
-
-			// The first process runs the graph to its end; the store
-			// copies the session after every save.
-			cs := &copyingStore{Store: base, session: "prop"}
-			r1 := newRecorder()
-			g1 := build(t, rg.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
-				Hooks: []hook.Provider{gate(r1, rg.gated()...)}})
-			res := driveToEnd(t, g1, "first process", map[string]bool{})
-			require.NoError(t, g1.Close(ctx))
-			for i := range rg.n {
-				id := propID(i)
-				if !ran[i] {
-					assert.Nil(t, res.Node(id), "%s cannot run (%s)", id, rg)
-					continue
-				}
-				require.NotNil(t, res.Node(id), "%s can run (%s)", id, rg)
-				assert.Equal(t, multiagent.StatusCompleted, res.Node(id).Status, id)
-				assert.Equal(t, 1, r1.count("tool:"+id), "%s's tool runs once", id)
-				if rg.ask[i]&askGate != 0 {
-					assert.Equal(t, 1, r1.count("gate:"+id), "%s is gated once (SPEC M6)", id)
-				}
-			}
-			copies := cs.since(0)
-			require.NotEmpty(t, copies)
-			checkHistories(t, copies[len(copies)-1], "first process")
-
-			// The crashes: random save points, each resumed by a new
-			// process (a fresh System and store) from what the store
-			// held right after that save.
-			// recoverFrom resumes a new process (a fresh System and
-			// store) from exp and drives the run to its end; it returns
-			// the copies of the session after each of its saves.
-			recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
-				var st persistence.Store = persistence.NewMemoryStore()
-				if useSQLite {
-					st = sqliteStore(t)
-				}
-				require.NoError(t, persistence.Import(ctx, st, exp))
-				held, err := json.Marshal(exp)
-				require.NoError(t, err)
-				var tree any
-				require.NoError(t, json.Unmarshal(held, &tree))
-				answered := map[string]bool{}
-				answeredIn(tree, answered)
-
-				cs := &copyingStore{Store: st, session: "prop"}
-				r2 := newRecorder()
-				g2 := build(t, rg.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
-					System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, rg.gated()...)}})
-				before, err := g2.Status(ctx)
-				require.NoError(t, err, label)
-				if before.Status == multiagent.StatusExecuting {
-					_, err := g2.Invoke(ctx, agent.Text("another task"))
-					require.ErrorIs(t, err, actors.ErrIncompleteRun, "%s: a cut-off run is carried on first", label)
-				}
-				final := driveToEnd(t, g2, label, answered)
-				assert.Equal(t, multiagent.StatusCompleted, final.Status, label)
-				for i := range rg.n {
-					id := propID(i)
-					if !ran[i] {
-						assert.Nil(t, final.Node(id), "%s: %s cannot run", label, id)
-						assert.Zero(t, r2.count("tool:"+id), "%s: %s cannot run", label, id)
-						continue
-					}
-					if assert.NotNil(t, final.Node(id), "%s: %s can run", label, id) {
-						assert.Equal(t, multiagent.StatusCompleted, final.Node(id).Status, "%s: %s", label, id)
-						assert.Equal(t, 1, final.Node(id).ExecutionCount, "%s: %s runs once", label, id)
-					}
-					want := 1 // cut off, or not started: it runs (again)
-					if strings.Contains(string(held), propResult(id)) {
-						want = 0 // its result was saved: it is never run again
-					}
-					assert.Equal(t, want, r2.count("tool:"+id), "%s: runs of %s's tool", label, id)
-					if n := before.Node(id); n != nil && n.Status == multiagent.StatusCompleted {
-						assert.Zero(t, r2.count("model:"+id), "%s: %s had completed", label, id)
-					}
-				}
-				after, err := persistence.Export(ctx, st, "prop")
-				require.NoError(t, err, label)
-				checkHistories(t, after, label)
-				require.NoError(t, g2.Close(ctx))
-				return cs.since(0)
-			}
-
-			// The crashes: random save points of the first process, and
-			// of the process that recovers from the first of them (a
-			// crash during recovery).
-			for c := range propCrashes {
-				k := rng.IntN(len(copies))
-				label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), rg)
-				again := recoverFrom(copies[k], label)
-				if c == 0 && len(again) > 0 {
-					k2 := rng.IntN(len(again))
-					recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
-				}
-			}
+			checkCrashRecovery(t, seed, rng, newRandomGraph(rng))
 		})
+	}
+}
+
+// SPEC M2, M3, M6, M10, S6 (and the rules above): as above, with about
+// half of the gates answered "n": a crash after any save, and another
+// during the recovery, still ends the run as the answers decide. A
+// denied node ends CANCELLED without its agent or tool running, nothing
+// is scheduled from it (a node with another completed predecessor still
+// runs), and the run ends CANCELLED (M2's ranking) when a node was
+// denied; a denied gate is never asked again.
+func TestGraphCrash_RandomGraphsWithDeniedGatesRecoverToTheSameOutcome(t *testing.T) {
+	for seed := range uint64(propSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 13))
+			checkCrashRecovery(t, seed, rng, newRandomGraph(rng).withDenials(rng))
+		})
+	}
+}
+
+// SPEC M11, M10, S6, I2 (and the rules above): as above, with some nodes
+// nested graphs whose first agent's tool interrupts (and whose second
+// agent the nested graph's own hook may gate): a crash after any save,
+// of either level, and another during the recovery, resume the nested
+// graph where it was, run each inner tool whose result was not saved
+// once more and none whose result was, and the run ends as the answers
+// decide.
+func TestGraphCrash_RandomGraphsWithNestedGraphsRecoverFromAnySaveOfEitherLevel(t *testing.T) {
+	for seed := range uint64(propNestedSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			checkCrashRecovery(t, seed, rng, newRandomGraph(rng).withNesting(rng).withDenials(rng))
+		})
+	}
+}
+
+// checkCrashRecovery runs rg to its end in a first process, copying the
+// session after every save, then resumes new processes from random
+// copies (and from a copy saved during one such recovery) and checks
+// each one ends the run as rg's answers decide, without redoing work.
+func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGraph) {
+	t.Helper()
+	ran := rg.runs()
+	wantStatus := rg.status(ran)
+	useSQLite := seed%4 == 3
+	ctx := context.Background()
+	var base persistence.Store = persistence.NewMemoryStore()
+	if useSQLite {
+		base = sqliteStore(t)
+	}
+
+	// The first process runs the graph to its end; the store copies the
+	// session after every save.
+	cs := &copyingStore{Store: base, session: "prop"}
+	r1 := newRecorder()
+	g1 := build(t, rg.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+		Hooks: []hook.Provider{gate(r1, rg.gated()...)}})
+	res := driveToEnd(t, g1, rg, "first process", map[string]bool{})
+	require.NoError(t, g1.Close(ctx))
+	assert.Equal(t, wantStatus, res.Status, "first process (%s)", rg)
+	for i := range rg.n {
+		id := propID(i)
+		if !ran[i] {
+			assert.Nil(t, res.Node(id), "%s cannot run (%s)", id, rg)
+			continue
+		}
+		require.NotNil(t, res.Node(id), "%s can run (%s)", id, rg)
+		if rg.ask[i]&askGate != 0 {
+			assert.Equal(t, 1, r1.count("gate:"+id), "%s is gated once (SPEC M6)", id)
+		}
+		if rg.denied(i) {
+			assert.Equal(t, multiagent.StatusCancelled, res.Node(id).Status, "%s is denied (SPEC M3, %s)", id, rg)
+			for _, w := range rg.workers(i) {
+				assert.Zero(t, r1.count("model:"+w)+r1.count("tool:"+w), "%s is denied: %s does not run", id, w)
+			}
+			continue
+		}
+		assert.Equal(t, multiagent.StatusCompleted, res.Node(id).Status, id)
+		for _, w := range rg.workers(i) {
+			assert.Equal(t, 1, r1.count("tool:"+w), "%s's tool runs once", w)
+		}
+	}
+	copies := cs.since(0)
+	require.NotEmpty(t, copies)
+	checkHistories(t, copies[len(copies)-1], "first process")
+
+	// recoverFrom resumes a new process (a fresh System and store) from
+	// exp and drives the run to its end; it returns the copies of the
+	// session after each of its saves.
+	recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
+		var st persistence.Store = persistence.NewMemoryStore()
+		if useSQLite {
+			st = sqliteStore(t)
+		}
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		held, err := json.Marshal(exp)
+		require.NoError(t, err)
+		var tree any
+		require.NoError(t, json.Unmarshal(held, &tree))
+		answered := map[string]bool{}
+		answeredIn(tree, answered)
+
+		cs := &copyingStore{Store: st, session: "prop"}
+		r2 := newRecorder()
+		g2 := build(t, rg.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+			System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, rg.gated()...)}})
+		before, err := g2.Status(ctx)
+		require.NoError(t, err, label)
+		if before.Status == multiagent.StatusExecuting {
+			_, err := g2.Invoke(ctx, agent.Text("another task"))
+			require.ErrorIs(t, err, actors.ErrIncompleteRun, "%s: a cut-off run is carried on first", label)
+		}
+		final := driveToEnd(t, g2, rg, label, answered)
+		assert.Equal(t, wantStatus, final.Status, label)
+		for i := range rg.n {
+			id := propID(i)
+			if !ran[i] || rg.denied(i) {
+				if !ran[i] {
+					assert.Nil(t, final.Node(id), "%s: %s cannot run", label, id)
+				} else if assert.NotNil(t, final.Node(id), "%s: %s is scheduled", label, id) {
+					assert.Equal(t, multiagent.StatusCancelled, final.Node(id).Status, "%s: %s is denied (SPEC M3)", label, id)
+				}
+				for _, w := range rg.workers(i) {
+					assert.Zero(t, r2.count("tool:"+w), "%s: %s does not run", label, w)
+					assert.Zero(t, r2.count("model:"+w), "%s: %s does not run", label, w)
+				}
+				continue
+			}
+			if assert.NotNil(t, final.Node(id), "%s: %s can run", label, id) {
+				assert.Equal(t, multiagent.StatusCompleted, final.Node(id).Status, "%s: %s", label, id)
+				assert.Equal(t, 1, final.Node(id).ExecutionCount, "%s: %s runs once", label, id)
+			}
+			for _, w := range rg.workers(i) {
+				if rg.isNested(i) {
+					if n := rg.workerResult(final, i, w); assert.NotNil(t, n, "%s: %s ran", label, w) {
+						assert.Equal(t, multiagent.StatusCompleted, n.Status, "%s: %s", label, w)
+						assert.Equal(t, 1, n.ExecutionCount, "%s: %s runs once", label, w)
+					}
+				}
+				want := 1 // cut off, or not started: it runs (again)
+				if strings.Contains(string(held), propResult(w)) {
+					want = 0 // its result was saved: it is never run again
+				}
+				assert.Equal(t, want, r2.count("tool:"+w), "%s: runs of %s's tool", label, w)
+				if n := rg.workerResult(before, i, w); n != nil && n.Status == multiagent.StatusCompleted {
+					assert.Zero(t, r2.count("model:"+w), "%s: %s had completed", label, w)
+				}
+			}
+		}
+		after, err := persistence.Export(ctx, st, "prop")
+		require.NoError(t, err, label)
+		checkHistories(t, after, label)
+		require.NoError(t, g2.Close(ctx))
+		return cs.since(0)
+	}
+
+	// The crashes: random save points of the first process, and of the
+	// process that recovers from the first of them (a crash during
+	// recovery).
+	for c := range propCrashes {
+		k := rng.IntN(len(copies))
+		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), rg)
+		again := recoverFrom(copies[k], label)
+		if c == 0 && len(again) > 0 {
+			k2 := rng.IntN(len(again))
+			recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
+		}
 	}
 }
