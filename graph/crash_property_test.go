@@ -354,16 +354,23 @@ func (g *randomGraph) answer(t *testing.T, i interrupt.Interrupt) string {
 // use in all.
 func checkHistories(t *testing.T, exp *persistence.SessionExport, label string) {
 	t.Helper()
+	checkHistoriesOf(t, exp, label, func(string) int { return 1 })
+}
+
+// checkHistoriesOf is checkHistories with uses(record id) tool uses in
+// the history of each agent record.
+func checkHistoriesOf(t *testing.T, exp *persistence.SessionExport, label string, uses func(id string) int) {
+	t.Helper()
 	for _, rec := range exp.Records {
 		if rec.Kind != persistence.KindAgent {
 			continue
 		}
 		var prev *model.Message
-		uses := 0
+		n := 0
 		for k, raw := range rec.Messages {
 			var m model.Message
 			require.NoError(t, json.Unmarshal(raw, &m), "%s: %s message %d", label, rec.ID, k)
-			uses += len(m.ToolUses())
+			n += len(m.ToolUses())
 			if prev != nil {
 				assert.False(t, prev.Role == model.RoleUser && m.Role == model.RoleUser,
 					"%s: %s has two user messages in a row at %d", label, rec.ID, k)
@@ -386,7 +393,7 @@ func checkHistories(t *testing.T, exp *persistence.SessionExport, label string) 
 		if prev != nil {
 			assert.Empty(t, prev.ToolUses(), "%s: %s ends with an unanswered tool use", label, rec.ID)
 		}
-		assert.Equal(t, 1, uses, "%s: %s's history has its one tool use once", label, rec.ID)
+		assert.Equal(t, uses(rec.ID), n, "%s: %s's history has each of its tool uses once", label, rec.ID)
 	}
 }
 
