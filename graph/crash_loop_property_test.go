@@ -19,6 +19,7 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
@@ -34,6 +35,7 @@ type randomLoop struct {
 	pre, reset bool
 	m, rounds  int
 	askTool    []bool // per loop node
+	gate       []bool // per loop node: a BeforeNodeCall hook gates it each round
 	gatePre    bool
 	gateExit   bool
 }
@@ -48,8 +50,36 @@ func newRandomLoop(rng *rand.Rand) *randomLoop {
 	return l
 }
 
+// withGates gates about half of the loop nodes.
+func (l *randomLoop) withGates(rng *rand.Rand) *randomLoop {
+	l.gate = make([]bool, l.m)
+	for i := range l.m {
+		l.gate[i] = rng.IntN(2) == 0
+	}
+	return l
+}
+
+func (l *randomLoop) gatedLoop(i int) bool { return l.gate != nil && l.gate[i] }
+
+// key tells a loop node's gate of one round from that of another: its
+// id and the node's execution count when it is listed (SPEC M6: an
+// answered gate stays answered until the node completes, then the next
+// round asks again).
+func (l *randomLoop) key(st *multiagent.Result, id string) string {
+	for i := range l.m {
+		if strings.HasSuffix(id, interrupt.BeforeNodeCallID(loopID(i), "approval")) {
+			runs := 0
+			if n := st.Node(loopID(i)); n != nil {
+				runs = n.ExecutionCount
+			}
+			return fmt.Sprintf("%s after %d runs", id, runs)
+		}
+	}
+	return id
+}
+
 func (l *randomLoop) String() string {
-	return fmt.Sprintf("pre=%v(gate=%v) loop=%d asks=%v rounds=%d reset=%v exit(gate=%v)", l.pre, l.gatePre, l.m, l.askTool, l.rounds, l.reset, l.gateExit)
+	return fmt.Sprintf("pre=%v(gate=%v) loop=%d asks=%v gates=%v rounds=%d reset=%v exit(gate=%v)", l.pre, l.gatePre, l.m, l.askTool, l.gate, l.rounds, l.reset, l.gateExit)
 }
 
 // propLoopSeeds random loops, each crashed at propCrashes random saves.
@@ -142,6 +172,11 @@ func (l *randomLoop) gated() []string {
 	if l.gateExit {
 		ids = append(ids, "x")
 	}
+	for i := range l.m {
+		if l.gatedLoop(i) {
+			ids = append(ids, loopID(i))
+		}
+	}
 	return ids
 }
 
@@ -168,109 +203,184 @@ func TestGraphCrash_RandomLoopsRecoverFromAnySaveWithoutRedoingARound(t *testing
 	for seed := range uint64(propLoopSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 19))
-			l := newRandomLoop(rng)
-			useSQLite := seed%4 == 3
-			ctx := context.Background()
-			newStore := func() persistence.Store {
-				if useSQLite {
-					return sqliteStore(t)
-				}
-				return persistence.NewMemoryStore()
-			}
-			// driveToEnd answers by the node the reason names: a flat
-			// graph without denials answers every interrupt "y".
-			answers := &randomGraph{}
-
-			cs := &copyingStore{Store: newStore(), session: "prop"}
-			r1 := newRecorder()
-			g1 := build(t, l.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
-				Hooks: []hook.Provider{gate(r1, l.gated()...)}})
-			res := driveToEnd(t, g1, answers, "first process", map[string]bool{})
-			require.NoError(t, g1.Close(ctx))
-			require.Equal(t, multiagent.StatusCompleted, res.Status, "first process (%s)", l)
-			check := func(res *multiagent.Result, label string) {
-				t.Helper()
-				for i := range l.m {
-					if n := res.Node(loopID(i)); assert.NotNil(t, n, "%s: %s ran", label, loopID(i)) {
-						assert.Equal(t, multiagent.StatusCompleted, n.Status, "%s: %s", label, loopID(i))
-						assert.Equal(t, l.rounds, n.ExecutionCount, "%s: %s runs every round", label, loopID(i))
-					}
-				}
-				for _, id := range []string{"p", "x"} {
-					if id == "p" && !l.pre {
-						continue
-					}
-					if n := res.Node(id); assert.NotNil(t, n, "%s: %s ran", label, id) {
-						assert.Equal(t, multiagent.StatusCompleted, n.Status, "%s: %s", label, id)
-						assert.Equal(t, 1, n.ExecutionCount, "%s: %s runs once", label, id)
-					}
-				}
-			}
-			check(res, fmt.Sprintf("first process (%s)", l))
-			for i := range l.m {
-				for round := 1; round <= l.rounds; round++ {
-					assert.Equal(t, 1, r1.count("tool:"+roundWork(loopID(i), round)), "%s runs once", roundWork(loopID(i), round))
-				}
-			}
-			copies := cs.since(0)
-			require.NotEmpty(t, copies)
-			checkHistoriesOf(t, copies[len(copies)-1], "first process", l.toolUses)
-
-			recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
-				st := newStore()
-				require.NoError(t, persistence.Import(ctx, st, exp))
-				held, err := json.Marshal(exp)
-				require.NoError(t, err)
-				var tree any
-				require.NoError(t, json.Unmarshal(held, &tree))
-				answered := map[string]bool{}
-				answeredIn(tree, answered)
-
-				cs := &copyingStore{Store: st, session: "prop"}
-				r2 := newRecorder()
-				g2 := build(t, l.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
-					System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, l.gated()...)}})
-				before, err := g2.Status(ctx)
-				require.NoError(t, err, label)
-				if before.Status == multiagent.StatusExecuting {
-					_, err := g2.Invoke(ctx, agent.Text("another task"))
-					require.ErrorIs(t, err, actors.ErrIncompleteRun, "%s: a cut-off run is carried on first", label)
-				}
-				final := driveToEnd(t, g2, answers, label, answered)
-				assert.Equal(t, multiagent.StatusCompleted, final.Status, label)
-				check(final, label)
-				for i := range l.m {
-					id := loopID(i)
-					saved := 0 // the last round whose result the copy held
-					for round := 1; round <= l.rounds; round++ {
-						if strings.Contains(string(held), propResult(roundWork(id, round))) {
-							saved = round
-						}
-					}
-					for round := 1; round <= l.rounds; round++ {
-						want := 1
-						if round <= saved {
-							want = 0
-						}
-						assert.Equal(t, want, r2.count("tool:"+roundWork(id, round)), "%s: runs of %s (saved up to round %d)", label, roundWork(id, round), saved)
-					}
-				}
-				after, err := persistence.Export(ctx, st, "prop")
-				require.NoError(t, err, label)
-				checkHistoriesOf(t, after, label, l.toolUses)
-				require.NoError(t, g2.Close(ctx))
-				return cs.since(0)
-			}
-
-			for c := range propCrashes {
-				k := rng.IntN(len(copies))
-				label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), l)
-				again := recoverFrom(copies[k], label)
-				if c == 0 && len(again) > 0 {
-					k2 := rng.IntN(len(again))
-					recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
-				}
-			}
+			checkLoopCrashRecovery(t, seed, rng, newRandomLoop(rng))
 		})
+	}
+}
+
+// gateRaised reports whether the orchestrator's record in exp holds, in
+// node id's latest state, a gate: the round under way raised it, so the
+// gate is listed again (unanswered) or holds (answered) after a crash,
+// and is not raised again.
+func gateRaised(t *testing.T, exp *persistence.SessionExport, id string) bool {
+	t.Helper()
+	raised := false
+	for _, rec := range exp.Records {
+		if rec.Kind == persistence.KindAgent {
+			continue
+		}
+		for _, raw := range rec.Messages {
+			var m struct {
+				Node *struct {
+					ID   string            `json:"id"`
+					Gate []json.RawMessage `json:"gate"`
+				} `json:"node"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &m))
+			if m.Node == nil || m.Node.ID != id {
+				continue
+			}
+			raised = len(m.Node.Gate) > 0
+		}
+	}
+	return raised
+}
+
+// SPEC M6, M8, M10, S6 (and the rules above): as above, with loop nodes
+// gated by a BeforeNodeCall hook: each round raises the gate once (M6:
+// its answer holds until the node completes, the next round asks
+// again). After a crash the recovery raises it once for each round the
+// node had not completed, less the round under way if the copy held its
+// gate (listed again unanswered, or answered and holding); a process
+// never lists a round's gate twice.
+func TestGraphCrash_RandomLoopsWithGatedNodesAskEachRoundOnce(t *testing.T) {
+	for seed := range uint64(propLoopSeeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 23))
+			checkLoopCrashRecovery(t, seed, rng, newRandomLoop(rng).withGates(rng))
+		})
+	}
+}
+
+// checkLoopCrashRecovery is checkCrashRecovery for a random loop.
+func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *randomLoop) {
+	t.Helper()
+	useSQLite := seed%4 == 3
+	ctx := context.Background()
+	newStore := func() persistence.Store {
+		if useSQLite {
+			return sqliteStore(t)
+		}
+		return persistence.NewMemoryStore()
+	}
+	// driveToEnd answers by the node the reason names: a flat
+	// graph without denials answers every interrupt "y".
+	answers := &randomGraph{key: l.key}
+
+	cs := &copyingStore{Store: newStore(), session: "prop"}
+	r1 := newRecorder()
+	g1 := build(t, l.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+		Hooks: []hook.Provider{gate(r1, l.gated()...)}})
+	res := driveToEnd(t, g1, answers, "first process", map[string]bool{})
+	require.NoError(t, g1.Close(ctx))
+	require.Equal(t, multiagent.StatusCompleted, res.Status, "first process (%s)", l)
+	check := func(res *multiagent.Result, label string) {
+		t.Helper()
+		for i := range l.m {
+			if n := res.Node(loopID(i)); assert.NotNil(t, n, "%s: %s ran", label, loopID(i)) {
+				assert.Equal(t, multiagent.StatusCompleted, n.Status, "%s: %s", label, loopID(i))
+				assert.Equal(t, l.rounds, n.ExecutionCount, "%s: %s runs every round", label, loopID(i))
+			}
+		}
+		for _, id := range []string{"p", "x"} {
+			if id == "p" && !l.pre {
+				continue
+			}
+			if n := res.Node(id); assert.NotNil(t, n, "%s: %s ran", label, id) {
+				assert.Equal(t, multiagent.StatusCompleted, n.Status, "%s: %s", label, id)
+				assert.Equal(t, 1, n.ExecutionCount, "%s: %s runs once", label, id)
+			}
+		}
+	}
+	check(res, fmt.Sprintf("first process (%s)", l))
+	for i := range l.m {
+		for round := 1; round <= l.rounds; round++ {
+			assert.Equal(t, 1, r1.count("tool:"+roundWork(loopID(i), round)), "%s runs once", roundWork(loopID(i), round))
+		}
+		if l.gatedLoop(i) {
+			assert.Equal(t, l.rounds, r1.count("gate:"+loopID(i)), "%s's gate asks once a round (SPEC M6)", loopID(i))
+		}
+	}
+	copies := cs.since(0)
+	require.NotEmpty(t, copies)
+	checkHistoriesOf(t, copies[len(copies)-1], "first process", l.toolUses)
+
+	recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
+		st := newStore()
+		require.NoError(t, persistence.Import(ctx, st, exp))
+		held, err := json.Marshal(exp)
+		require.NoError(t, err)
+		var tree any
+		require.NoError(t, json.Unmarshal(held, &tree))
+		ids := map[string]bool{}
+		answeredIn(tree, ids)
+
+		cs := &copyingStore{Store: st, session: "prop"}
+		r2 := newRecorder()
+		g2 := build(t, l.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
+			System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, l.gated()...)}})
+		before, err := g2.Status(ctx)
+		require.NoError(t, err, label)
+		answered := map[string]bool{}
+		for id := range ids {
+			// A loop node's gate asks again each round: the copy's
+			// answers to it are checked by count below.
+			if l.key(before, id) == id {
+				answered[id] = true
+			}
+		}
+		if before.Status == multiagent.StatusExecuting {
+			_, err := g2.Invoke(ctx, agent.Text("another task"))
+			require.ErrorIs(t, err, actors.ErrIncompleteRun, "%s: a cut-off run is carried on first", label)
+		}
+		final := driveToEnd(t, g2, answers, label, answered)
+		assert.Equal(t, multiagent.StatusCompleted, final.Status, label)
+		check(final, label)
+		for i := range l.m {
+			id := loopID(i)
+			saved := 0 // the last round whose result the copy held
+			for round := 1; round <= l.rounds; round++ {
+				if strings.Contains(string(held), propResult(roundWork(id, round))) {
+					saved = round
+				}
+			}
+			for round := 1; round <= l.rounds; round++ {
+				want := 1
+				if round <= saved {
+					want = 0
+				}
+				assert.Equal(t, want, r2.count("tool:"+roundWork(id, round)), "%s: runs of %s (saved up to round %d)", label, roundWork(id, round), saved)
+			}
+		}
+		for i := range l.m {
+			id := loopID(i)
+			if !l.gatedLoop(i) {
+				continue
+			}
+			done := 0 // the rounds the node had completed
+			if n := before.Node(id); n != nil {
+				done = n.ExecutionCount
+			}
+			want := l.rounds - done
+			if gateRaised(t, exp, id) {
+				want-- // the current round's gate was raised: it is listed, or answered (SPEC M6), not raised again
+			}
+			assert.Equal(t, want, r2.count("gate:"+id), "%s: %s's gate asks once a round (%d of %d rounds done)", label, id, done, l.rounds)
+		}
+		after, err := persistence.Export(ctx, st, "prop")
+		require.NoError(t, err, label)
+		checkHistoriesOf(t, after, label, l.toolUses)
+		require.NoError(t, g2.Close(ctx))
+		return cs.since(0)
+	}
+
+	for c := range propCrashes {
+		k := rng.IntN(len(copies))
+		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), l)
+		again := recoverFrom(copies[k], label)
+		if c == 0 && len(again) > 0 {
+			k2 := rng.IntN(len(again))
+			recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
+		}
 	}
 }
