@@ -19,8 +19,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -54,14 +52,6 @@ const (
 	approvalName = "myapp-approval"
 	// logName is the work log, in the store's folder.
 	logName = "work.log"
-)
-
-// Errors of the two steps.
-var (
-	// ErrWaiting: step 1 found a run that waits for its answer.
-	ErrWaiting = errors.New("a run already waits for an answer: resume it with -resume")
-	// ErrNothingToResume: step 2 found no run that waits.
-	ErrNothingToResume = errors.New("no run waits for an answer: run without -resume first")
 )
 
 // old are the resources the script cleans up.
@@ -137,22 +127,14 @@ func builder(ctx context.Context, modelSpec string, work seed.WorkLog) (*graph.B
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("graphsession", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	dir := fs.String("dir", "", "the session store's folder (holds braid.db and work.log); required, and the same for both steps")
-	resume := fs.Bool("resume", false, "step 2: resume the run saved by step 1 with the answer")
-	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "step 2: answer every question with this (y/n); empty asks at the terminal")
-	modelSpec := provider.Flag(fs)
-	if err := seed.ParseFlags(fs, args); err != nil {
+	steps, err := seed.ParseTwoSteps("graphsession", args, stdout)
+	if err != nil {
 		return err
-	}
-	if *dir == "" {
-		return seed.Usage("-dir is required: both steps must find the same store")
 	}
 
 	// The store is opened once per process; the session manager opens
 	// nothing.
-	store, err := sqlite.Open(ctx, sqlite.Config{Dir: *dir})
+	store, err := sqlite.Open(ctx, sqlite.Config{Dir: steps.Dir})
 	if err != nil {
 		return err
 	}
@@ -166,8 +148,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	defer sys.Close(context.WithoutCancel(ctx))
-	work := seed.WorkLog{Path: filepath.Join(*dir, logName)}
-	b, err := builder(ctx, *modelSpec, work)
+	work := seed.WorkLog{Path: filepath.Join(steps.Dir, logName)}
+	b, err := builder(ctx, steps.Model, work)
 	if err != nil {
 		return err
 	}
@@ -182,9 +164,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 
-	if !*resume {
+	if !steps.Resume {
 		if saved.Interrupted() {
-			return fmt.Errorf("%s: %w", *dir, ErrWaiting)
+			return fmt.Errorf("%s: %w", steps.Dir, seed.ErrWaiting)
 		}
 		const task = "Inspect my resources, snapshot the old ones and delete them"
 		fmt.Fprintf(stdout, "step 1 (pid %d): invoke: %s\n", os.Getpid(), task)
@@ -197,15 +179,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return nil
 		}
 		fmt.Fprintf(stdout, "The run is saved in %s and this process ends. Answer from another one:\n  go run ./examples/graphsession -dir %s -resume -answer y\n",
-			filepath.Join(*dir, sqlite.FileName), *dir)
+			filepath.Join(steps.Dir, sqlite.FileName), steps.Dir)
 		return nil
 	}
 
 	if !saved.Interrupted() {
-		return fmt.Errorf("%s: %w", *dir, ErrNothingToResume)
+		return fmt.Errorf("%s: %w", steps.Dir, seed.ErrNothingToResume)
 	}
-	fmt.Fprintf(stdout, "step 2 (pid %d): the run saved in %s waits for %d answer(s)\n", os.Getpid(), filepath.Join(*dir, sqlite.FileName), len(saved.Interrupts))
-	ask := seed.NewAsker(*answer, stdin, stdout)
+	fmt.Fprintf(stdout, "step 2 (pid %d): the run saved in %s waits for %d answer(s)\n", os.Getpid(), filepath.Join(steps.Dir, sqlite.FileName), len(saved.Interrupts))
+	ask := seed.NewAsker(steps.Answer, stdin, stdout)
 	res := saved
 	for res.Interrupted() {
 		var responses []interrupt.Response

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/examples/internal/seed"
 	"github.com/braidhq/braid/examples/internal/seedtest"
 )
 
@@ -71,13 +72,13 @@ func TestGraphSessionExample_StepErrors(t *testing.T) {
 	assert.ErrorContains(t, run(ctx, nil, strings.NewReader(""), &out), "-dir is required")
 
 	dir := t.TempDir()
-	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), ErrNothingToResume)
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), seed.ErrNothingToResume)
 	require.NoError(t, run(ctx, []string{"-dir", dir}, strings.NewReader(""), &out))
-	assert.ErrorIs(t, run(ctx, []string{"-dir", dir}, strings.NewReader(""), &out), ErrWaiting)
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir}, strings.NewReader(""), &out), seed.ErrWaiting)
 	out.Reset()
 	require.NoError(t, run(ctx, []string{"-dir", dir, "-resume"}, strings.NewReader("y\n"), &out), "the answer typed at the terminal")
 	assert.Contains(t, out.String(), "status: COMPLETED")
-	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), ErrNothingToResume)
+	assert.ErrorIs(t, run(ctx, []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out), seed.ErrNothingToResume)
 }
 
 // What a user of the command sees: -h prints the usage and exits 0,

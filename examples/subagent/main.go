@@ -21,8 +21,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,14 +51,6 @@ const (
 	approvalName = "myapp-approval"
 	// logName is the work log, in the store's folder.
 	logName = "work.log"
-)
-
-// Errors of the two steps.
-var (
-	// ErrWaiting reports that step 1 found a run that waits for its answer.
-	ErrWaiting = errors.New("a run already waits for an answer: resume it with -resume")
-	// ErrNothingToResume reports that step 2 found no run that waits.
-	ErrNothingToResume = errors.New("no run waits for an answer: run without -resume first")
 )
 
 // files are the workspace the cleaner looks at, and old the ones it
@@ -150,20 +140,12 @@ func agents(ctx context.Context, sys *actors.System, sess *persistence.SessionMa
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("subagent", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	dir := fs.String("dir", "", "the session store's folder (holds braid.db and work.log); required, and the same for both steps")
-	resume := fs.Bool("resume", false, "step 2: resume the run saved by step 1 with the answer")
-	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "step 2: answer every question with this (y/n); empty asks at the terminal")
-	modelSpec := provider.Flag(fs)
-	if err := seed.ParseFlags(fs, args); err != nil {
+	steps, err := seed.ParseTwoSteps("subagent", args, stdout)
+	if err != nil {
 		return err
 	}
-	if *dir == "" {
-		return seed.Usage("-dir is required: both steps must find the same store")
-	}
 
-	store, err := sqlite.Open(ctx, sqlite.Config{Dir: *dir})
+	store, err := sqlite.Open(ctx, sqlite.Config{Dir: steps.Dir})
 	if err != nil {
 		return err
 	}
@@ -177,8 +159,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	defer sys.Close(context.WithoutCancel(ctx))
-	work := seed.WorkLog{Path: filepath.Join(*dir, logName)}
-	cleaner, assistant, err := agents(ctx, sys, sess, *modelSpec, work)
+	work := seed.WorkLog{Path: filepath.Join(steps.Dir, logName)}
+	cleaner, assistant, err := agents(ctx, sys, sess, steps.Model, work)
 	if err != nil {
 		return err
 	}
@@ -189,9 +171,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 
-	if !*resume {
+	if !steps.Resume {
 		if saved.Interrupted() {
-			return fmt.Errorf("%s: %w", *dir, ErrWaiting)
+			return fmt.Errorf("%s: %w", steps.Dir, seed.ErrWaiting)
 		}
 		const task = "Clean up my workspace"
 		fmt.Fprintf(stdout, "step 1 (pid %d): invoke: %s\n", os.Getpid(), task)
@@ -214,15 +196,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			fmt.Fprintf(stdout, "    the cleaner asks, through the assistant's cleanup tool: delete %v?\n", reason.Paths)
 		}
 		fmt.Fprintf(stdout, "The run is saved in %s and this process ends. Answer from another one:\n  go run ./examples/subagent -dir %s -resume -answer y\n",
-			filepath.Join(*dir, sqlite.FileName), *dir)
+			filepath.Join(steps.Dir, sqlite.FileName), steps.Dir)
 		return nil
 	}
 
 	if !saved.Interrupted() {
-		return fmt.Errorf("%s: %w", *dir, ErrNothingToResume)
+		return fmt.Errorf("%s: %w", steps.Dir, seed.ErrNothingToResume)
 	}
-	fmt.Fprintf(stdout, "step 2 (pid %d): the assistant saved in %s waits for %d answer(s)\n", os.Getpid(), filepath.Join(*dir, sqlite.FileName), len(saved.Interrupts))
-	ask := seed.NewAsker(*answer, stdin, stdout)
+	fmt.Fprintf(stdout, "step 2 (pid %d): the assistant saved in %s waits for %d answer(s)\n", os.Getpid(), filepath.Join(steps.Dir, sqlite.FileName), len(saved.Interrupts))
+	ask := seed.NewAsker(steps.Answer, stdin, stdout)
 	waiting := saved.Interrupts
 	var res *agent.Result
 	for len(waiting) > 0 {

@@ -143,3 +143,39 @@ func (w WorkLog) Write(format string, args ...any) error {
 	}
 	return f.Close()
 }
+
+// Errors of the two steps of a two-process example.
+var (
+	// ErrWaiting reports that step 1 found a run that waits for its answer.
+	ErrWaiting = errors.New("a run already waits for an answer: resume it with -resume")
+	// ErrNothingToResume reports that step 2 found no run that waits.
+	ErrNothingToResume = errors.New("no run waits for an answer: run without -resume first")
+)
+
+// TwoSteps is the command line of a two-process example: step 1 runs
+// until the question and exits; step 2 (-resume), another process,
+// answers it from the same store.
+type TwoSteps struct {
+	Dir    string // the store's folder (holds braid.db and work.log)
+	Resume bool   // step 2
+	Answer string // step 2's answer; empty asks at the terminal
+	Model  string // the -model spec
+}
+
+// ParseTwoSteps parses args of the example name into a TwoSteps, with
+// its usage printed on out; -dir is required.
+func ParseTwoSteps(name string, args []string, out io.Writer) (TwoSteps, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	dir := fs.String("dir", "", "the session store's folder (holds braid.db and work.log); required, and the same for both steps")
+	resume := fs.Bool("resume", false, "step 2: resume the run saved by step 1 with the answer")
+	answer := fs.String("answer", os.Getenv("BRAID_ANSWER"), "step 2: answer every question with this (y/n); empty asks at the terminal")
+	modelSpec := provider.Flag(fs)
+	if err := ParseFlags(fs, args); err != nil {
+		return TwoSteps{}, err
+	}
+	if *dir == "" {
+		return TwoSteps{}, Usage("-dir is required: both steps must find the same store")
+	}
+	return TwoSteps{Dir: *dir, Resume: *resume, Answer: *answer, Model: *modelSpec}, nil
+}
