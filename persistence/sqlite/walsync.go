@@ -3,7 +3,6 @@ package sqlite
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sync"
 
@@ -24,10 +23,10 @@ import (
 // header included. Frames leave the WAL only through a checkpoint, which
 // at synchronous=NORMAL syncs the WAL and then the database file before
 // the WAL is reset or removed: a commit whose frames a checkpoint moved is
-// durable already. The WAL is opened by name, and opened again if SQLite
-// replaced it. SQLite takes no locks on the WAL file itself (its locks
-// are on the database and its -shm file), so opening and closing a
-// descriptor of the WAL does not drop any lock of SQLite's.
+// durable already. The WAL is opened by name once (see fsync). SQLite
+// takes no locks on the WAL file itself (its locks are on the database
+// and its -shm file), so opening and closing a descriptor of the WAL does
+// not drop any lock of SQLite's.
 type walSync struct {
 	path string
 	// sync is (*os.File).Sync; tests replace it to count or fail fsyncs.
@@ -38,11 +37,10 @@ type walSync struct {
 	// committed counts the groups this Store committed; synced, those an
 	// fsync covered.
 	committed, synced uint64
-	running           bool  // an fsync is running (without mu)
-	closed            bool  // close was called: no fsync starts
-	err               error // a failed fsync: sticky (see to)
-	f                 *os.File
-	fi                fs.FileInfo // f's, to notice a replaced WAL
+	running           bool     // an fsync is running (without mu)
+	closed            bool     // close was called: no fsync starts
+	err               error    // a failed fsync: sticky (see to)
+	f                 *os.File // the WAL, open from the first fsync on
 }
 
 func newWALSync(path string) *walSync {
@@ -114,26 +112,21 @@ func (w *walSync) to(n uint64) error {
 	return w.err
 }
 
-// fsync syncs the WAL file, opening it first, or again if SQLite removed
-// or replaced it (which it does only after a checkpoint that synced).
+// fsync syncs the WAL file, opening it at the first call. The descriptor
+// is kept for the Store's life and never checked against the WAL's name:
+// SQLite removes the WAL only when the last connection to the database
+// closes, and the Store's write connection stays open until Close, so the
+// file it names is the file the Store's commits are written to. A stat of
+// the WAL before each fsync, to notice a replaced file, made every durable
+// point about 70 µs slower on ext4 (Linux 6.18): a stat that reports a
+// file's times makes its next write update them at once.
 func (w *walSync) fsync() error {
-	if w.f != nil {
-		if fi, err := os.Stat(w.path); err != nil || !os.SameFile(fi, w.fi) {
-			w.f.Close()
-			w.f, w.fi = nil, nil
-		}
-	}
 	if w.f == nil {
 		f, err := os.OpenFile(w.path, os.O_WRONLY, 0)
 		if err != nil {
 			return err // even a missing WAL: our commits must be in it
 		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return err
-		}
-		w.f, w.fi = f, fi
+		w.f = f
 	}
 	return w.sync(w.f)
 }
