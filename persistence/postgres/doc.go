@@ -31,6 +31,18 @@
 // again is stale, a *persistence.ConflictError (see persistence.Store).
 // A load is one statement, so one snapshot.
 //
+// A call whose connection died before anything of it could commit runs
+// again on another connection, up to one more time than Config.MaxConns,
+// so that after a server restart or an operator's pg_terminate_backend no
+// call fails on a connection that was already gone (the pool checks only
+// connections idle for a second or more): a read whose connection died; a
+// transaction whose connection died before its commit was sent; the
+// one-round-trip save when the server's FATAL error came in place of its
+// results, or its connection died while its statements were prepared. A
+// save is never run again once its commit (or its pipeline) was sent and
+// the connection then broke without the server's word: it may have
+// committed. A failed connect is not tried again.
+//
 // A call whose context ends while a statement runs asks the server to
 // cancel it and returns once it has failed, with an error that matches
 // the context's: a save cancelled while it waits for its session's lock

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +48,9 @@ func (c Config) Validate() error {
 // Store is a persistence.Store on PostgreSQL. Safe for concurrent use, by
 // several goroutines, processes and machines.
 type Store struct {
-	pool   *pgxpool.Pool
-	closed atomic.Bool
+	pool     *pgxpool.Pool
+	maxConns int32 // the pool's bound (see retry)
+	closed   atomic.Bool
 }
 
 // serializationFailure is the SQLSTATE of a transaction that a
@@ -100,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, maxConns: cfg.MaxConns}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
 		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
@@ -115,7 +117,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // write runs fn in a transaction that holds sessionID's lock and commits
-// with synchronous_commit on if durable, off otherwise.
+// with synchronous_commit on if durable, off otherwise; again if the
+// server ended the connection before the commit was sent (see retry).
 func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn func(sqlstore.Querier) error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -123,27 +126,129 @@ func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn fu
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return s.retry(ctx, func() (bool, error) { return s.transact(ctx, durable, sessionID, fn) })
+}
+
+// transact is one try of write. again is true when nothing can have
+// committed: the connection died (the server ended it, or it broke)
+// before the commit was sent, which rolls the transaction back.
+func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn func(sqlstore.Querier) error) (again bool, err error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, s.wrap(ctx, "connect", err)
+	}
+	defer c.Release()
 	// Read committed whatever the DSN's default: each statement after the
 	// lock then sees the writes of the transactions that held it before,
 	// so a stale save finds the stored version and conflicts (SPEC S4),
 	// where a snapshot taken before the lock wait would make it fail
 	// with a serialization error.
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return s.wrap(ctx, "begin", err)
+		return c.Conn().IsClosed(), s.wrap(ctx, "begin", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := querier{s, tx}
 	if err := q.Exec(ctx, lockSQL, map[bool]string{false: "off", true: "on"}[durable], sessionID); err != nil {
-		return err
+		return c.Conn().IsClosed(), err
 	}
 	if err := fn(q); err != nil {
-		return err
+		return c.Conn().IsClosed(), err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.wrap(ctx, "commit", err)
+		// Sent, the commit may have happened with its reply lost.
+		return false, s.wrap(ctx, "commit", err)
 	}
-	return nil
+	return false, nil
+}
+
+// retry runs try until it succeeds, or fails and says not to run again,
+// or has run once more than the pool holds connections: after a server
+// restart every pooled connection is gone, and each is found so by the
+// call that takes it (the pool checks only connections idle for a second
+// or more), so a call may meet them all before it gets a new one.
+func (s *Store) retry(ctx context.Context, try func() (again bool, err error)) error {
+	for n := int32(0); ; n++ {
+		again, err := try()
+		if err == nil || !again || n == s.maxConns || ctx.Err() != nil || s.closed.Load() {
+			return err
+		}
+	}
+}
+
+// ended reports whether err is the server's word that it ended the
+// connection: a FATAL error ends the server's session and rolls back its
+// transaction (a restart, an operator's pg_terminate_backend, an idle
+// timeout). The server sends it in place of the reply it did not finish,
+// so the statements whose replies it replaces did not run to their end.
+// A failed connect is not such an error: a new connection would fail
+// alike.
+func ended(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	sev := cmp.Or(pe.SeverityUnlocalized, pe.Severity)
+	return sev == "FATAL" || sev == "PANIC"
+}
+
+// read runs a read again when its connection died under it (see retry);
+// reads change nothing, so running one again is always safe.
+func read[T any](ctx context.Context, s *Store, fn func(sqlstore.Querier) (T, error)) (T, error) {
+	var v T
+	err := s.retry(ctx, func() (bool, error) {
+		c := &lazyConn{pool: s.pool}
+		defer c.release()
+		var err error
+		v, err = fn(querier{s, c})
+		return err != nil && c.c != nil && c.c.Conn().IsClosed(), err
+	})
+	return v, err
+}
+
+// lazyConn takes a connection from the pool at its first statement, so
+// that a read that fails its checks first does no I/O, and keeps it, so
+// that read can tell whether it died.
+type lazyConn struct {
+	pool *pgxpool.Pool
+	c    *pgxpool.Conn
+}
+
+func (l *lazyConn) conn(ctx context.Context) (*pgxpool.Conn, error) {
+	if l.c == nil {
+		c, err := l.pool.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.c = c
+	}
+	return l.c, nil
+}
+
+func (l *lazyConn) release() {
+	if l.c != nil {
+		l.c.Release()
+	}
+}
+
+func (l *lazyConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c, err := l.conn(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return c.Exec(ctx, sql, args...)
+}
+
+func (l *lazyConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	c, err := l.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Query(ctx, sql, args...)
 }
 
 // wrap gives err the store's context. An error of a statement whose
@@ -160,17 +265,17 @@ func (s *Store) wrap(ctx context.Context, what string, err error) error {
 
 // Load implements persistence.Store.
 func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	return sqlstore.Load(ctx, querier{s, s.pool}, key)
+	return read(ctx, s, func(q sqlstore.Querier) (*persistence.Record, error) { return sqlstore.Load(ctx, q, key) })
 }
 
 // Session implements persistence.Store.
 func (s *Store) Session(ctx context.Context, sessionID string) ([]*persistence.Record, error) {
-	return sqlstore.Session(ctx, querier{s, s.pool}, sessionID)
+	return read(ctx, s, func(q sqlstore.Querier) ([]*persistence.Record, error) { return sqlstore.Session(ctx, q, sessionID) })
 }
 
 // Sessions implements persistence.Store.
 func (s *Store) Sessions(ctx context.Context) ([]persistence.SessionInfo, error) {
-	return sqlstore.Sessions(ctx, querier{s, s.pool})
+	return read(ctx, s, func(q sqlstore.Querier) ([]persistence.SessionInfo, error) { return sqlstore.Sessions(ctx, q) })
 }
 
 // Save implements persistence.Store: one transaction, holding the
@@ -219,6 +324,8 @@ var (
 // append tries the common save in one round trip. ok is false when the
 // change is not a plain append onto the version it names (a rewrite, a
 // conflict, damage): nothing was written, and the general path decides.
+// It runs again if the server ended the connection before the statement
+// ran to its end (see retry).
 func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) (version int64, ok bool, err error) {
 	if s.closed.Load() {
 		return 0, false, persistence.ErrClosed
@@ -227,6 +334,24 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 	for i, m := range c.Messages {
 		msgs[i] = string(m)
 	}
+	err = s.retry(ctx, func() (again bool, err error) {
+		ok, again, err = s.appendOnce(ctx, durable, c, msgs)
+		return again, err
+	})
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return c.Base + 1, true, nil
+}
+
+// appendOnce is one try of append. again is true when nothing can have
+// committed: the pipeline runs in one implicit transaction that commits
+// after its last statement, and the server's FATAL error came in place of
+// a statement's result, or the connection died while the statements were
+// being prepared, before the pipeline was sent. A connection that broke
+// later without the server's word is not tried again: the server may have
+// committed and its replies been lost.
+func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Change, msgs []string) (ok, again bool, err error) {
 	stmt := appendUpdate
 	if c.Base == 0 {
 		stmt = appendCreate
@@ -235,10 +360,19 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 	b.Queue(lockSQL, map[bool]string{false: "off", true: "on"}[durable], c.Key.SessionID)
 	b.Queue(stmt, c.Key.SessionID, string(c.Key.Kind), c.Key.ID, persistence.SchemaVersion, c.Base+1,
 		sqlstore.Timestamp(time.Now()), string(c.Data), c.From+len(c.Messages), c.From, msgs, c.Incarnation)
-	br := s.pool.SendBatch(ctx, b)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, false, s.wrap(ctx, "connect", err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		return 0, false, s.wrap(ctx, "save", err)
+		// Preparing the statements is a round trip of its own, before
+		// the pipeline is sent.
+		var pre pgx.ErrPreprocessingBatch
+		prepared := errors.As(err, &pre) && conn.Conn().IsClosed()
+		return false, prepared || ended(err), s.wrap(ctx, "save", err)
 	}
 	var n int64
 	if err := br.QueryRow().Scan(&n); err != nil {
@@ -248,14 +382,15 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 			// isolation: above read committed, its snapshot predates the
 			// lock wait, and another writer's commit meanwhile fails it.
 			// Nothing was written: the general path says why.
-			return 0, false, nil
+			return false, false, nil
 		}
-		return 0, false, s.wrap(ctx, "save", err)
+		return false, ended(err), s.wrap(ctx, "save", err)
 	}
 	if err := br.Close(); err != nil {
-		return 0, false, s.wrap(ctx, "save", err)
+		// The commit's reply: the commit may have happened.
+		return false, false, s.wrap(ctx, "save", err)
 	}
-	return c.Base + 1, n == 1, nil
+	return n == 1, false, nil
 }
 
 // Sync implements persistence.Store: it commits a write to a meta row
