@@ -23,6 +23,9 @@ var (
 	// ErrBadSave: a save's arguments are inconsistent (no changes, changes
 	// of several sessions, a key twice, From past the stored messages).
 	ErrBadSave = errors.New("invalid save")
+	// ErrTooLarge: a record's data, or one of its messages, is longer
+	// than MaxValueSize. Such an error matches ErrBadSave too.
+	ErrTooLarge = errors.New("too large to store")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
 )

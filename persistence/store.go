@@ -160,8 +160,10 @@ type SessionInfo struct {
 // several goroutines and, for stores that share data between processes, by
 // several processes: every Base check and its write are one atomic step.
 //
-// Every call validates its keys first (ErrBadID) and its JSON (a
-// *DamageError naming "record to save"); bad input does no I/O.
+// Every call validates its keys first (ErrBadID), a save its shape
+// (ErrBadSave), its sizes (ErrTooLarge: data or a message longer than
+// MaxValueSize) and its JSON (a *DamageError naming "record to save"); bad
+// input does no I/O.
 type Store interface {
 	// Load returns the record, or an error matching ErrNotFound. A stored
 	// record that cannot be read as written gives a *DamageError naming the

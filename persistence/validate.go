@@ -11,9 +11,18 @@ import (
 	"github.com/braidhq/braid/internal/strictjson"
 )
 
+// MaxValueSize is the longest a record's data, and each of its messages,
+// may be, in bytes (256 MiB): well within what every store keeps in one
+// value and sends in one request (SQLite's strings stop short of 10^9
+// bytes, PostgreSQL's values and protocol messages at 1 GiB). Stores that
+// write several messages in one statement keep each statement's values
+// within it too, where the messages allow.
+const MaxValueSize = 256 << 20
+
 // CheckSave validates a save's arguments the same way for every store;
 // stores call it before any I/O, so bad input is refused alike everywhere
-// (ErrBadID, ErrBadSave, or a *DamageError naming "record to save").
+// (ErrBadID, ErrBadSave, ErrTooLarge, or a *DamageError naming "record
+// to save").
 func CheckSave(changes []Change) error {
 	if len(changes) == 0 {
 		return fmt.Errorf("%w: no changes", ErrBadSave)
@@ -39,6 +48,14 @@ func CheckSave(changes []Change) error {
 		}
 		if c.Base == 0 && c.From != 0 {
 			return fmt.Errorf("%w: %s: a new record keeps no messages (From %d)", ErrBadSave, c.Key, c.From)
+		}
+		if len(c.Data) > MaxValueSize {
+			return fmt.Errorf("%w: %w: %s: data of %d bytes, more than %d", ErrBadSave, ErrTooLarge, c.Key, len(c.Data), MaxValueSize)
+		}
+		for j, m := range c.Messages {
+			if len(m) > MaxValueSize {
+				return fmt.Errorf("%w: %w: %s: message %d of %d bytes, more than %d", ErrBadSave, ErrTooLarge, c.Key, c.From+j, len(m), MaxValueSize)
+			}
 		}
 		if !validObject(c.Data) {
 			return Damaged(c.Key, "record to save", "data is not a JSON object in UTF-8")

@@ -66,6 +66,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"Batch_CommitsEveryOwner", testBatch},
 		{"Batch_OneStaleMemberWritesNothing", testBatchStale},
 		{"Batch_BadShapeIsBadSaveBeforeIO", testBatchShape},
+		{"TooLarge_RefusedBeforeIO", testTooLarge},
 		{"ConcurrentWriters_LoseNoUpdate", testConcurrent},
 		{"Keys_AreIsolated", testIsolation},
 		{"BadIDs_RejectedBeforeIO", testBadIDs},
@@ -298,6 +299,38 @@ func testBatchShape(t *testing.T, h Harness) {
 			"create keeps": {{Key: a, Data: data(0), From: 1}},
 		} {
 			_, err := h.Store.Save(ctx, persistence.SaveOptions{}, cs...)
+			assert.ErrorIs(t, err, persistence.ErrBadSave, name)
+		}
+	}
+	for _, k := range []persistence.Key{a, b} {
+		_, err := h.Store.Load(bg, k)
+		assert.ErrorIs(t, err, persistence.ErrNotFound)
+	}
+}
+
+// SPEC S1, S4: a record's data or a message longer than
+// persistence.MaxValueSize is refused before any I/O, with an error that
+// matches ErrTooLarge and ErrBadSave, and nothing of its save is stored.
+func testTooLarge(t *testing.T, h Harness) {
+	big := make([]byte, persistence.MaxValueSize+1)
+	copy(big, `{"a":"`)
+	for i := 6; i < len(big)-2; i++ {
+		big[i] = 'x'
+	}
+	copy(big[len(big)-2:], `"}`)
+	a := agentKey()
+	b := a
+	b.ID = "agent-2"
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	for _, ctx := range []context.Context{bg, cancelled} {
+		for name, cs := range map[string][]persistence.Change{
+			"data":            {{Key: a, Data: big}},
+			"message":         {{Key: a, Data: data(0), Messages: []json.RawMessage{msg(0), big}}},
+			"a batch's other": {{Key: a, Data: data(0)}, {Key: b, Data: data(0), Messages: []json.RawMessage{big}}},
+		} {
+			_, err := h.Store.Save(ctx, persistence.SaveOptions{}, cs...)
+			assert.ErrorIs(t, err, persistence.ErrTooLarge, name)
 			assert.ErrorIs(t, err, persistence.ErrBadSave, name)
 		}
 	}

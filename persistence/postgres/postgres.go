@@ -284,7 +284,7 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
 	}
-	if len(changes) == 1 {
+	if len(changes) == 1 && oneStatement(changes[0]) {
 		switch v, ok, err := s.append(ctx, opts.Durable, changes[0]); {
 		case err != nil:
 			return nil, err
@@ -301,6 +301,18 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 		return nil, err
 	}
 	return versions, nil
+}
+
+// oneStatement reports whether c's data and messages, together, are small
+// enough for the one-round-trip append, whose statement carries them all;
+// a longer change takes the general path, whose statements carry at most
+// persistence.MaxValueSize bytes of them each where the messages allow.
+func oneStatement(c persistence.Change) bool {
+	n := len(c.Data)
+	for _, m := range c.Messages {
+		n += len(m)
+	}
+	return n <= persistence.MaxValueSize
 }
 
 // appendSQL creates the record (Base 0, of incarnation $11) or updates it

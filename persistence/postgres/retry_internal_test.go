@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/braidhq/braid/persistence"
 )
 
 // SPEC S3: a call whose connection keeps dying is tried once more than
@@ -71,4 +74,16 @@ func TestEnded_OnlyTheServersWordThatItEndedTheConnection(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, ended(tc.err), "%v", tc.err)
 	}
+}
+
+// SPEC S1: the one-round-trip append carries a change's data and all its
+// messages in one statement, so a change longer than
+// persistence.MaxValueSize in all takes the general path, whose
+// statements stay within it.
+func TestOneStatement_OnlyChangesWithinTheBoundTakeTheAppend(t *testing.T) {
+	half := persistence.MaxValueSize / 2
+	c := persistence.Change{Data: make(json.RawMessage, half), Messages: []json.RawMessage{make(json.RawMessage, half)}}
+	assert.True(t, oneStatement(c))
+	c.Messages = append(c.Messages, json.RawMessage(`{}`))
+	assert.False(t, oneStatement(c))
 }

@@ -296,11 +296,22 @@ func Apply(ctx context.Context, q Querier, now time.Time, changes []persistence.
 }
 
 // insertMessages inserts messages from, from+1, ..., a few hundred rows a
-// statement.
+// statement, and no more than persistence.MaxValueSize bytes of messages
+// a statement unless one message is that long alone.
 func insertMessages(ctx context.Context, q Querier, k persistence.Key, from int, msgs []json.RawMessage) error {
+	return insertMessagesUpTo(ctx, q, k, from, msgs, persistence.MaxValueSize)
+}
+
+// insertMessagesUpTo is insertMessages with maxBytes of messages a
+// statement.
+func insertMessagesUpTo(ctx context.Context, q Querier, k persistence.Key, from int, msgs []json.RawMessage, maxBytes int) error {
 	const chunk = 200
 	for len(msgs) > 0 {
-		n := min(len(msgs), chunk)
+		n, size := 1, len(msgs[0])
+		for n < min(len(msgs), chunk) && size+len(msgs[n]) <= maxBytes {
+			size += len(msgs[n])
+			n++
+		}
 		args := make([]any, 3, 3+2*n)
 		args[0], args[1], args[2] = k.SessionID, string(k.Kind), k.ID
 		for i, m := range msgs[:n] {
