@@ -27,10 +27,12 @@ type cutProxy struct {
 	upstream string
 	dsn      string // the tests' DSN, pointed at the proxy
 
-	mu    sync.Mutex
-	match func(reply) bool // armed: the reply to lose (nil: none)
-	skip  int              // matching replies to forward before the one lost
-	cut   chan struct{}    // closed when the armed reply was lost
+	mu      sync.Mutex
+	match   func(reply) bool // armed: the reply to lose (nil: none)
+	skip    int              // matching replies to forward before the one lost
+	cut     chan struct{}    // closed when the armed reply was lost
+	instead []byte           // sent in place of the lost reply (nil: nothing)
+	keep    bool             // send the lost reply's messages before its last CommandComplete
 }
 
 // reply is what the server sends for one Sync or simple query: its
@@ -109,24 +111,66 @@ func newCutProxy(t *testing.T, dsn string) *cutProxy {
 func (p *cutProxy) arm(skip int, match func(reply) bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.match, p.skip, p.cut = match, skip, make(chan struct{})
+	p.match, p.skip, p.cut, p.instead, p.keep = match, skip, make(chan struct{}), nil, false
 	return p.cut
 }
 
-// lose reports whether r is the armed reply, and disarms the proxy if so.
-func (p *cutProxy) lose(r reply) bool {
+// armFatal makes the proxy send a FATAL error of SQLSTATE code in place of
+// the first reply that matches, and then close both sides: what a
+// connection pooler between client and server sends its client when its
+// own link to the server breaks after the server committed. It returns a
+// channel closed once it has.
+func (p *cutProxy) armFatal(code string, match func(reply) bool) <-chan struct{} {
+	cut := p.arm(0, match)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.instead = errorResponse("FATAL", code)
+	return cut
+}
+
+// armFailedCommit makes the proxy send, of the first reply that matches,
+// the messages before its last CommandComplete, and then an error of
+// severity and SQLSTATE code, and close both sides: what the server sends
+// when it fails at the commit of a simple query's implicit transaction
+// (it commits that before it reports the last statement complete), after
+// the commit may have become durable (a PANIC at the commit's WAL flush).
+// It returns a channel closed once it has.
+func (p *cutProxy) armFailedCommit(severity, code string, match func(reply) bool) <-chan struct{} {
+	cut := p.arm(0, match)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.instead, p.keep = errorResponse(severity, code), true
+	return cut
+}
+
+// errorResponse is an ErrorResponse of severity and SQLSTATE code.
+func errorResponse(severity, code string) []byte {
+	var body bytes.Buffer
+	for _, f := range [][2]string{{"S", severity}, {"C", code}, {"M", "the server link broke"}} {
+		body.WriteString(f[0] + f[1] + "\x00")
+	}
+	body.WriteByte(0)
+	msg := []byte{'E', 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(msg[1:], uint32(4+body.Len()))
+	return append(msg, body.Bytes()...)
+}
+
+// lose reports whether r is the armed reply, and disarms the proxy if so;
+// instead is what to send in its place, after the reply's messages before
+// its last CommandComplete if keep.
+func (p *cutProxy) lose(r reply) (lost bool, instead []byte, keep bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.match == nil || !p.match(r) {
-		return false
+		return false, nil, false
 	}
 	if p.skip > 0 {
 		p.skip--
-		return false
+		return false, nil, false
 	}
 	p.match = nil
 	close(p.cut)
-	return true
+	return true, p.instead, p.keep
 }
 
 // serve relays one client connection: the client's bytes as they come,
@@ -157,6 +201,7 @@ func (p *cutProxy) serve(client net.Conn) {
 	in := bufio.NewReader(server)
 	var held bytes.Buffer
 	var r reply
+	lastTag := 0 // where in held the last CommandComplete starts
 	for {
 		var head [5]byte
 		if _, err := io.ReadFull(in, head[:]); err != nil {
@@ -170,6 +215,9 @@ func (p *cutProxy) serve(client net.Conn) {
 		if _, err := io.ReadFull(in, body); err != nil {
 			return
 		}
+		if head[0] == 'C' {
+			lastTag = held.Len()
+		}
 		held.Write(head[:])
 		held.Write(body)
 		switch head[0] {
@@ -179,14 +227,20 @@ func (p *cutProxy) serve(client net.Conn) {
 			if len(body) == 1 {
 				r.status = body[0]
 			}
-			if p.lose(r) {
+			if lost, instead, keep := p.lose(r); lost {
+				if keep {
+					_, _ = client.Write(held.Bytes()[:lastTag])
+				}
+				if instead != nil {
+					_, _ = client.Write(instead)
+				}
 				return // closes both sides; the reply is never sent
 			}
 			if _, err := client.Write(held.Bytes()); err != nil {
 				return
 			}
 			held.Reset()
-			r = reply{}
+			r, lastTag = reply{}, 0
 		case 'R', 'E', 'N', 'S', 'K', 'A':
 			// Authentication, errors, notices, parameters, the cancel
 			// key, notifications: also outside a Sync's reply (the
@@ -195,6 +249,7 @@ func (p *cutProxy) serve(client net.Conn) {
 				return
 			}
 			held.Reset()
+			lastTag = 0
 		}
 	}
 }

@@ -37,11 +37,15 @@
 // call fails on a connection that was already gone (the pool checks only
 // connections idle for a second or more): a read whose connection died; a
 // transaction whose connection died before its commit was sent; the
-// one-round-trip save when the server's FATAL error came in place of its
-// results, or its connection died while its statements were prepared. A
-// save is never run again once its commit (or its pipeline) was sent and
-// the connection then broke without the server's word: it may have
-// committed. A failed connect is not tried again.
+// one-round-trip save when the server's word that it ended the session
+// (a FATAL error of SQLSTATE 57P01, 57P05 or 25P03: terminated, shut
+// down, timed out) came in place of its results, or its connection died
+// while its statements were prepared. A save is never run again once its
+// commit (or its pipeline) was sent and the connection then broke without
+// that word: it may have committed. A connection pooler's own FATAL error
+// (its link to the server broke, perhaps after the commit) and a PANIC
+// (perhaps at the commit) are not that word. A failed connect is not
+// tried again.
 //
 // A call whose context ends while a statement runs asks the server to
 // cancel it and returns once it has failed, with an error that matches

@@ -40,7 +40,24 @@ func TestStore_CallsSucceedOnNewConnectionsAfterTheServerEndsThePools(t *testing
 			_, err := s.Sessions(bg)
 			require.NoError(t, err)
 		},
+		"create": func(t *testing.T, s *postgres.Store, k persistence.Key) {
+			// The create's statements are prepared on every pooled
+			// connection (storeWithPooledConnections created records), so
+			// its pipeline is sent whole and the FATAL comes in place of
+			// its results.
+			k.ID = "new"
+			vs, err := s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":1}`),
+				Messages: []json.RawMessage{json.RawMessage(`{"m":1}`)}})
+			require.NoError(t, err)
+			assert.Equal(t, []int64{1}, vs)
+			r, err := s.Load(bg, k)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), r.Version)
+			assert.Len(t, r.Messages, 1)
+		},
 		"append": func(t *testing.T, s *postgres.Store, k persistence.Key) {
+			// Its statements are not prepared yet: the FATAL comes while
+			// they are.
 			appendOnce(t, s, k, false)
 		},
 		"durable append": func(t *testing.T, s *postgres.Store, k persistence.Key) {

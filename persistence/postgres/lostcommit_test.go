@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"testing"
 
 	"github.com/google/uuid"
@@ -30,7 +31,11 @@ func msgs(first, n int) []json.RawMessage {
 // with each message once, and the same change sent again (same Base) is a
 // *ConflictError that changes nothing, never a second write. Both paths:
 // the one-round-trip append (a create, an append onto a version), and the
-// transaction of a batch and of a rewrite.
+// transaction of a batch and of a rewrite. The reply is lost with no word,
+// or a FATAL error comes in its place that is not the server's word that
+// it ended the session (a connection pooler's, whose link to the server
+// broke: SQLSTATE 08P01), so the save may have committed, and it is not
+// run again.
 func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	fresh := newStore(t) // on the server itself
@@ -68,46 +73,54 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 				Messages: msgs(10, 1), Incarnation: 7}}
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			session := "lost-" + uuid.NewString()
-			for _, b := range tc.before {
-				_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, b.id),
-					Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, b.msgs), Incarnation: 7})
-				require.NoError(t, err)
-			}
-			changes := tc.change(session)
-			cut := proxy.arm(0, tc.reply)
-			versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
-			require.Error(t, err, "the reply was lost")
-			assert.Nil(t, versions, "a failed save gives no versions")
-			requireClosed(t, cut, "the proxy lost the save's reply")
-			assert.NotErrorIs(t, err, persistence.ErrConflict)
-
-			committed := func(what string) {
-				t.Helper()
-				for _, c := range changes {
-					r, err := fresh.Load(bg, c.Key)
-					require.NoError(t, err, what)
-					assert.Equal(t, c.Base+1, r.Version, "%s: %s: committed once", what, c.Key)
-					assert.JSONEq(t, string(c.Data), string(r.Data), what)
-					var want []json.RawMessage
-					if c.Base > 0 {
-						want = msgs(0, c.From)
-					}
-					want = append(want, c.Messages...)
-					assert.Equal(t, rawStrings(want), rawStrings(r.Messages), "%s: %s: each message once", what, c.Key)
+		for _, way := range []struct {
+			name string
+			arm  func(match func(reply) bool) <-chan struct{}
+		}{
+			{"no word", func(match func(reply) bool) <-chan struct{} { return proxy.arm(0, match) }},
+			{"a pooler's FATAL", func(match func(reply) bool) <-chan struct{} { return proxy.armFatal("08P01", match) }},
+		} {
+			t.Run(tc.name+"/"+way.name, func(t *testing.T) {
+				session := "lost-" + uuid.NewString()
+				for _, b := range tc.before {
+					_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, b.id),
+						Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, b.msgs), Incarnation: 7})
+					require.NoError(t, err)
 				}
-			}
-			committed("after the lost reply")
+				changes := tc.change(session)
+				cut := way.arm(tc.reply)
+				versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+				require.Error(t, err, "the reply was lost")
+				assert.Nil(t, versions, "a failed save gives no versions")
+				requireClosed(t, cut, "the proxy lost the save's reply")
+				assert.NotErrorIs(t, err, persistence.ErrConflict)
 
-			_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
-			var ce *persistence.ConflictError
-			require.ErrorAs(t, err, &ce, "the same change again")
-			assert.Equal(t, changes[0].Key, ce.Key)
-			assert.Equal(t, changes[0].Base, ce.Expected)
-			assert.Equal(t, changes[0].Base+1, ce.Actual)
-			committed("after the retry")
-		})
+				committed := func(what string) {
+					t.Helper()
+					for _, c := range changes {
+						r, err := fresh.Load(bg, c.Key)
+						require.NoError(t, err, what)
+						assert.Equal(t, c.Base+1, r.Version, "%s: %s: committed once", what, c.Key)
+						assert.JSONEq(t, string(c.Data), string(r.Data), what)
+						var want []json.RawMessage
+						if c.Base > 0 {
+							want = msgs(0, c.From)
+						}
+						want = append(want, c.Messages...)
+						assert.Equal(t, rawStrings(want), rawStrings(r.Messages), "%s: %s: each message once", what, c.Key)
+					}
+				}
+				committed("after the lost reply")
+
+				_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+				var ce *persistence.ConflictError
+				require.ErrorAs(t, err, &ce, "the same change again")
+				assert.Equal(t, changes[0].Key, ce.Key)
+				assert.Equal(t, changes[0].Base, ce.Expected)
+				assert.Equal(t, changes[0].Base+1, ce.Actual)
+				committed("after the retry")
+			})
+		}
 	}
 }
 
@@ -243,4 +256,35 @@ func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *t
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), o.Version)
 	assert.JSONEq(t, `{"step":1}`, string(o.Data))
+}
+
+// SPEC S4: a one-round-trip save whose commit fails with the server's
+// PANIC is not run again, and is stored once. A PANIC at the commit (its
+// WAL flush failed) may leave the commit durable for recovery to find; a
+// DSN that picks the simple protocol runs the save as one simple query,
+// whose implicit transaction commits before its last statement is
+// reported complete, so the PANIC comes in place of that report.
+func TestSave_CommitThatFailsWithAPanicIsNotRunAgain(t *testing.T) {
+	fresh := newStore(t) // on the server itself
+	proxy := newCutProxy(t, persistencetest.PostgresDSN(t))
+	u, err := url.Parse(proxy.dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("default_query_exec_mode", "simple_protocol")
+	u.RawQuery = q.Encode()
+	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	session := "panic-" + uuid.NewString()
+	change := persistence.Change{Key: agentKey(session, "a"), Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 2), Incarnation: 7}
+	cut := proxy.armFailedCommit("PANIC", "58030", appendReply)
+	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, change)
+	require.Error(t, err)
+	requireClosed(t, cut, "the proxy failed the save's commit")
+	assert.NotErrorIs(t, err, persistence.ErrConflict, "the save is not run again")
+	r, err := fresh.Load(bg, change.Key)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Version)
+	assert.Equal(t, rawStrings(change.Messages), rawStrings(r.Messages), "each message once")
 }

@@ -177,23 +177,32 @@ func (s *Store) retry(ctx context.Context, try func() (again bool, err error)) e
 }
 
 // ended reports whether err is the server's word that it ended the
-// connection: a FATAL error ends the server's session and rolls back its
-// transaction (a restart, an operator's pg_terminate_backend, an idle
-// timeout). The server sends it in place of the reply it did not finish,
-// so the statements whose replies it replaces did not run to their end.
-// A failed connect is not such an error: a new connection would fail
-// alike.
+// session before it did what the reply in whose place it came reports: a
+// FATAL error of one of the SQLSTATEs PostgreSQL ends a session with on
+// its own (an operator's pg_terminate_backend or a shutdown, 57P01; an
+// idle-session or idle-in-transaction timeout, 57P05 and 25P03), which it
+// raises only where it looks for interrupts, never between a commit and
+// the report of the statement it commits, and which rolls back its
+// transaction. Not any FATAL: a connection pooler between the store and
+// the server sends its own (SQLSTATE 08P01) when its link to the server
+// breaks, and that link may have broken after the server committed, with
+// its reply on the way. Not a PANIC: the server may raise it at a commit
+// (its WAL flush failed) that recovery then finds. Not a failed connect:
+// a new connection would fail alike.
 func ended(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
 		return false
 	}
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
+	if !errors.As(err, &pe) || cmp.Or(pe.SeverityUnlocalized, pe.Severity) != "FATAL" {
 		return false
 	}
-	sev := cmp.Or(pe.SeverityUnlocalized, pe.Severity)
-	return sev == "FATAL" || sev == "PANIC"
+	switch pe.Code {
+	case "57P01", "57P05", "25P03": // admin_shutdown, idle_session_timeout, idle_in_transaction_session_timeout
+		return true
+	}
+	return false
 }
 
 // read runs a read again when its connection died under it (see retry);
@@ -358,9 +367,10 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 
 // appendOnce is one try of append. again is true when nothing can have
 // committed: the pipeline runs in one implicit transaction that commits
-// after its last statement, and the server's FATAL error came in place of
-// a statement's result, or the connection died while the statements were
-// being prepared, before the pipeline was sent. A connection that broke
+// after its last statement, and the server's word that it ended the
+// session (see ended) came in place of a statement's result, or the
+// connection died while the statements were being prepared, before the
+// pipeline was sent. A connection that broke
 // later without the server's word is not tried again: the server may have
 // committed and its replies been lost.
 func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Change, msgs []string) (ok, again bool, err error) {

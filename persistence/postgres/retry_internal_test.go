@@ -55,17 +55,21 @@ func TestRetry_TriesOnceMoreThanThePoolHoldsConnectionsAndNoMore(t *testing.T) {
 	assert.Equal(t, 1, tries, "a closed store tries nothing again")
 }
 
-// SPEC S3: only the server's FATAL (or PANIC) word says that it ended the
-// connection; an ordinary error, a failed connect and a broken socket do
-// not.
-func TestEnded_OnlyTheServersWordThatItEndedTheConnection(t *testing.T) {
+// SPEC S3, S4: only the server's FATAL word that it ended the session on
+// its own (terminated, shut down, timed out) says that it did not commit;
+// a pooler's FATAL, a PANIC, an ordinary error, a failed connect and a
+// broken socket do not.
+func TestEnded_OnlyTheServersWordThatItEndedTheSession(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want bool
 	}{
 		{fmt.Errorf("save: %w", &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P01"}), true},
 		{&pgconn.PgError{Severity: "FATAL", Code: "25P03"}, true}, // an old server: no unlocalized severity
-		{&pgconn.PgError{Severity: "PANIK", SeverityUnlocalized: "PANIC", Code: "XX000"}, true},
+		{&pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "57P05"}, true},
+		{&pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "the server link broke"}, false}, // a pooler's
+		{&pgconn.PgError{Severity: "PANIK", SeverityUnlocalized: "PANIC", Code: "XX000"}, false},
+		{&pgconn.PgError{Severity: "PANIC", SeverityUnlocalized: "PANIC", Code: "58030"}, false},
 		{&pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "40001"}, false},
 		{&pgconn.PgError{Severity: "FEHLER", SeverityUnlocalized: "ERROR", Code: "57014"}, false},
 		{&pgconn.ConnectError{}, false},
