@@ -39,10 +39,11 @@
 // transaction whose connection died before its commit was sent; the
 // one-round-trip save when the server's word that it ended the session
 // (a FATAL error of SQLSTATE 57P01, 57P05 or 25P03: terminated, shut
-// down, timed out) came in place of its results, or its connection died
-// while its statements were prepared. A save is never run again once its
-// commit (or its pipeline) was sent and the connection then broke without
-// that word: it may have committed. A connection pooler's own FATAL error
+// down, timed out) came in place of its first statement's result (the
+// lock's; a simple query commits before it reports its last statement
+// complete), or its connection died while its statements were prepared. A
+// save is never run again once its commit (or its pipeline) was sent and
+// the connection then broke without that word: it may have committed. A connection pooler's own FATAL error
 // (its link to the server broke, perhaps after the commit) and a PANIC
 // (perhaps at the commit) are not that word. A failed connect is not
 // tried again.

@@ -259,12 +259,14 @@ func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *t
 }
 
 // SPEC S4: a one-round-trip save whose commit fails with the server's
-// PANIC is not run again, and is stored once. A PANIC at the commit (its
-// WAL flush failed) may leave the commit durable for recovery to find; a
-// DSN that picks the simple protocol runs the save as one simple query,
-// whose implicit transaction commits before its last statement is
-// reported complete, so the PANIC comes in place of that report.
-func TestSave_CommitThatFailsWithAPanicIsNotRunAgain(t *testing.T) {
+// error is not run again, and is stored once. A DSN that picks the simple
+// protocol runs the save as one simple query, whose implicit transaction
+// commits before its last statement is reported complete, so an error
+// raised at or after the commit comes in place of that report: a PANIC
+// (the commit's WAL flush failed, and recovery may find the commit), or
+// even the server's word that it ended the session, were it ever raised
+// there.
+func TestSave_CommitThatFailsIsNotRunAgain(t *testing.T) {
 	fresh := newStore(t) // on the server itself
 	proxy := newCutProxy(t, persistencetest.PostgresDSN(t))
 	u, err := url.Parse(proxy.dsn)
@@ -276,15 +278,19 @@ func TestSave_CommitThatFailsWithAPanicIsNotRunAgain(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 
-	session := "panic-" + uuid.NewString()
-	change := persistence.Change{Key: agentKey(session, "a"), Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 2), Incarnation: 7}
-	cut := proxy.armFailedCommit("PANIC", "58030", appendReply)
-	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, change)
-	require.Error(t, err)
-	requireClosed(t, cut, "the proxy failed the save's commit")
-	assert.NotErrorIs(t, err, persistence.ErrConflict, "the save is not run again")
-	r, err := fresh.Load(bg, change.Key)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), r.Version)
-	assert.Equal(t, rawStrings(change.Messages), rawStrings(r.Messages), "each message once")
+	for _, e := range []struct{ severity, code string }{{"PANIC", "58030"}, {"FATAL", "57P01"}} {
+		t.Run(e.severity+" "+e.code, func(t *testing.T) {
+			session := "failed-" + uuid.NewString()
+			change := persistence.Change{Key: agentKey(session, "a"), Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 2), Incarnation: 7}
+			cut := proxy.armFailedCommit(e.severity, e.code, appendReply)
+			_, err := s.Save(bg, persistence.SaveOptions{Durable: true}, change)
+			require.Error(t, err)
+			requireClosed(t, cut, "the proxy failed the save's commit")
+			assert.NotErrorIs(t, err, persistence.ErrConflict, "the save is not run again")
+			r, err := fresh.Load(bg, change.Key)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), r.Version)
+			assert.Equal(t, rawStrings(change.Messages), rawStrings(r.Messages), "each message once")
+		})
+	}
 }

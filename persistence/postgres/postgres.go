@@ -368,9 +368,11 @@ func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) 
 // appendOnce is one try of append. again is true when nothing can have
 // committed: the pipeline runs in one implicit transaction that commits
 // after its last statement, and the server's word that it ended the
-// session (see ended) came in place of a statement's result, or the
-// connection died while the statements were being prepared, before the
-// pipeline was sent. A connection that broke
+// session (see ended) came in place of the first statement's result, or
+// the connection died while the statements were being prepared, before
+// the pipeline was sent. Not in place of the last statement's: a DSN may
+// pick the simple protocol, whose implicit transaction commits before the
+// last statement is reported complete. A connection that broke
 // later without the server's word is not tried again: the server may have
 // committed and its replies been lost.
 func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Change, msgs []string) (ok, again bool, err error) {
@@ -406,7 +408,8 @@ func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Chan
 			// Nothing was written: the general path says why.
 			return false, false, nil
 		}
-		return false, ended(err), s.wrap(ctx, "save", err)
+		// Perhaps after the commit (see above).
+		return false, false, s.wrap(ctx, "save", err)
 	}
 	if err := br.Close(); err != nil {
 		// The commit's reply: the commit may have happened.
