@@ -32,8 +32,17 @@ type cutProxy struct {
 	skip    int              // matching replies to forward before the one lost
 	cut     chan struct{}    // closed when the armed reply was lost
 	instead []byte           // sent in place of the lost reply (nil: nothing)
-	keep    bool             // send the lost reply's messages before its last CommandComplete
+	keep    keep             // what of the lost reply to send
 }
+
+// keep is what the proxy sends of a reply it loses.
+type keep int
+
+const (
+	keepNothing       keep = iota
+	keepBeforeLastTag      // its messages before its last CommandComplete
+	keepResults            // all its messages but ReadyForQuery
+)
 
 // reply is what the server sends for one Sync or simple query: its
 // messages up to and including ReadyForQuery.
@@ -111,8 +120,20 @@ func newCutProxy(t *testing.T, dsn string) *cutProxy {
 func (p *cutProxy) arm(skip int, match func(reply) bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.match, p.skip, p.cut, p.instead, p.keep = match, skip, make(chan struct{}), nil, false
+	p.match, p.skip, p.cut, p.instead, p.keep = match, skip, make(chan struct{}), nil, keepNothing
 	return p.cut
+}
+
+// armResults makes the proxy send the results of the first reply that
+// matches but not its ReadyForQuery, and then close both sides: the
+// client hears every statement of the save complete, and not whether the
+// commit that follows them did. It returns a channel closed once it has.
+func (p *cutProxy) armResults(match func(reply) bool) <-chan struct{} {
+	cut := p.arm(0, match)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keep = keepResults
+	return cut
 }
 
 // armFatal makes the proxy send a FATAL error of SQLSTATE code in place of
@@ -139,7 +160,7 @@ func (p *cutProxy) armFailedCommit(severity, code string, match func(reply) bool
 	cut := p.arm(0, match)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.instead, p.keep = errorResponse(severity, code), true
+	p.instead, p.keep = errorResponse(severity, code), keepBeforeLastTag
 	return cut
 }
 
@@ -156,17 +177,16 @@ func errorResponse(severity, code string) []byte {
 }
 
 // lose reports whether r is the armed reply, and disarms the proxy if so;
-// instead is what to send in its place, after the reply's messages before
-// its last CommandComplete if keep.
-func (p *cutProxy) lose(r reply) (lost bool, instead []byte, keep bool) {
+// instead is what to send in its place, after what keep says of it.
+func (p *cutProxy) lose(r reply) (lost bool, instead []byte, k keep) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.match == nil || !p.match(r) {
-		return false, nil, false
+		return false, nil, keepNothing
 	}
 	if p.skip > 0 {
 		p.skip--
-		return false, nil, false
+		return false, nil, keepNothing
 	}
 	p.match = nil
 	close(p.cut)
@@ -215,8 +235,9 @@ func (p *cutProxy) serve(client net.Conn) {
 		if _, err := io.ReadFull(in, body); err != nil {
 			return
 		}
+		start := held.Len()
 		if head[0] == 'C' {
-			lastTag = held.Len()
+			lastTag = start
 		}
 		held.Write(head[:])
 		held.Write(body)
@@ -227,9 +248,12 @@ func (p *cutProxy) serve(client net.Conn) {
 			if len(body) == 1 {
 				r.status = body[0]
 			}
-			if lost, instead, keep := p.lose(r); lost {
-				if keep {
+			if lost, instead, k := p.lose(r); lost {
+				switch k {
+				case keepBeforeLastTag:
 					_, _ = client.Write(held.Bytes()[:lastTag])
+				case keepResults:
+					_, _ = client.Write(held.Bytes()[:start])
 				}
 				if instead != nil {
 					_, _ = client.Write(instead)

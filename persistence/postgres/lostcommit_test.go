@@ -32,10 +32,11 @@ func msgs(first, n int) []json.RawMessage {
 // *ConflictError that changes nothing, never a second write. Both paths:
 // the one-round-trip append (a create, an append onto a version), and the
 // transaction of a batch and of a rewrite. The reply is lost with no word,
-// or a FATAL error comes in its place that is not the server's word that
-// it ended the session (a connection pooler's, whose link to the server
-// broke: SQLSTATE 08P01), so the save may have committed, and it is not
-// run again.
+// or after the results of the save's statements (before the word that the
+// commit is done), or a FATAL error comes in its place that is not the
+// server's word that it ended the session (a connection pooler's, whose
+// link to the server broke: SQLSTATE 08P01), so the save may have
+// committed, and it is not run again.
 func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	fresh := newStore(t) // on the server itself
@@ -79,6 +80,7 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 		}{
 			{"no word", func(match func(reply) bool) <-chan struct{} { return proxy.arm(0, match) }},
 			{"a pooler's FATAL", func(match func(reply) bool) <-chan struct{} { return proxy.armFatal("08P01", match) }},
+			{"no word after the results", proxy.armResults},
 		} {
 			t.Run(tc.name+"/"+way.name, func(t *testing.T) {
 				session := "lost-" + uuid.NewString()
