@@ -1,6 +1,7 @@
 // Package postgres is a persistence.Store on PostgreSQL (SPEC S3), for
 // sessions shared by several processes and machines. It passes the same
-// conformance suite as the embedded (SQLite) and memory stores.
+// conformance suite as the embedded (SQLite) and memory stores. It needs
+// PostgreSQL 13 or later; New refuses an older server.
 //
 // It uses the embedded store's tables: braid_records, one row per owner
 // with its version and data, and braid_messages, one row per message, all
@@ -26,9 +27,16 @@
 // is a *persistence.ConflictError, never a serialization failure. Saves that are not durable commit
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
-// A save whose connection dies after the server committed it (the reply
-// lost on the way) fails though it is stored, once; the same save sent
-// again is stale, a *persistence.ConflictError (see persistence.Store).
+// A save whose connection dies once its commit was sent asks the server,
+// on another connection, whether it committed: a general-path save learns
+// its transaction's id with the session's lock, and, holding that lock in
+// turn (so the transaction has ended), reads its status; committed, the
+// save succeeds, rolled back, it runs again. The one-round-trip append
+// learns its transaction's id only with its reply: cut off, it fails
+// though it may be stored, once, and the same save sent again is then
+// stale, a *persistence.ConflictError (see persistence.Store). So does a
+// general-path save whose question finds no answer (the server cannot be
+// reached, or the session's lock stays taken for 5 s).
 // A load is one statement, so one snapshot.
 //
 // A call whose connection died before anything of it could commit runs

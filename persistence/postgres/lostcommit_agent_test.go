@@ -36,15 +36,17 @@ func echoModel() *model.ScriptedModel {
 	})
 }
 
-// SPEC S1, S4, A3: an agent whose save commits but loses its reply fails
-// that invocation, and never writes what that save wrote a second time:
-// its writer is stale by the lost save, so its next work fails with
-// ErrConflict (whether the store holds the save cannot be told from a
-// save of another writer), and the agent then goes on from the stored
-// session, in which each message is once, as a fresh agent on the server
-// finds it. Three saves are cut: a prompt's and an invocation's (the
-// one-round-trip append), and the rewrite that takes back the prompt of
-// a failed invocation (the general path's transaction).
+// SPEC S1, S4, A3: an agent whose save commits but loses its reply never
+// writes what that save wrote a second time. A one-round-trip append cut
+// so fails its invocation: the writer is stale by the lost save, so its
+// next work fails with ErrConflict (whether the store holds the save
+// cannot be told from a save of another writer), and the agent then goes
+// on from the stored session, in which each message is once, as a fresh
+// agent on the server finds it. A save by the general path's transaction
+// asks the server whether it committed, and nothing conflicts afterwards.
+// Four saves are cut: a prompt's and an invocation's (the append), the
+// rewrite that takes back the prompt of a failed invocation and that
+// invocation's durable point (transactions).
 func TestAgent_SaveWhoseReplyIsLostIsStoredOnceAndTheAgentGoesOnFromTheStore(t *testing.T) {
 	s, proxy := proxiedStore(t)
 	fresh := newStore(t)
@@ -58,7 +60,8 @@ func TestAgent_SaveWhoseReplyIsLostIsStoredOnceAndTheAgentGoesOnFromTheStore(t *
 		// crash.
 		stored  []string
 		carryOn bool
-		// noConflict: the lost save changed no version.
+		// noConflict: the lost save asked whether it committed (a
+		// transaction), so the writer's version is the stored one.
 		noConflict bool
 	}{
 		{name: "append path/the prompt's save", prompt: "two", skip: 0, reply: appendReply,
@@ -66,10 +69,9 @@ func TestAgent_SaveWhoseReplyIsLostIsStoredOnceAndTheAgentGoesOnFromTheStore(t *
 		{name: "append path/the invocation's save", prompt: "two", skip: 1, reply: appendReply,
 			stored: []string{"user:one", "assistant:re one", "user:two", "assistant:re two"}},
 		{name: "transaction/the take-back's rewrite", prompt: "fail", skip: 1, reply: commitReply,
-			stored: []string{"user:one", "assistant:re one"}},
+			stored: []string{"user:one", "assistant:re one"}, noConflict: true},
 		// The failed invocation's durable point, with nothing new, syncs
-		// first (a transaction too): its lost reply leaves the versions
-		// as they were, and nothing conflicts.
+		// first (a transaction too).
 		{name: "transaction/the failed invocation's sync", prompt: "fail", skip: 0, reply: commitReply,
 			stored: []string{"user:one", "assistant:re one"}, noConflict: true},
 	} {

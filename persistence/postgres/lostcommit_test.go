@@ -26,18 +26,20 @@ func msgs(first, n int) []json.RawMessage {
 }
 
 // SPEC S4: a save that the server commits but whose reply the client
-// never gets (the connection dies right after the server sent it) fails,
-// yet is stored exactly once: a fresh store loads the committed version
-// with each message once, and the same change sent again (same Base) is a
-// *ConflictError that changes nothing, never a second write. Both paths:
-// the one-round-trip append (a create, an append onto a version), and the
-// transaction of a batch and of a rewrite. The reply is lost with no word,
-// or after the results of the save's statements (before the word that the
+// never gets (the connection dies right after the server sent it) is
+// stored exactly once: a fresh store loads the committed version with each
+// message once, and the same change sent again (same Base) is a
+// *ConflictError that changes nothing, never a second write. The general
+// path's transaction (a batch, a rewrite) then asks the server, on another
+// connection, whether it committed, and reports the save done; the
+// one-round-trip append, whose transaction's id comes back only with its
+// reply, fails and is not run again. The reply is lost with no word, or
+// after the results of the save's statements (before the word that the
 // commit is done), or a FATAL error comes in its place that is not the
 // server's word that it ended the session (a connection pooler's, whose
 // link to the server broke: SQLSTATE 08P01), so the save may have
-// committed, and it is not run again.
-func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T) {
+// committed.
+func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	fresh := newStore(t) // on the server itself
 	proxy := newCutProxy(t, dsn)
@@ -54,6 +56,7 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 		before []stored // records saved first, at version 1
 		change func(session string) []persistence.Change
 		reply  func(reply) bool
+		asked  bool // the save asks whether it committed, and succeeds
 	}{
 		{name: "append path/create", reply: appendReply, change: func(session string) []persistence.Change {
 			return []persistence.Change{{Key: agentKey(session, "a"), Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 2),
@@ -63,13 +66,13 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 			return []persistence.Change{{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 2,
 				Messages: msgs(2, 2), Incarnation: 7}}
 		}},
-		{name: "transaction/batch", reply: commitReply, before: []stored{{"a", 1}, {"b", 1}}, change: func(session string) []persistence.Change {
+		{name: "transaction/batch", reply: commitReply, asked: true, before: []stored{{"a", 1}, {"b", 1}}, change: func(session string) []persistence.Change {
 			return []persistence.Change{
 				{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
 				{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
 			}
 		}},
-		{name: "transaction/rewrite", reply: commitReply, before: []stored{{"a", 3}}, change: func(session string) []persistence.Change {
+		{name: "transaction/rewrite", reply: commitReply, asked: true, before: []stored{{"a", 3}}, change: func(session string) []persistence.Change {
 			return []persistence.Change{{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1,
 				Messages: msgs(10, 1), Incarnation: 7}}
 		}},
@@ -92,10 +95,19 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnceAndARetryConflicts(t *testing.T)
 				changes := tc.change(session)
 				cut := way.arm(tc.reply)
 				versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
-				require.Error(t, err, "the reply was lost")
-				assert.Nil(t, versions, "a failed save gives no versions")
 				requireClosed(t, cut, "the proxy lost the save's reply")
-				assert.NotErrorIs(t, err, persistence.ErrConflict)
+				if tc.asked {
+					require.NoError(t, err, "the server says the save committed")
+					var want []int64
+					for _, c := range changes {
+						want = append(want, c.Base+1)
+					}
+					assert.Equal(t, want, versions)
+				} else {
+					require.Error(t, err, "the reply was lost")
+					assert.Nil(t, versions, "a failed save gives no versions")
+					assert.NotErrorIs(t, err, persistence.ErrConflict)
+				}
 
 				committed := func(what string) {
 					t.Helper()
@@ -213,11 +225,11 @@ func TestAgentSession_SaveWhoseReplyIsLostConflictsAfterwardsAndIsStoredOnce(t *
 }
 
 // SPEC M10, S4: an orchestrator's commit of its record and a node's
-// parked change (the general path's transaction) whose reply is lost is
-// stored once; the node's change is parked again, as after any failed
-// commit, and committing it again is a *ConflictError, never a second
-// write of its messages.
-func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *testing.T) {
+// parked change (the general path's transaction) whose reply is lost asks
+// the server whether it committed, and is reported done: the node's change
+// is not parked again, each is stored once, and the next saves of both
+// go on from the committed versions.
+func TestCommit_TakenChangeWhoseReplyIsLostIsReportedDoneAndStoredOnce(t *testing.T) {
 	s, proxy := proxiedStore(t)
 	fresh := newStore(t)
 	m, err := persistence.NewSessionManager(s, "lost-"+uuid.NewString())
@@ -231,23 +243,14 @@ func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *t
 	require.NoError(t, as.Save(bg, &persistence.AgentRecord{Messages: history("u1", "a1")}, persistence.SaveInvocation))
 	require.True(t, as.Parked())
 
-	commit := func() error {
-		t.Helper()
-		own, err := orch.Stage(json.RawMessage(`{"step":1}`), 0, nil)
-		require.NoError(t, err)
-		taken := as.TakeDeferred()
-		require.NotNil(t, taken, "the node's change is parked")
-		return m.Commit(bg, persistence.SaveInvocation, own, taken)
-	}
+	own, err := orch.Stage(json.RawMessage(`{"step":1}`), 0, nil)
+	require.NoError(t, err)
+	taken := as.TakeDeferred()
+	require.NotNil(t, taken, "the node's change is parked")
 	cut := proxy.arm(0, commitReply)
-	err = commit()
-	require.Error(t, err)
+	require.NoError(t, m.Commit(bg, persistence.SaveInvocation, own, taken))
 	requireClosed(t, cut, "the proxy lost the commit's reply")
-	assert.NotErrorIs(t, err, persistence.ErrConflict)
-	assert.True(t, as.Parked(), "a failed commit parks the node's change again")
-
-	var ce *persistence.ConflictError
-	require.ErrorAs(t, commit(), &ce, "the same commit again")
+	assert.False(t, as.Parked(), "a commit reported done leaves nothing parked")
 
 	r, err := fresh.Load(bg, agentKey(m.SessionID(), "a"))
 	require.NoError(t, err)
@@ -258,6 +261,13 @@ func TestCommit_TakenChangeWhoseReplyIsLostIsStoredOnceAndItsRetryConflicts(t *t
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), o.Version)
 	assert.JSONEq(t, `{"step":1}`, string(o.Data))
+
+	as.EndDeferral()
+	require.NoError(t, as.Save(bg, &persistence.AgentRecord{Messages: history("u1", "a1", "u2")}, persistence.SaveInvocation),
+		"the agent's writer goes on from the committed version")
+	next, err := orch.Stage(json.RawMessage(`{"step":2}`), 0, nil)
+	require.NoError(t, err)
+	require.NoError(t, m.Commit(bg, persistence.SaveInvocation, next), "so does the orchestrator's")
 }
 
 // SPEC S4: a one-round-trip save whose commit fails with the server's

@@ -49,7 +49,8 @@ func (c Config) Validate() error {
 // several goroutines, processes and machines.
 type Store struct {
 	pool     *pgxpool.Pool
-	maxConns int32 // the pool's bound (see retry)
+	maxConns int32  // the pool's bound (see retry)
+	lockWait string // outcomeLockWait
 	closed   atomic.Bool
 }
 
@@ -102,7 +103,18 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
-	s := &Store{pool: pool, maxConns: cfg.MaxConns}
+	var num int
+	var version string
+	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
+  pg_catalog.current_setting('server_version')`).Scan(&num, &version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if err := checkServerVersion(num, version); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
 		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
@@ -114,6 +126,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkServerVersion refuses a server older than PostgreSQL 13, which
+// has no pg_current_xact_id and pg_xact_status (see outcome); num is the
+// server's server_version_num, version its server_version.
+func checkServerVersion(num int, version string) error {
+	if num < 130000 {
+		return fmt.Errorf("postgres store: PostgreSQL 13 or later is needed; the server is %s", version)
+	}
+	return nil
 }
 
 // write runs fn in a transaction that holds sessionID's lock and commits
@@ -149,17 +171,79 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := querier{s, tx}
-	if err := q.Exec(ctx, lockSQL, map[bool]string{false: "off", true: "on"}[durable], sessionID); err != nil {
-		return c.Conn().IsClosed(), err
+	var xid string // the transaction's id, to ask after it (see outcome)
+	if err := tx.QueryRow(ctx, lockXidSQL, map[bool]string{false: "off", true: "on"}[durable], sessionID).Scan(nil, nil, &xid); err != nil {
+		return c.Conn().IsClosed(), s.wrap(ctx, "exec", err)
 	}
 	if err := fn(q); err != nil {
 		return c.Conn().IsClosed(), err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		// Sent, the commit may have happened with its reply lost.
-		return false, s.wrap(ctx, "commit", err)
+		err = s.wrap(ctx, "commit", err)
+		if !c.Conn().IsClosed() || ctx.Err() != nil {
+			return false, err // the server's answer, or the caller gave up
+		}
+		// Sent, the commit may have happened with its reply lost: ask.
+		switch committed, known := s.outcome(ctx, sessionID, xid); {
+		case known && committed:
+			return false, nil
+		case known:
+			return true, err // rolled back: nothing of it is stored
+		}
+		return false, err
 	}
 	return false, nil
+}
+
+// lockXidSQL is lockSQL that also gives the transaction's id.
+const lockXidSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
+  pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($2)),
+  pg_catalog.pg_current_xact_id()::text`
+
+// outcomeLockWait bounds how long outcome waits for the session's lock
+// (Store.lockWait, which tests shorten).
+const outcomeLockWait = "5s"
+
+// outcome asks the server, on another connection, whether the transaction
+// xid, which held sessionID's lock, committed. It first takes that lock,
+// which the transaction kept to its end, so the answer is final; known is
+// false if it cannot learn it (the server cannot be reached, or the lock
+// is not free within outcomeLockWait: the transaction's connection may
+// still be open on the server's side, until the server notices it broke).
+// A durable commit is reported committed only once its WAL record is
+// flushed (PostgreSQL marks a transaction committed after the flush).
+func (s *Store) outcome(ctx context.Context, sessionID, xid string) (committed, known bool) {
+	var status *string
+	err := s.retry(ctx, func() (bool, error) {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer c.Release()
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return c.Conn().IsClosed(), err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_catalog.set_config('lock_timeout', $1, true)`, s.lockWait)
+		b.Queue(`SELECT pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($1))`, sessionID)
+		b.Queue(`SELECT pg_catalog.pg_xact_status($1::xid8)`, xid).QueryRow(func(r pgx.Row) error { return r.Scan(&status) })
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return c.Conn().IsClosed(), err
+		}
+		return false, nil
+	})
+	if err != nil || status == nil {
+		return false, false
+	}
+	switch *status {
+	case "committed":
+		return true, true
+	case "aborted":
+		return false, true
+	}
+	return false, false
 }
 
 // retry runs try until it succeeds, or fails and says not to run again,

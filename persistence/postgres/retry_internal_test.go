@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // SPEC S3: a call whose connection keeps dying is tried once more than
@@ -90,4 +94,54 @@ func TestOneStatement_OnlyChangesWithinTheBoundTakeTheAppend(t *testing.T) {
 	assert.True(t, oneStatement(c))
 	c.Messages = append(c.Messages, json.RawMessage(`{}`))
 	assert.False(t, oneStatement(c))
+}
+
+// SPEC S4: after a commit whose reply was lost, the store asks the server
+// whether the transaction committed, and the answer is final: it waits
+// for the session's lock, which the transaction holds to its end, and
+// says it cannot tell if the lock stays taken (the transaction's
+// connection may still be open on the server's side).
+func TestOutcome_TellsCommittedFromRolledBackOnceTheTransactionEnded(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	ctx := context.Background()
+	s, err := New(ctx, Config{DSN: dsn})
+	require.NoError(t, err)
+	defer s.Close()
+	s.lockWait = "100ms"
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	session := "outcome-" + uuid.NewString()
+	begin := func() (pgx.Tx, string) {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		var xid string
+		require.NoError(t, tx.QueryRow(ctx, lockXidSQL, "on", session).Scan(nil, nil, &xid))
+		return tx, xid
+	}
+
+	tx, xid := begin()
+	committed, known := s.outcome(ctx, session, xid)
+	assert.False(t, known, "the transaction holds the lock: it may still commit")
+	assert.False(t, committed)
+	require.NoError(t, tx.Commit(ctx))
+	committed, known = s.outcome(ctx, session, xid)
+	assert.True(t, known)
+	assert.True(t, committed)
+
+	tx, xid = begin()
+	require.NoError(t, tx.Rollback(ctx))
+	committed, known = s.outcome(ctx, session, xid)
+	assert.True(t, known)
+	assert.False(t, committed, "rolled back")
+}
+
+// SPEC S3: a server older than PostgreSQL 13 is refused with an error that
+// says which version is needed and which the server is.
+func TestCheckServerVersion_RefusesServersOlderThan13(t *testing.T) {
+	assert.EqualError(t, checkServerVersion(120017, "12.17 (Debian 12.17-1)"),
+		"postgres store: PostgreSQL 13 or later is needed; the server is 12.17 (Debian 12.17-1)")
+	assert.EqualError(t, checkServerVersion(90624, "9.6.24"), "postgres store: PostgreSQL 13 or later is needed; the server is 9.6.24")
+	assert.NoError(t, checkServerVersion(130000, "13.0"))
+	assert.NoError(t, checkServerVersion(150018, "15.18"))
 }
