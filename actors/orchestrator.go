@@ -1669,19 +1669,23 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	x.byNode[node] = append(x.byNode[node], e)
 }
 
-// dropMoot removes from the table the unanswered interrupts of node's
-// executor that its report no longer lists: the executor lists every
-// interrupt it still waits for (SPEC I8), so one it dropped is moot (its
-// tool ran without the answer: agent, toolCycle.dropMoot) and is no longer
-// the run's to list or to take an answer for. Gate interrupts are the
-// orchestrator's own and stay.
+// dropMoot removes from the table the interrupts of node's executor that
+// its report no longer lists: the executor lists every interrupt it still
+// waits for (SPEC I8), so an unanswered one it dropped is moot (its tool
+// ran without the answer: agent, toolCycle.dropMoot), and an answered one
+// was given to it with the run that reported (an agent forgets the
+// interrupts of a cycle once the cycle is done). Neither is the run's to
+// list or to take an answer for any more: a resume that answers one is
+// refused with nothing changed (SPEC I7), where the executor would have
+// refused it after the run had moved on. Gate interrupts are the
+// orchestrator's own and stay (SPEC M6).
 func (x *orchActor) dropMoot(node string, listed []*braidv1.Interrupt) {
 	keep := make(map[string]bool, len(listed))
 	for _, w := range listed {
 		keep[w.GetId()] = true
 	}
 	for _, e := range x.byNode[node] {
-		if e.node == node && !e.gate && !e.in.Answered && !keep[e.in.ID] && x.table[e.in.ID] == e {
+		if e.node == node && !e.gate && !keep[e.in.ID] && x.table[e.in.ID] == e {
 			delete(x.table, e.in.ID)
 			x.dropped++
 		}
