@@ -1646,14 +1646,19 @@ func (x *orchActor) reported(c actor.Context) {
 	})
 }
 
-// register records an interrupt of node in the run's table.
+// register records an interrupt of node in the run's table. A gate
+// interrupt reported without its answer keeps the one the table has (the
+// orchestrator owns it, SPEC M6). An executor's interrupt is as the
+// executor reports it: one it lists waits for an answer (SPEC I8), even
+// under the id of an interrupt it was answered before and has since
+// used up (a tool use id a model gave again in a later cycle).
 func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	in, err := InterruptFromWire(w)
 	if err != nil {
 		return
 	}
 	if e := x.table[in.ID]; e != nil {
-		if !in.Answered {
+		if !in.Answered && gate {
 			in.Response, in.Answered = e.in.Response, e.in.Answered
 		}
 		if e.node != node {

@@ -68,3 +68,45 @@ func TestSwarm_AnAnswerToAnInterruptTheAgentHasMovedPastIsRejected(t *testing.T)
 	assert.Equal(t, "a done", res.Text())
 	assert.Equal(t, []string{"ask:first=x", "ask:second=w"}, r.events())
 }
+
+// SPEC I8, M4, M5: a node's agent whose model gives its tool uses the
+// same id in two cycles (as models that number their calls per turn do)
+// raises the same interrupt id again once the first was answered and
+// used. The agent waits for a new answer, so the run lists it as
+// unanswered, and the answer given to it then is the one its tool gets.
+func TestSwarm_AnInterruptIDRaisedAgainAfterItsAnswerWasUsedIsAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	ask := tool.New("ask", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		ans, err := tc.Interrupt("q", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		r.add("ask=" + s)
+		return "got " + s, nil
+	})
+	m := model.Scripted(
+		model.ToolTurn(model.Call("call_0", "ask", map[string]any{})),
+		model.ToolTurn(model.Call("call_0", "ask", map[string]any{})),
+		model.TextTurn("a done"))
+	s := build(t, swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: m, Tools: []tool.Tool{ask}}), swarm.Config{})
+
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	id := res.Interrupts[0].ID
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(id, "x")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1, "the agent waits for a new answer")
+	assert.Equal(t, id, res.Interrupts[0].ID)
+	st, err := s.Status(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Interrupts, 1)
+
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(id, "w")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, []string{"ask=x", "ask=w"}, r.events())
+}
