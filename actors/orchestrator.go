@@ -1602,11 +1602,12 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 		if n.inner {
 			n.input = &braidv1.AgentInput{Resume: true} // the next resume's answers
 		}
+		same := n.inner && x.stillWaiting(n.id, res.GetInterrupts())
 		for _, w := range res.GetInterrupts() {
 			x.register(w, n.id, m.GetGated())
 		}
 		if n.inner {
-			x.dropMoot(n.id, res.GetInterrupts())
+			x.dropMoot(n.id, res.GetInterrupts(), same)
 		}
 		x.stopping = true // SPEC M4: nothing new from here on
 	} else {
@@ -1674,23 +1675,38 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	x.byNode[node] = append(x.byNode[node], e)
 }
 
+// stillWaiting reports whether node's executor, by the interrupts its
+// report lists, still stands in the interrupted state the run last saw:
+// it lists an interrupt of its own that the table holds unanswered (one
+// it was not answered with the run that reported).
+func (x *orchActor) stillWaiting(node string, listed []*braidv1.Interrupt) bool {
+	for _, w := range listed {
+		if e := x.table[w.GetId()]; e != nil && e.node == node && !e.gate && !e.in.Answered {
+			return true
+		}
+	}
+	return false
+}
+
 // dropMoot removes from the table the interrupts of node's executor that
-// its report no longer lists: the executor lists every interrupt it still
+// its report no longer lists. The executor lists every interrupt it still
 // waits for (SPEC I8), so an unanswered one it dropped is moot (its tool
-// ran without the answer: agent, toolCycle.dropMoot), and an answered one
-// was given to it with the run that reported (an agent forgets the
-// interrupts of a cycle once the cycle is done). Neither is the run's to
-// list or to take an answer for any more: a resume that answers one is
-// refused with nothing changed (SPEC I7), where the executor would have
-// refused it after the run had moved on. Gate interrupts are the
-// orchestrator's own and stay (SPEC M6).
-func (x *orchActor) dropMoot(node string, listed []*braidv1.Interrupt) {
+// ran without the answer: agent, toolCycle.dropMoot). An answered one
+// goes too unless the executor still stands in the same interrupted state
+// (same, see stillWaiting): re-answering it there updates the answer, as
+// on the executor alone (SPEC I7, last line); once the executor has moved
+// on (every interrupt it lists is new, or was answered and raised again)
+// it forgot the answered ones, and a resume that answers one is refused
+// with nothing changed (SPEC I7), where the executor would have refused it
+// after the run had gone on. Gate interrupts are the orchestrator's own
+// and stay (SPEC M6).
+func (x *orchActor) dropMoot(node string, listed []*braidv1.Interrupt, same bool) {
 	keep := make(map[string]bool, len(listed))
 	for _, w := range listed {
 		keep[w.GetId()] = true
 	}
 	for _, e := range x.byNode[node] {
-		if e.node == node && !e.gate && !keep[e.in.ID] && x.table[e.in.ID] == e {
+		if e.node == node && !e.gate && !keep[e.in.ID] && !(same && e.in.Answered) && x.table[e.in.ID] == e {
 			delete(x.table, e.in.ID)
 			x.dropped++
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
@@ -109,4 +110,48 @@ func TestSwarm_AnInterruptIDRaisedAgainAfterItsAnswerWasUsedIsAskedAgain(t *test
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status)
 	assert.Equal(t, []string{"ask=x", "ask=w"}, r.events())
+}
+
+// SPEC I7 (last line), I6: a node's agent that stops with two interrupts
+// and is answered one of them stays in the same interrupted state; a
+// resume that answers the first again, with the second, replaces its
+// answer, as it does on the agent alone.
+func TestSwarm_ReansweringWithinTheSameInterruptedStateUpdatesTheAnswer(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	one := tool.New("one", "runs", func(context.Context, *tool.Context, struct{}) (string, error) {
+		r.add("one ran")
+		return "ok", nil
+	})
+	x := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		ans, err := ev.Interrupt("x", nil)
+		if err != nil {
+			return err
+		}
+		s, _ := ans.String()
+		r.add("x=" + s)
+		return nil
+	})
+	y := hook.Func(func(_ context.Context, ev *agent.BeforeToolCallEvent) error {
+		_, err := ev.Interrupt("y", nil)
+		return err
+	})
+	m := model.Scripted(model.ToolTurn(model.Call("t1", "one", map[string]any{})), model.TextTurn("a done"))
+	s := build(t, swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: m, Tools: []tool.Tool{one},
+		Hooks: []hook.Provider{x, y}}), swarm.Config{})
+
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	xi, yi := res.Interrupts[0], res.Interrupts[1]
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(xi.ID, "a")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, "y is still unanswered")
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, yi.ID, res.Interrupts[0].ID)
+
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(xi.ID, "b"), interrupt.Respond(yi.ID, "c")))
+	require.NoError(t, err, "re-answering x within the same interrupted state is allowed")
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, []string{"x=a", "x=b", "one ran"}, r.events(), "the x hook sees the new answer")
 }
