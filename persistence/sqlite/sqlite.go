@@ -166,9 +166,11 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	}
 	if err != nil {
 		if w.conn != nil {
+			closeStmts(w.stmts)
 			w.conn.Close()
 		}
 		s.w.Close()
+		closeStmts(s.reads)
 		s.r.Close()
 		return nil, nil, s.wrap("open", err)
 	}
@@ -572,9 +574,23 @@ func (s *Store) Close() (err error) {
 			break
 		}
 		close(s.drained)
-		err = errors.Join(serr, w.conn.Close(), s.w.Close(), s.r.Close(), s.wal.close())
+		// The WAL's descriptor first: the last connection to close folds
+		// the WAL into braid.db and removes it, which an open descriptor
+		// would keep from happening on some systems.
+		werr := s.wal.close()
+		err = errors.Join(serr, werr, closeStmts(w.stmts), w.conn.Close(), s.w.Close(), closeStmts(s.reads), s.r.Close())
 	})
 	return err
+}
+
+// closeStmts closes the prepared statements of stmts: a connection that
+// holds one stays open (its files too) after its sql.DB is closed.
+func closeStmts(stmts map[string]*sql.Stmt) error {
+	var errs []error
+	for _, st := range stmts {
+		errs = append(errs, st.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // querier runs sqlstore's statements on db, each prepared once, in

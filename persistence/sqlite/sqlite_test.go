@@ -664,3 +664,47 @@ func TestOpen_RefusesAnotherProgramsDatabaseAndLeavesItAsItWas(t *testing.T) {
 	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{}`)})
 	require.NoError(t, err)
 }
+
+// SPEC S2: Close lets go of the database: SQLite folds the WAL back into
+// braid.db and removes it, so braid.db alone holds every session (a copy
+// of it is a whole store) and no descriptor of the store stays open.
+func TestClose_LeavesTheWholeStoreInBraidDB(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	k := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	_, err = s.Load(bg, k) // prepares and uses the reads too
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	assert.NoFileExists(t, filepath.Join(dir, sqlite.FileName+"-wal"), "the WAL is folded into braid.db on Close")
+	cp := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dir, sqlite.FileName))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(cp, sqlite.FileName), b, 0o600))
+	r, err := open(t, cp, sqlite.Config{}).Load(bg, k)
+	require.NoError(t, err, "a copy of braid.db alone holds the saved record")
+	assert.JSONEq(t, `{"n":1}`, string(r.Data))
+}
+
+// SPEC S5: a store that refuses a database (here of a newer layout) keeps
+// no connection to it: once the other program closes it, SQLite removes
+// the WAL, as it does for the last connection.
+func TestOpen_ThatIsRefusedKeepsNoConnection(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sqlite.RawDB(dir, "_pragma=journal_mode(WAL)")
+	require.NoError(t, err)
+	for _, stmt := range []string{
+		`CREATE TABLE braid_meta (name text PRIMARY KEY, value bigint NOT NULL)`,
+		`INSERT INTO braid_meta (name, value) VALUES ('layout', 3)`,
+	} {
+		_, err := db.ExecContext(bg, stmt)
+		require.NoError(t, err)
+	}
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	require.NoError(t, db.Close())
+	assert.NoFileExists(t, filepath.Join(dir, sqlite.FileName+"-wal"), "the refused store's connection was closed")
+}
