@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 
 	// The store is opened once per process; the session manager opens
 	// nothing.
-	store, err := sqlite.Open(ctx, sqlite.Config{Dir: steps.Dir})
+	store, err := steps.OpenStore(ctx)
 	if err != nil {
 		return err
 	}

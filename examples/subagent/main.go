@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 
-	store, err := sqlite.Open(ctx, sqlite.Config{Dir: steps.Dir})
+	store, err := steps.OpenStore(ctx)
 	if err != nil {
 		return err
 	}

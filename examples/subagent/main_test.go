@@ -86,3 +86,21 @@ func TestSubAgentExample_StepErrors(t *testing.T) {
 func TestHelpExitsZeroAndBadCommandLineExitsTwo(t *testing.T) {
 	seedtest.CheckCommandLine(t, main)
 }
+
+// Step 2 given a folder with no store (a mistyped -dir) says there is
+// nothing to resume and leaves nothing behind: no folder, no braid.db.
+func TestStep2_OnAFolderWithoutAStoreCreatesNothing(t *testing.T) {
+	t.Setenv("BRAID_ANSWER", "")
+	dir := filepath.Join(t.TempDir(), "typo")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-dir", dir, "-resume", "-answer", "y"}, strings.NewReader(""), &out)
+	assert.ErrorIs(t, err, seed.ErrNothingToResume)
+	assert.NoDirExists(t, dir)
+
+	empty := t.TempDir()
+	err = run(context.Background(), []string{"-dir", empty, "-resume", "-answer", "y"}, strings.NewReader(""), &out)
+	assert.ErrorIs(t, err, seed.ErrNothingToResume)
+	entries, rerr := os.ReadDir(empty)
+	require.NoError(t, rerr)
+	assert.Empty(t, entries, "step 2 wrote nothing into the folder")
+}

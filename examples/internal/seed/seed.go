@@ -4,16 +4,20 @@ package seed
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/model/provider"
+	"github.com/braidhq/braid/persistence/sqlite"
 )
 
 // Paths is the input of the file tools.
@@ -178,4 +182,16 @@ func ParseTwoSteps(name string, args []string, out io.Writer) (TwoSteps, error) 
 		return TwoSteps{}, Usage("-dir is required: both steps must find the same store")
 	}
 	return TwoSteps{Dir: *dir, Resume: *resume, Answer: *answer, Model: *modelSpec}, nil
+}
+
+// OpenStore opens the store in s.Dir. Step 1 creates it if need be; step
+// 2 only opens one step 1 made: a folder without braid.db (a mistyped
+// -dir) is ErrNothingToResume, and nothing is created in it.
+func (s TwoSteps) OpenStore(ctx context.Context) (*sqlite.Store, error) {
+	if s.Resume {
+		if _, err := os.Stat(filepath.Join(s.Dir, sqlite.FileName)); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", s.Dir, ErrNothingToResume)
+		}
+	}
+	return sqlite.Open(ctx, sqlite.Config{Dir: s.Dir})
 }
