@@ -93,15 +93,22 @@ func Usage(format string, args ...any) error {
 }
 
 // ParseFlags parses an example's command line with fs, which takes no
-// argument besides its flags. -h (or -help) prints the usage and returns
-// flag.ErrHelp; a bad flag, an argument, or a -model spec that does not
-// parse (provider.Parse) is a *UsageError.
+// argument besides its flags. -h (or -help) prints the usage on fs's
+// output and returns flag.ErrHelp; a bad flag, an argument, or a -model
+// spec that does not parse (provider.Parse) is a *UsageError, which Exit
+// reports: a bad flag also prints the usage, but not the error, which
+// would then be said twice.
 func ParseFlags(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package would print the error too
 	err := fs.Parse(args)
+	fs.SetOutput(out)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
 		return err
 	case err != nil:
+		fs.Usage()
 		return &UsageError{Err: err}
 	case fs.NArg() > 0:
 		return Usage("%s takes flags only, got the argument %q (flags are written -name value)", fs.Name(), fs.Arg(0))

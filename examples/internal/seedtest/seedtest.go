@@ -26,6 +26,13 @@ const argsEnv = "BRAID_SEEDTEST_MAIN_ARGS"
 // and may call it several times.
 func RunMain(t *testing.T, main func(), args ...string) (status int, stderr string) {
 	t.Helper()
+	status, _, stderr = runMain(t, main, args...)
+	return status, stderr
+}
+
+// runMain is RunMain that also returns the standard output.
+func runMain(t *testing.T, main func(), args ...string) (status int, stdout, stderr string) {
+	t.Helper()
 	if raw, ok := os.LookupEnv(argsEnv); ok {
 		var a []string
 		if err := json.Unmarshal([]byte(raw), &a); err != nil {
@@ -41,17 +48,17 @@ func RunMain(t *testing.T, main func(), args ...string) (status int, stderr stri
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
 	cmd.Env = append(os.Environ(), argsEnv+"="+string(raw), "BRAID_ANSWER=")
-	var errBuf strings.Builder
-	cmd.Stderr = &errBuf
+	var outBuf, errBuf strings.Builder
+	cmd.Stdout, cmd.Stderr = &outBuf, &errBuf
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return exit.ExitCode(), errBuf.String()
+		return exit.ExitCode(), outBuf.String(), errBuf.String()
 	case err != nil:
 		t.Fatalf("seedtest: running main: %v", err)
 	}
-	return 0, errBuf.String()
+	return 0, outBuf.String(), errBuf.String()
 }
 
 // CheckCommandLine checks what every example's command line promises:
@@ -73,12 +80,15 @@ func CheckCommandLine(t *testing.T, main func()) {
 		{[]string{"-model", "nosuch:m"}, 2, `unknown provider "nosuch"`},
 		{[]string{"-model", "gpt-4o"}, 2, `model "gpt-4o"`},
 	} {
-		status, stderr := RunMain(t, main, c.args...)
+		status, stdout, stderr := runMain(t, main, c.args...)
 		if status != c.status {
 			t.Errorf("%q: exit status %d, want %d; standard error: %s", c.args, status, c.status, stderr)
 		}
 		if c.says == "" && stderr != "" || !strings.Contains(stderr, c.says) {
 			t.Errorf("%q: standard error %q, want %q", c.args, stderr, c.says)
+		}
+		if c.says != "" && (strings.Count(stderr, c.says) != 1 || strings.Contains(stdout, c.says)) {
+			t.Errorf("%q: the error is said once, on standard error; standard output %q, standard error %q", c.args, stdout, stderr)
 		}
 	}
 }
