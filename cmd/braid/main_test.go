@@ -52,6 +52,9 @@ func TestRun_UsageErrorsExitTwoAndRunNothing(t *testing.T) {
 		{[]string{"session", "delete", "-status", "-dir", store, "x"}, "flag provided but not defined: -status"},
 		{[]string{"session", "list", "-dir", store, "-postgres", "postgres://nowhere.invalid/db"}, "-dir and -postgres exclude each other"},
 		{[]string{"session", "import", "-postgres", "postgres://nowhere.invalid/db", "f.json", "-dir", store}, "-dir and -postgres exclude each other"},
+		{[]string{"session", "list", "-dir", ""}, "-dir is empty"},
+		{[]string{"session", "import", "-dir", "", "f.json"}, "-dir is empty"},
+		{[]string{"session", "show", "-postgres", "", "x"}, "-postgres is empty"},
 	} {
 		var out, errOut bytes.Buffer
 		assert.Equal(t, exitUsage, run(context.Background(), tc.args, strings.NewReader("y\n"), &out, &errOut), "%v", tc.args)

@@ -91,9 +91,17 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	bad := func(format string, args ...any) error {
 		return usageErr(sessionUsage, format, args...)
 	}
-	dirGiven := false
-	fset.Visit(func(f *flag.Flag) { dirGiven = dirGiven || f.Name == "dir" })
-	if dirGiven && *dsn != "" {
+	dirGiven, dsnGiven := false, false
+	fset.Visit(func(f *flag.Flag) {
+		dirGiven = dirGiven || f.Name == "dir"
+		dsnGiven = dsnGiven || f.Name == "postgres"
+	})
+	switch {
+	case dirGiven && *dir == "":
+		return bad("-dir is empty: give the SQLite store's folder, or leave -dir out for %s", shellWord(def))
+	case dsnGiven && *dsn == "":
+		return bad("-postgres is empty: give a DSN, or leave -postgres out for the SQLite store in %s", shellWord(*dir))
+	case dirGiven && *dsn != "":
 		return bad("-dir and -postgres exclude each other: give one store")
 	}
 	var id string
