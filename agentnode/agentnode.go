@@ -19,7 +19,8 @@ import (
 )
 
 // ErrConfig reports that a node's agent config sets what the orchestrator
-// decides, or breaks another rule that Agent states.
+// decides, or breaks another rule that Agent states, or that Func was
+// given a nil function.
 var ErrConfig = errors.New("invalid agent node config")
 
 // Agent returns a node that runs an agent built from cfg. The node builds
@@ -501,7 +502,8 @@ func failed(err error) *braidv1.NodeResult {
 
 // Func returns a node that runs fn, a plain Go function, with the node's
 // input. Its output is the node's result content. A function node has no
-// session state of its own: cut off by a crash, it runs again.
+// session state of its own: cut off by a crash, it runs again. A nil fn
+// fails the build of the node's orchestrator with ErrConfig.
 func Func(fn func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error)) actors.Node {
 	return &funcNode{fn: fn}
 }
@@ -511,7 +513,10 @@ type funcNode struct {
 }
 
 // OpenNode implements actors.Node.
-func (n *funcNode) OpenNode(context.Context, actors.NodeEnv) (actors.NodeRunner, error) {
+func (n *funcNode) OpenNode(_ context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
+	if n.fn == nil {
+		return nil, fmt.Errorf("%w: node %q: Func was given a nil function", ErrConfig, env.NodeID)
+	}
 	return n, nil
 }
 
