@@ -60,8 +60,9 @@ type Config struct {
 	// agent is Incomplete, and its first Invoke takes the empty Input.
 	Messages []model.Message
 	// Restore is a snapshot to carry on from (another runtime or process).
-	// It must be a snapshot of an agent with this ID (else New fails with
-	// ErrSnapshot), and it cannot be combined with Session.
+	// It must be a snapshot of an agent with this ID that Snapshot.Validate
+	// accepts (else New fails with ErrSnapshot), and it cannot be combined
+	// with Session.
 	Restore *Snapshot
 	// Session, if set, restores the agent when it is created and saves it at
 	// every save point (SPEC S1, I9): a persistence.NewSessionManager over a

@@ -618,6 +618,34 @@ func TestSnapshot_RestoreRejectsForeignOrNewerSnapshot(t *testing.T) {
 	assert.True(t, agenttest.Interrupted(t, ok))
 }
 
+// SPEC A7 (restore), S5: a snapshot whose history holds a message that
+// Config.Messages refuses (a role other than user or assistant, a block of
+// no known kind), which a session would call damage, is refused by New
+// with ErrSnapshot, naming the message, and no agent is built.
+func TestSnapshot_RestoreRejectsAMessageConfigMessagesRejects(t *testing.T) {
+	for name, raw := range map[string]string{
+		"null message":  `[null]`,
+		"role tool":     `[{"role":"user","content":[{"text":"hi"}]},{"role":"tool","content":[{"text":"x"}]}]`,
+		"two-key block": `[{"role":"user","content":[{"text":"hi","image":{}}]}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var msgs []model.Message
+			require.NoError(t, json.Unmarshal([]byte(raw), &msgs))
+			_, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(), Messages: msgs})
+			require.ErrorIs(t, err, agent.ErrConfig, "Config.Messages refuses it")
+
+			a, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(),
+				Restore: &agent.Snapshot{Version: agent.SnapshotVersion, AgentID: "default", Messages: msgs}})
+			if a != nil {
+				_ = a.Close(context.Background())
+			}
+			require.ErrorIs(t, err, agent.ErrSnapshot)
+			assert.Contains(t, err.Error(), "message ")
+			assert.Nil(t, a)
+		})
+	}
+}
+
 // rsAutoAnswer is an AfterInvocation hook that answers every interrupt of an
 // interrupted result with answer, counting how often it did.
 func rsAutoAnswer(answer string, n *int, seen *[]string) hook.Provider {

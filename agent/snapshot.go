@@ -88,8 +88,23 @@ func (p *Pending) clone() *Pending {
 // agent's, a newer schema, inconsistent contents).
 var ErrSnapshot = errors.New("invalid agent snapshot")
 
-// Validate checks a snapshot before an agent restores it.
+// Validate checks a snapshot before an agent restores it: its schema
+// version, its agent id (unless agentID is empty), that each message is
+// one Config.Messages would take (model.Message.Validate), that tool
+// results answer the tool uses before them, and that the interrupt state
+// and the pending work fit together.
 func (s *Snapshot) Validate(agentID string) error {
+	for i, m := range s.Messages {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("%w: message %d: %v", ErrSnapshot, i, err)
+		}
+	}
+	return s.validate(agentID)
+}
+
+// validate is Validate without the check of each message, which a
+// session's load has made already (persistence.AgentSession).
+func (s *Snapshot) validate(agentID string) error {
 	if s.Version != SnapshotVersion {
 		return fmt.Errorf("%w: schema version %d, this build reads %d", ErrSnapshot, s.Version, SnapshotVersion)
 	}
@@ -213,7 +228,7 @@ func fromRecord(key persistence.Key, rec *persistence.AgentRecord) (*Snapshot, e
 		}
 		s.Pending = p
 	}
-	if err := s.Validate(key.ID); err != nil {
+	if err := s.validate(key.ID); err != nil { // the load checked each message
 		return nil, &persistence.DamageError{Key: key, Part: "record", Err: err}
 	}
 	return s, nil
