@@ -71,6 +71,7 @@ type Config struct {
 	// leaks nothing. Work whose save loses to another writer of the
 	// session (persistence.ErrConflict, SPEC S4) fails with it, and the
 	// agent loads the stored session again: the next work starts there.
+	// A nil *persistence.SessionManager is no session.
 	Session Session
 	// MaxAutoResumes bounds how often AfterInvocation hooks may call Resume
 	// within one Invoke (default 16).
@@ -91,6 +92,9 @@ var ErrConfig = errors.New("invalid agent config")
 
 func (c *Config) withDefaults() {
 	d := DefaultConfig()
+	if sm, ok := c.Session.(*persistence.SessionManager); ok && sm == nil {
+		c.Session = nil // no session, as in graph.Config and swarm.Config
+	}
 	if c.ID == "" {
 		c.ID = d.ID
 	}
