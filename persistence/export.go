@@ -97,7 +97,7 @@ func compact(b json.RawMessage) json.RawMessage {
 // CheckRecord refuses: data or a message that the session manager would
 // refuse to load, or data that names another session or owner than the
 // export puts it under (an export edited to another session id or record
-// id, SPEC S5). Nothing is written then.
+// id, SPEC S5). Nothing is written then. A nil exp is ErrBadSave.
 func Import(ctx context.Context, store Store, exp *SessionExport) error {
 	changes, err := exportChanges(exp)
 	if err != nil {
@@ -123,6 +123,9 @@ func CheckExport(exp *SessionExport) error {
 // checking their schema versions and the keys their data names (the
 // store's Save checks the rest).
 func exportChanges(exp *SessionExport) ([]Change, error) {
+	if exp == nil {
+		return nil, fmt.Errorf("%w: no export", ErrBadSave)
+	}
 	changes := make([]Change, len(exp.Records))
 	for i, r := range exp.Records {
 		key := Key{SessionID: exp.SessionID, Kind: r.Kind, ID: r.ID}

@@ -83,3 +83,15 @@ func TestCheckRecord_PassesWhatOpenAgentLoads(t *testing.T) {
 	assert.NoError(t, persistence.CheckRecord(key, rec.Data, rec.Messages))
 	assert.NoError(t, persistence.CheckRecord(key, json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`), nil))
 }
+
+// Import and CheckExport given no export (nil) refuse it with ErrBadSave,
+// as they refuse an export without records, and write nothing (STYLE: no
+// panic in library code).
+func TestImport_RefusesANilExport(t *testing.T) {
+	store := persistence.NewMemoryStore()
+	require.ErrorIs(t, persistence.CheckExport(nil), persistence.ErrBadSave)
+	require.ErrorIs(t, persistence.Import(context.Background(), store, nil), persistence.ErrBadSave)
+	infos, err := store.Sessions(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, infos)
+}
