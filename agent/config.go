@@ -139,6 +139,9 @@ func (c Config) Validate() error {
 	if c.IdleTimeout > 0 && c.Session == nil {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated agent comes back from its session)", ErrConfig)
 	}
+	if i := hook.Missing(c.Hooks); i >= 0 {
+		return fmt.Errorf("%w: Hooks[%d] is nil (a hook left out would leave what it guards unguarded)", ErrConfig, i)
+	}
 	if c.ID != "" {
 		// Checked with or without a session: an agent's id is the id of
 		// its session record once it has one (SPEC S2).

@@ -87,6 +87,9 @@ func (c Config) Validate() error {
 	if c.IdleTimeout > 0 && c.Session == nil {
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated graph comes back from its session)", ErrBuild)
 	}
+	if i := hook.Missing(c.Hooks); i >= 0 {
+		return fmt.Errorf("%w: Hooks[%d] is nil (a hook left out would leave what it guards unguarded)", ErrBuild, i)
+	}
 	for _, l := range []struct {
 		name  string
 		value int64

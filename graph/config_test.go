@@ -10,6 +10,8 @@ import (
 
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
 
@@ -32,6 +34,7 @@ func TestConfig_ValidateRefusesWhatBuildRefuses(t *testing.T) {
 		"negative MaxNodeExecutions":  {MaxNodeExecutions: -1},
 		"negative ExecutionTimeout":   {ExecutionTimeout: -time.Second},
 		"negative NodeTimeout":        {NodeTimeout: -time.Second},
+		"a nil hook":                  {Hooks: []hook.Provider{hook.Func[*multiagent.BeforeNodeCallEvent](nil)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.ErrorIs(t, cfg.Validate(), graph.ErrBuild)

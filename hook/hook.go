@@ -35,12 +35,41 @@ type Provider interface {
 // ProviderFunc adapts a function to a Provider.
 type ProviderFunc func(r *Registry)
 
-// RegisterHooks calls f.
-func (f ProviderFunc) RegisterHooks(r *Registry) { f(r) }
+// RegisterHooks calls f; a nil f registers nothing.
+func (f ProviderFunc) RegisterHooks(r *Registry) {
+	if f != nil {
+		f(r)
+	}
+}
 
-// Func returns a Provider that registers one callback.
+// Func returns a Provider that registers one callback. For a nil fn it
+// returns a nil ProviderFunc, which the agent, graph and swarm configs
+// refuse (see Missing).
 func Func[E any](fn Callback[E]) Provider {
+	if fn == nil {
+		return ProviderFunc(nil)
+	}
 	return ProviderFunc(func(r *Registry) { Add(r, fn) })
+}
+
+// Missing returns the index of the first provider of ps that is nil (a
+// nil interface, or one holding a nil pointer or function, such as
+// Func(nil)), or -1. Configs refuse such a provider rather than run
+// without it: a hook left out by mistake would leave what it guards (an
+// approval, say) unguarded.
+func Missing(ps []Provider) int {
+	for i, p := range ps {
+		if p == nil {
+			return i
+		}
+		switch v := reflect.ValueOf(p); v.Kind() {
+		case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+			if v.IsNil() {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Registry holds callbacks by event type. It is safe for concurrent use;

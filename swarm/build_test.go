@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/swarm"
 	"github.com/braidhq/braid/tool"
@@ -50,6 +51,9 @@ func TestSwarmBuild_RejectsInvalidSwarms(t *testing.T) {
 		{name: "window without minimum", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 3}, want: "together"},
 		{name: "minimum over window", b: swarm.NewBuilder().AddAgent(a()),
 			cfg: swarm.Config{RepetitiveHandoffDetectionWindow: 2, RepetitiveHandoffMinUniqueAgents: 3}, want: "exceeds"},
+		{name: "nil hook", b: swarm.NewBuilder().AddAgent(a()), cfg: swarm.Config{Hooks: []hook.Provider{nil}}, want: "Hooks[0] is nil"},
+		{name: "hook of a nil function", b: swarm.NewBuilder().AddAgent(a()),
+			cfg: swarm.Config{Hooks: []hook.Provider{hook.Func[*multiagent.BeforeNodeCallEvent](nil)}}, want: "Hooks[0] is nil"},
 		// An agent's approval given to the swarm would never run.
 		{name: "hook for an agent's event", b: swarm.NewBuilder().AddAgent(a()),
 			cfg:  swarm.Config{Hooks: []hook.Provider{hook.Func(func(context.Context, *agent.BeforeToolCallEvent) error { return nil })}},

@@ -123,6 +123,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrBuild, multiagent.CheckSegment("swarm", c.ID))
 	case c.IdleTimeout > 0 && c.Session == nil:
 		return fmt.Errorf("%w: IdleTimeout needs a Session (a passivated swarm comes back from its session)", ErrBuild)
+	case hook.Missing(c.Hooks) >= 0:
+		return fmt.Errorf("%w: Hooks[%d] is nil (a hook left out would leave what it guards unguarded)", ErrBuild, hook.Missing(c.Hooks))
 	case (c.RepetitiveHandoffDetectionWindow > 0) != (c.RepetitiveHandoffMinUniqueAgents > 0):
 		return fmt.Errorf("%w: set RepetitiveHandoffDetectionWindow and RepetitiveHandoffMinUniqueAgents together", ErrBuild)
 	case c.RepetitiveHandoffMinUniqueAgents > c.RepetitiveHandoffDetectionWindow:
