@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 )
 
@@ -71,6 +72,8 @@ func runHelp(args []string, stdout io.Writer) error {
 		return nil
 	case len(args) == 2 && args[0] == "demo" && args[1] == "graph":
 		args = args[:1] // the demo's usage covers both demos
+	case len(args) == 2 && args[0] == "session" && slices.Contains(sessionSubs, args[1]):
+		args = args[:1] // the session usage covers every subcommand
 	case len(args) > 1:
 		return usageErr(topUsage, "help takes one command, got %q", strings.Join(args, " "))
 	}

@@ -29,6 +29,7 @@ func TestRun_UsageErrorsExitTwoAndRunNothing(t *testing.T) {
 		{[]string{"nope"}, `unknown command "nope"`},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 		{[]string{"help", "demo", "session"}, "help takes one command"},
+		{[]string{"help", "session", "nope"}, "help takes one command"},
 		{[]string{"demo", "graf"}, `unknown subcommand "graf"`},
 		{[]string{"demo", "-yes", "graph"}, "graph comes first"},
 		{[]string{"demo", "-dir", ws, "extra"}, `takes no argument, got "extra"`},
@@ -86,6 +87,8 @@ func TestRun_HelpForACommandPrintsItsUsage(t *testing.T) {
 		{[]string{"demo", "-h"}, "usage: braid demo [-yes|-no|-later] [-dir DIR]"},
 		{[]string{"demo", "graph", "help"}, "braid demo graph [-yes|-no]"},
 		{[]string{"help", "demo", "graph"}, "braid demo graph [-yes|-no]"},
+		{[]string{"help", "session", "list"}, "usage: braid session <list|show|export|import|delete>"},
+		{[]string{"help", "session", "import"}, "usage: braid session <list|show|export|import|delete>"},
 		{[]string{"help", "help"}, "usage: braid <command>"},
 	} {
 		var out, errOut bytes.Buffer

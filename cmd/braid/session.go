@@ -59,6 +59,9 @@ exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
 // store; import and delete write to it. A missing or unknown subcommand, a
 // flag the subcommand does not take, or a missing or extra argument is a
 // *usageError: nothing is opened.
+// sessionSubs are the subcommands of "braid session".
+var sessionSubs = []string{"list", "show", "export", "import", "delete"}
+
 func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageErr(sessionUsage, "missing subcommand")
@@ -68,9 +71,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprint(stdout, sessionUsage)
 		return nil
 	}
-	switch sub {
-	case "list", "show", "export", "import", "delete":
-	default:
+	if !slices.Contains(sessionSubs, sub) {
 		return usageErr(sessionUsage, "unknown subcommand %q", sub)
 	}
 	fset := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
