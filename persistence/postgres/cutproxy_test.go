@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,6 +34,7 @@ type cutProxy struct {
 	cut     chan struct{}    // closed when the armed reply was lost
 	instead []byte           // sent in place of the lost reply (nil: nothing)
 	keep    keep             // what of the lost reply to send
+	swallow bool             // armed: lose the client's next COMMIT instead
 }
 
 // keep is what the proxy sends of a reply it loses.
@@ -120,8 +122,67 @@ func newCutProxy(t *testing.T, dsn string) *cutProxy {
 func (p *cutProxy) arm(skip int, match func(reply) bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.match, p.skip, p.cut, p.instead, p.keep = match, skip, make(chan struct{}), nil, keepNothing
+	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow = match, skip, make(chan struct{}), nil, keepNothing, false
 	return p.cut
+}
+
+// armCommit makes the proxy lose the client's next COMMIT on its way to
+// the server, and close both sides instead of forwarding it: the server
+// finds its client gone in the middle of the transaction and rolls it
+// back, and the client, which sent the COMMIT, never hears what became of
+// it. It returns a channel closed once it has.
+func (p *cutProxy) armCommit() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow = nil, 0, make(chan struct{}), nil, keepNothing, true
+	return p.cut
+}
+
+// swallowed reports whether the client's simple query sql is the armed
+// COMMIT, and disarms the proxy if so.
+func (p *cutProxy) swallowed(sql string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.swallow || !strings.EqualFold(strings.TrimSpace(sql), "commit") {
+		return false
+	}
+	p.swallow = false
+	close(p.cut)
+	return true
+}
+
+// relayClient copies the client's bytes to the server message by message
+// (the first, the startup or a cancel request, has no type byte), and
+// stops, without forwarding it, at a COMMIT the proxy swallows.
+func (p *cutProxy) relayClient(client, server net.Conn) {
+	in := bufio.NewReader(client)
+	typed := false
+	for {
+		var head []byte
+		if typed {
+			head = make([]byte, 5)
+		} else {
+			head = make([]byte, 4)
+		}
+		if _, err := io.ReadFull(in, head); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(head[len(head)-4:])) - 4
+		if n < 0 {
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(in, body); err != nil {
+			return
+		}
+		if typed && head[0] == 'Q' && p.swallowed(string(bytes.TrimRight(body, "\x00"))) {
+			return
+		}
+		if _, err := server.Write(append(head, body...)); err != nil {
+			return
+		}
+		typed = true
+	}
 }
 
 // armResults makes the proxy send the results of the first reply that
@@ -215,7 +276,7 @@ func (p *cutProxy) serve(client net.Conn) {
 	}()
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(server, client)
+		p.relayClient(client, server)
 		closeBoth()
 	}()
 	in := bufio.NewReader(server)

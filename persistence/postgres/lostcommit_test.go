@@ -138,6 +138,38 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 	}
 }
 
+// SPEC S4: a save by the general path's transaction whose COMMIT is lost
+// on its way to the server (the connection dies once the client sent it;
+// the server, its client gone mid-transaction, rolls it back) asks the
+// server, on another connection, what became of it, hears it rolled back,
+// and runs again: the save succeeds, and a fresh store finds it stored
+// once, at the versions the save reported.
+func TestSave_TransactionWhoseCommitNeverArrivedRunsAgainAndIsStoredOnce(t *testing.T) {
+	s, proxy := proxiedStore(t)
+	fresh := newStore(t)
+	session := "lost-" + uuid.NewString()
+	for _, id := range []string{"a", "b"} {
+		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
+			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
+		require.NoError(t, err)
+	}
+	changes := []persistence.Change{
+		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
+	}
+	cut := proxy.armCommit()
+	versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+	requireClosed(t, cut, "the proxy lost the save's COMMIT")
+	require.NoError(t, err, "the server says the first try rolled back: the save runs again")
+	assert.Equal(t, []int64{2, 2}, versions)
+	for _, c := range changes {
+		r, err := fresh.Load(bg, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), r.Version, "%s: committed once", c.Key)
+		assert.Equal(t, rawStrings(append(msgs(0, 1), c.Messages...)), rawStrings(r.Messages), "%s: each message once", c.Key)
+	}
+}
+
 func agentKey(session, id string) persistence.Key {
 	return persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: id}
 }
