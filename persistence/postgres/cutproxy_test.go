@@ -35,6 +35,7 @@ type cutProxy struct {
 	instead []byte           // sent in place of the lost reply (nil: nothing)
 	keep    keep             // what of the lost reply to send
 	swallow bool             // armed: lose the client's next COMMIT instead
+	before  func()           // run once the armed reply came, before it is lost
 }
 
 // keep is what the proxy sends of a reply it loses.
@@ -122,8 +123,19 @@ func newCutProxy(t *testing.T, dsn string) *cutProxy {
 func (p *cutProxy) arm(skip int, match func(reply) bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow = match, skip, make(chan struct{}), nil, keepNothing, false
+	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow, p.before = match, skip, make(chan struct{}), nil, keepNothing, false, nil
 	return p.cut
+}
+
+// armThen is arm that runs fn once the reply to lose came from the
+// server, before the proxy closes both sides: what happens on the server
+// after the commit and before the client can ask about it.
+func (p *cutProxy) armThen(match func(reply) bool, fn func()) <-chan struct{} {
+	cut := p.arm(0, match)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.before = fn
+	return cut
 }
 
 // armCommit makes the proxy lose the client's next COMMIT on its way to
@@ -134,7 +146,7 @@ func (p *cutProxy) arm(skip int, match func(reply) bool) <-chan struct{} {
 func (p *cutProxy) armCommit() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow = nil, 0, make(chan struct{}), nil, keepNothing, true
+	p.match, p.skip, p.cut, p.instead, p.keep, p.swallow, p.before = nil, 0, make(chan struct{}), nil, keepNothing, true, nil
 	return p.cut
 }
 
@@ -241,17 +253,23 @@ func errorResponse(severity, code string) []byte {
 // instead is what to send in its place, after what keep says of it.
 func (p *cutProxy) lose(r reply) (lost bool, instead []byte, k keep) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.match == nil || !p.match(r) {
+		p.mu.Unlock()
 		return false, nil, keepNothing
 	}
 	if p.skip > 0 {
 		p.skip--
+		p.mu.Unlock()
 		return false, nil, keepNothing
 	}
 	p.match = nil
-	close(p.cut)
-	return true, p.instead, p.keep
+	before, cut, instead, k := p.before, p.cut, p.instead, p.keep
+	p.mu.Unlock()
+	if before != nil {
+		before()
+	}
+	close(cut)
+	return true, instead, k
 }
 
 // serve relays one client connection: the client's bytes as they come,

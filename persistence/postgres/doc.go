@@ -36,7 +36,14 @@
 // though it may be stored, once, and the same save sent again is then
 // stale, a *persistence.ConflictError (see persistence.Store). So does a
 // general-path save whose question finds no answer (the server cannot be
-// reached, or the session's lock stays taken for 5 s).
+// reached, or the session's lock stays taken for 5 s), and one whose
+// server may have restarted since its transaction began: a crash recovery
+// gives out again the ids of transactions whose log had not reached the
+// disk, so the store takes the answer only from the same run of the server
+// (the time it started and its latest checkpoint, which every crash
+// recovery ends with, unchanged; read with pg_control_checkpoint, which
+// PUBLIC may run unless an operator revoked it: without it, no question is
+// asked).
 // A load is one statement, so one snapshot.
 //
 // A call whose connection died before anything of it could commit runs

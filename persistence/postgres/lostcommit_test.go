@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -168,6 +169,53 @@ func TestSave_TransactionWhoseCommitNeverArrivedRunsAgainAndIsStoredOnce(t *test
 		assert.Equal(t, int64(2), r.Version, "%s: committed once", c.Key)
 		assert.Equal(t, rawStrings(append(msgs(0, 1), c.Messages...)), rawStrings(r.Messages), "%s: each message once", c.Key)
 	}
+}
+
+// SPEC S4: the server's word on a lost transaction's id is taken only
+// from the run of the server that gave the id out: a crash recovery hands
+// out again the ids of transactions whose log never reached the disk, so
+// after one, the id's status may be another transaction's. Every crash
+// recovery ends with a checkpoint, and the store takes a checkpoint since
+// the transaction's lock (or a server started since) as a sign that the
+// server may have restarted; the test, which may not crash the shared
+// server, runs a CHECKPOINT between the commit and the question. The
+// save then fails as any save whose reply is lost unanswered (it may be
+// stored), stored once, and the same change again conflicts.
+func TestSave_LostCommitIsNotReportedDoneFromAServerThatMayHaveRestarted(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	s, proxy := proxiedStore(t)
+	fresh := newStore(t)
+	admin, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(bg) })
+	session := "lost-" + uuid.NewString()
+	for _, id := range []string{"a", "b"} {
+		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
+			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
+		require.NoError(t, err)
+	}
+	changes := []persistence.Change{ // a batch: the general path's transaction
+		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
+	}
+	var checkpointErr error
+	cut := proxy.armThen(commitReply, func() { _, checkpointErr = admin.Exec(bg, "CHECKPOINT") })
+	versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+	requireClosed(t, cut, "the proxy lost the save's reply")
+	require.NoError(t, checkpointErr)
+	require.Error(t, err, "the server's answer may be of another run than the transaction's")
+	assert.Nil(t, versions)
+	assert.NotErrorIs(t, err, persistence.ErrConflict)
+
+	for _, c := range changes {
+		r, err := fresh.Load(bg, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), r.Version, "%s: committed once", c.Key)
+		assert.Equal(t, rawStrings(append(msgs(0, 1), c.Messages...)), rawStrings(r.Messages), "%s: each message once", c.Key)
+	}
+	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, err, &ce, "the same change again")
 }
 
 func agentKey(session, id string) persistence.Key {

@@ -51,6 +51,7 @@ type Store struct {
 	pool     *pgxpool.Pool
 	maxConns int32  // the pool's bound (see retry)
 	lockWait string // outcomeLockWait
+	lockXid  string // lockXidSQL, with runSQL if the role may read it
 	closed   atomic.Bool
 }
 
@@ -105,8 +106,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	var num int
 	var version string
+	var run bool
 	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
-  pg_catalog.current_setting('server_version')`).Scan(&num, &version); err != nil {
+  pg_catalog.current_setting('server_version'),
+  pg_catalog.has_function_privilege('pg_catalog.pg_control_checkpoint()', 'EXECUTE')`).Scan(&num, &version, &run); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
@@ -114,7 +117,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait}
+	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL}
+	if !run {
+		s.lockXid = lockXidSQL + "NULL::text"
+	}
 	// Several processes may start at once: the lock serialises the CREATEs.
 	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
 		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
@@ -171,8 +177,9 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	q := querier{s, tx}
-	var xid string // the transaction's id, to ask after it (see outcome)
-	if err := tx.QueryRow(ctx, lockXidSQL, map[bool]string{false: "off", true: "on"}[durable], sessionID).Scan(nil, nil, &xid); err != nil {
+	var xid string  // the transaction's id, to ask after it (see outcome)
+	var run *string // the server's run it is of (see runSQL)
+	if err := tx.QueryRow(ctx, s.lockXid, map[bool]string{false: "off", true: "on"}[durable], sessionID).Scan(nil, nil, &xid, &run); err != nil {
 		return c.Conn().IsClosed(), s.wrap(ctx, "exec", err)
 	}
 	if err := fn(q); err != nil {
@@ -180,11 +187,11 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	}
 	if err := tx.Commit(ctx); err != nil {
 		err = s.wrap(ctx, "commit", err)
-		if !c.Conn().IsClosed() || ctx.Err() != nil {
-			return false, err // the server's answer, or the caller gave up
+		if !c.Conn().IsClosed() || ctx.Err() != nil || run == nil {
+			return false, err // the server's answer, the caller gave up, or no question to ask
 		}
 		// Sent, the commit may have happened with its reply lost: ask.
-		switch committed, known := s.outcome(ctx, sessionID, xid); {
+		switch committed, known := s.outcome(ctx, sessionID, xid, *run); {
 		case known && committed:
 			return false, nil
 		case known:
@@ -195,25 +202,39 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	return false, nil
 }
 
-// lockXidSQL is lockSQL that also gives the transaction's id.
+// lockXidSQL is lockSQL that also gives the transaction's id and, with
+// runSQL appended (Store.lockXid), the server's run.
 const lockXidSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
   pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($2)),
-  pg_catalog.pg_current_xact_id()::text`
+  pg_catalog.pg_current_xact_id()::text, `
+
+// runSQL names the server's run that a transaction id is of: a crash
+// recovery gives out again the ids of the transactions whose log had not
+// reached the disk, so the status of an id read after one may be another
+// transaction's. It is the time the server started and the place of its
+// latest checkpoint, which every crash recovery ends with; another
+// checkpoint changes it too, which makes a question unanswered, never
+// wrong. A role may be refused pg_control_checkpoint (an operator may
+// revoke it from PUBLIC): New then leaves it out of Store.lockXid, and no
+// question is asked.
+const runSQL = `pg_catalog.pg_postmaster_start_time()::text || ' ' ||
+  (SELECT checkpoint_lsn::text FROM pg_catalog.pg_control_checkpoint())`
 
 // outcomeLockWait bounds how long outcome waits for the session's lock
 // (Store.lockWait, which tests shorten).
 const outcomeLockWait = "5s"
 
 // outcome asks the server, on another connection, whether the transaction
-// xid, which held sessionID's lock, committed. It first takes that lock,
-// which the transaction kept to its end, so the answer is final; known is
-// false if it cannot learn it (the server cannot be reached, or the lock
-// is not free within outcomeLockWait: the transaction's connection may
-// still be open on the server's side, until the server notices it broke).
+// xid, which held sessionID's lock in the server's run run (see runSQL),
+// committed. It first takes that lock, which the transaction kept to its
+// end, so the answer is final; known is false if it cannot learn it (the
+// server cannot be reached, it is not in the same run, or the lock is not
+// free within outcomeLockWait: the transaction's connection may still be
+// open on the server's side, until the server notices it broke).
 // A durable commit is reported committed only once its WAL record is
 // flushed (PostgreSQL marks a transaction committed after the flush).
-func (s *Store) outcome(ctx context.Context, sessionID, xid string) (committed, known bool) {
-	var status *string
+func (s *Store) outcome(ctx context.Context, sessionID, xid, run string) (committed, known bool) {
+	var status, now *string
 	err := s.retry(ctx, func() (bool, error) {
 		c, err := s.pool.Acquire(ctx)
 		if err != nil {
@@ -228,13 +249,13 @@ func (s *Store) outcome(ctx context.Context, sessionID, xid string) (committed, 
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_catalog.set_config('lock_timeout', $1, true)`, s.lockWait)
 		b.Queue(`SELECT pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($1))`, sessionID)
-		b.Queue(`SELECT pg_catalog.pg_xact_status($1::xid8)`, xid).QueryRow(func(r pgx.Row) error { return r.Scan(&status) })
+		b.Queue(`SELECT pg_catalog.pg_xact_status($1::xid8), `+runSQL, xid).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &now) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return c.Conn().IsClosed(), err
 		}
 		return false, nil
 	})
-	if err != nil || status == nil {
+	if err != nil || status == nil || now == nil || *now != run {
 		return false, false
 	}
 	switch *status {

@@ -112,26 +112,26 @@ func TestOutcome_TellsCommittedFromRolledBackOnceTheTransactionEnded(t *testing.
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	session := "outcome-" + uuid.NewString()
-	begin := func() (pgx.Tx, string) {
+	begin := func() (pgx.Tx, string, string) {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
-		var xid string
-		require.NoError(t, tx.QueryRow(ctx, lockXidSQL, "on", session).Scan(nil, nil, &xid))
-		return tx, xid
+		var xid, run string
+		require.NoError(t, tx.QueryRow(ctx, s.lockXid, "on", session).Scan(nil, nil, &xid, &run))
+		return tx, xid, run
 	}
 
-	tx, xid := begin()
-	committed, known := s.outcome(ctx, session, xid)
+	tx, xid, run := begin()
+	committed, known := s.outcome(ctx, session, xid, run)
 	assert.False(t, known, "the transaction holds the lock: it may still commit")
 	assert.False(t, committed)
 	require.NoError(t, tx.Commit(ctx))
-	committed, known = s.outcome(ctx, session, xid)
+	committed, known = s.outcome(ctx, session, xid, run)
 	assert.True(t, known)
 	assert.True(t, committed)
 
-	tx, xid = begin()
+	tx, xid, run = begin()
 	require.NoError(t, tx.Rollback(ctx))
-	committed, known = s.outcome(ctx, session, xid)
+	committed, known = s.outcome(ctx, session, xid, run)
 	assert.True(t, known)
 	assert.False(t, committed, "rolled back")
 }
