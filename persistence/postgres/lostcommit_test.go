@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -216,6 +218,35 @@ func TestSave_LostCommitIsNotReportedDoneFromAServerThatMayHaveRestarted(t *test
 	_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
 	var ce *persistence.ConflictError
 	require.ErrorAs(t, err, &ce, "the same change again")
+}
+
+// SPEC S3, S4: the question after a lost commit does not wait for the
+// pool slot of the connection that died: a store of one connection asks
+// on a new one, and the save is reported done at once. (The context's
+// deadline only bounds the test: the save must not need it.)
+func TestSave_LostCommitIsAskedAboutOnAPoolOfOneConnection(t *testing.T) {
+	proxy := newCutProxy(t, persistencetest.PostgresDSN(t))
+	s, err := postgres.New(bg, postgres.Config{DSN: proxy.dsn, MaxConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	fresh := newStore(t)
+	session := "lost-" + uuid.NewString()
+	for _, id := range []string{"a", "b"} {
+		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
+			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
+		require.NoError(t, err)
+	}
+	changes := []persistence.Change{ // a batch: the general path's transaction
+		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	cut := proxy.arm(0, commitReply)
+	versions, err := s.Save(ctx, persistence.SaveOptions{Durable: true}, changes...)
+	requireClosed(t, cut, "the proxy lost the save's reply")
+	require.NoError(t, err, "the server says the save committed")
+	assert.Equal(t, []int64{2, 2}, versions)
 }
 
 func agentKey(session, id string) persistence.Key {

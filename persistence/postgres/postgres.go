@@ -190,7 +190,10 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 		if !c.Conn().IsClosed() || ctx.Err() != nil || run == nil {
 			return false, err // the server's answer, the caller gave up, or no question to ask
 		}
-		// Sent, the commit may have happened with its reply lost: ask.
+		// Sent, the commit may have happened with its reply lost: ask,
+		// on another connection, which may need the dead one's slot in
+		// the pool (a pool of one, or every connection cut at once).
+		c.Release()
 		switch committed, known := s.outcome(ctx, sessionID, xid, *run); {
 		case known && committed:
 			return false, nil
