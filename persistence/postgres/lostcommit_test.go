@@ -249,6 +249,45 @@ func TestSave_LostCommitIsAskedAboutOnAPoolOfOneConnection(t *testing.T) {
 	assert.Equal(t, []int64{2, 2}, versions)
 }
 
+// SPEC S4: a save whose context ends while it asks whether its lost
+// commit happened (another transaction holds the session's lock) fails
+// with an error that matches the context's, as any call whose context
+// ends while a statement runs.
+func TestSave_LostCommitWhoseQuestionOutlivesTheContextFailsWithTheContextsError(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	s, proxy := proxiedStore(t)
+	fresh := newStore(t)
+	holder, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close(bg) })
+	session := "lost-" + uuid.NewString()
+	for _, id := range []string{"a", "b"} {
+		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
+			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
+		require.NoError(t, err)
+	}
+	changes := []persistence.Change{ // a batch: the general path's transaction
+		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
+	}
+	var held pgx.Tx
+	var holdErr error
+	cut := proxy.armThen(commitReply, func() {
+		// The save's transaction has ended; another takes its session's lock.
+		if held, holdErr = holder.Begin(bg); holdErr == nil {
+			_, holdErr = held.Exec(bg, `SELECT pg_advisory_xact_lock(1651663209, hashtext($1))`, session)
+		}
+	})
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	_, err = s.Save(ctx, persistence.SaveOptions{Durable: true}, changes...)
+	requireClosed(t, cut, "the proxy lost the save's reply")
+	require.NoError(t, holdErr)
+	require.NoError(t, held.Rollback(bg))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
 func agentKey(session, id string) persistence.Key {
 	return persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: id}
 }

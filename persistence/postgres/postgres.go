@@ -185,8 +185,8 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	if err := fn(q); err != nil {
 		return c.Conn().IsClosed(), err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		err = s.wrap(ctx, "commit", err)
+	if cerr := tx.Commit(ctx); cerr != nil {
+		err := s.wrap(ctx, "commit", cerr)
 		if !c.Conn().IsClosed() || ctx.Err() != nil || run == nil {
 			return false, err // the server's answer, the caller gave up, or no question to ask
 		}
@@ -200,7 +200,8 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 		case known:
 			return true, err // rolled back: nothing of it is stored
 		}
-		return false, err
+		// No answer; if the caller gave up meanwhile, the error says so.
+		return false, s.wrap(ctx, "commit", cerr)
 	}
 	return false, nil
 }
