@@ -48,7 +48,10 @@ type NodeRunner interface {
 	// executor resumes, it does not restart). The result's status is
 	// COMPLETED, INTERRUPTED (with every interrupt the executor still
 	// waits for, not only the new ones, ids carrying the node's path: one
-	// it no longer lists is dropped from the run as moot, SPEC I8), FAILED
+	// it no longer lists is dropped from the run as moot, SPEC I8; an
+	// answered one stays, for a new answer, while the executor holds it:
+	// an agent result's history that has not grown since the last
+	// INTERRUPTED result says the agent still holds its answers), FAILED
 	// (with its error) or CANCELLED. Failures are results, not errors:
 	// RunNode has none.
 	RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult

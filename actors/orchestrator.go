@@ -1534,6 +1534,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 	}
 	x.joint = append(x.joint, defs...) // their saves are taken and committed with the next save
 	x.inflight--
+	prev := n.result // the node's result before this report (dropMoot)
 	x.touch(n)
 	res := m.GetResult()
 	if x.canceled && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_COMPLETED && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
@@ -1602,12 +1603,11 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 		if n.inner {
 			n.input = &braidv1.AgentInput{Resume: true} // the next resume's answers
 		}
-		same := n.inner && x.stillWaiting(n.id, res.GetInterrupts())
 		for _, w := range res.GetInterrupts() {
 			x.register(w, n.id, m.GetGated())
 		}
 		if n.inner {
-			x.dropMoot(n.id, res.GetInterrupts(), same)
+			x.dropMoot(n, res.GetInterrupts(), prev, res)
 		}
 		x.stopping = true // SPEC M4: nothing new from here on
 	} else {
@@ -1675,42 +1675,83 @@ func (x *orchActor) register(w *braidv1.Interrupt, node string, gate bool) {
 	x.byNode[node] = append(x.byNode[node], e)
 }
 
-// stillWaiting reports whether node's executor, by the interrupts its
-// report lists, still stands in the interrupted state the run last saw:
-// it lists an interrupt of its own that the table holds unanswered (one
-// it was not answered with the run that reported).
-func (x *orchActor) stillWaiting(node string, listed []*braidv1.Interrupt) bool {
-	for _, w := range listed {
-		if e := x.table[w.GetId()]; e != nil && e.node == node && !e.gate && !e.in.Answered {
-			return true
-		}
-	}
-	return false
-}
-
-// dropMoot removes from the table the interrupts of node's executor that
-// its report no longer lists. The executor lists every interrupt it still
-// waits for (SPEC I8), so an unanswered one it dropped is moot (its tool
-// ran without the answer: agent, toolCycle.dropMoot). An answered one
-// goes too unless the executor still stands in the same interrupted state
-// (same, see stillWaiting): re-answering it there updates the answer, as
-// on the executor alone (SPEC I7, last line); once the executor has moved
-// on (every interrupt it lists is new, or was answered and raised again)
-// it forgot the answered ones, and a resume that answers one is refused
-// with nothing changed (SPEC I7), where the executor would have refused it
-// after the run had gone on. Gate interrupts are the orchestrator's own
-// and stay (SPEC M6).
-func (x *orchActor) dropMoot(node string, listed []*braidv1.Interrupt, same bool) {
+// dropMoot removes from the table the interrupts of node n's executor
+// that its report no longer lists. The executor lists every interrupt it
+// still waits for (SPEC I8), so an unanswered one it dropped is moot (its
+// tool ran without the answer: agent, toolCycle.dropMoot). An answered
+// one goes too unless the executor still holds it (stillHolds, by its
+// result before the report, prev, and now, cur): re-answering it there
+// updates the answer, as on the executor alone (SPEC I7, last line); one
+// the executor no longer holds would be refused by it after the run had
+// gone on, so the run refuses it, with nothing changed (SPEC I7). Gate
+// interrupts are the orchestrator's own and stay (SPEC M6).
+func (x *orchActor) dropMoot(n *nodeRec, listed []*braidv1.Interrupt, prev, cur *braidv1.NodeResult) {
 	keep := make(map[string]bool, len(listed))
 	for _, w := range listed {
 		keep[w.GetId()] = true
 	}
-	for _, e := range x.byNode[node] {
-		if e.node == node && !e.gate && !keep[e.in.ID] && !(same && e.in.Answered) && x.table[e.in.ID] == e {
-			delete(x.table, e.in.ID)
-			x.dropped++
+	for _, e := range x.byNode[n.id] {
+		if e.node != n.id || e.gate || keep[e.in.ID] || x.table[e.in.ID] != e {
+			continue
+		}
+		if e.in.Answered {
+			owner, own := interrupt.SplitOwner(e.in.ID)
+			if stillHolds(prev, cur, n.path, owner, own) {
+				continue
+			}
+		}
+		delete(x.table, e.in.ID)
+		x.dropped++
+	}
+}
+
+// stillHolds reports whether the executor at path, whose result was prev
+// before its last run and is cur after it, still holds the answered
+// interrupt own of the owner at path owner (at path or below it). An
+// agent holds the answered interrupts of its interrupted cycle until the
+// cycle ends (SPEC A7), and a cycle that ends appends its messages, so
+// the agent holds them while its history has not grown. A nested
+// orchestrator holds those of its nodes that hold them, and its own gate
+// interrupts until the gated node finishes (SPEC M6). Both results must
+// be INTERRUPTED runs of the same execution (a node run to its end
+// between them was started afresh).
+func stillHolds(prev, cur *braidv1.NodeResult, path, owner, own string) bool {
+	const interrupted = braidv1.NodeStatus_NODE_STATUS_INTERRUPTED
+	if prev.GetStatus() != interrupted || cur.GetStatus() != interrupted || prev.GetExecutionCount() != cur.GetExecutionCount() {
+		return false
+	}
+	if a := cur.GetAgent(); a != nil {
+		p := prev.GetAgent()
+		return owner == path && p != nil && p.GetHistory() == a.GetHistory()
+	}
+	m, pm := cur.GetMultiAgent(), prev.GetMultiAgent()
+	if m == nil || pm == nil {
+		return false
+	}
+	if owner == path {
+		for _, r := range m.GetResults() {
+			if strings.HasPrefix(own, "v1:before_node_call:"+interrupt.NameUUID(r.GetNodeId())+":") {
+				return r.GetStatus() == interrupted
+			}
+		}
+		return false
+	}
+	rest, ok := strings.CutPrefix(owner, path+"/")
+	if !ok {
+		return false
+	}
+	node, _, _ := strings.Cut(rest, "/")
+	return stillHolds(nodeResultOf(pm, node), nodeResultOf(m, node), path+"/"+node, owner, own)
+}
+
+// nodeResultOf is the result of node in r (nil when it has none).
+func nodeResultOf(r *braidv1.MultiAgentResult, node string) *braidv1.NodeResult {
+	for _, nr := range r.GetResults() {
+		if nr.GetNodeId() == node {
+			return nr
 		}
 	}
+	return nil
 }
 
 // dropNode removes node's interrupts from the table; the raise order

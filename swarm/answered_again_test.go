@@ -2,11 +2,14 @@ package swarm_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -154,4 +157,87 @@ func TestSwarm_ReansweringWithinTheSameInterruptedStateUpdatesTheAnswer(t *testi
 	require.NoError(t, err, "re-answering x within the same interrupted state is allowed")
 	require.Equal(t, multiagent.StatusCompleted, res.Status)
 	assert.Equal(t, []string{"x=a", "x=b", "one ran"}, r.events(), "the x hook sees the new answer")
+}
+
+// SPEC I7, I8, M5: a node's agent stops with two questions (tool uses c0
+// and c1), is answered the first, and the second goes moot (its tool runs
+// without asking again): the cycle ends, and in its next cycle the model
+// gives its tool use the id c1 again, so the agent asks a question whose
+// id is the moot one's. The agent has moved on and forgot the first
+// answer: answering it again is refused as an unknown id with nothing
+// changed, as on the agent alone (here with the swarm rebuilt on a fresh
+// runtime from its session in between), and the run still waits for the
+// new question, which then finishes it.
+func TestSwarm_AnAnswerToAnInterruptOfAnEndedCycleIsRejectedWhenAnIDIsReused(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	ask := tool.New("ask", "asks", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		ans, err := tc.Interrupt("q", nil)
+		if err != nil {
+			return "", err
+		}
+		s, _ := ans.String()
+		r.add("ask=" + s)
+		return "got " + s, nil
+	})
+	var mu sync.Mutex // the cycle's tools run concurrently
+	asked := false
+	once := tool.New("once", "asks the first time only", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
+		mu.Lock()
+		first := !asked
+		asked = true
+		mu.Unlock()
+		if first {
+			_, err := tc.Interrupt("q", nil)
+			return "", err
+		}
+		r.add("once ran")
+		return "ok", nil
+	})
+	m := model.Scripted(
+		model.ToolTurn(model.Call("c0", "ask", map[string]any{}), model.Call("c1", "once", map[string]any{})),
+		model.ToolTurn(model.Call("c1", "ask", map[string]any{})),
+		model.TextTurn("a done"))
+	store := sqliteStore(t)
+	open := func() *swarm.Swarm {
+		return build(t, swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: m, Tools: []tool.Tool{ask, once}}),
+			swarm.Config{ID: "sw", Session: manager(t, store, "reused-id"), System: actorstest.System(t)})
+	}
+	s := open()
+
+	res, err := s.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	first, second := res.Interrupts[0].ID, res.Interrupts[1].ID
+	if strings.Contains(second, ":c0:") {
+		first, second = second, first
+	}
+	require.Contains(t, first, ":c0:")
+	require.NoError(t, s.Close(ctx))
+
+	s = open() // a fresh runtime, from the session
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(first, "x")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	require.Equal(t, second, res.Interrupts[0].ID, "the next cycle's question has the moot one's id")
+	require.ElementsMatch(t, []string{"ask=x", "once ran"}, r.events())
+	calls := m.Calls()
+
+	_, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(first, "z")))
+	require.ErrorIs(t, err, interrupt.ErrUnknownID)
+	assert.Contains(t, err.Error(), first)
+	assert.Equal(t, calls, m.Calls(), "nothing ran")
+	st, err := s.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, st.Status, "still waiting")
+	require.Len(t, st.Interrupts, 1)
+	assert.Equal(t, second, st.Interrupts[0].ID)
+
+	res, err = s.Invoke(ctx, agent.Resume(interrupt.Respond(second, "w")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, "a done", res.Text())
+	assert.Equal(t, "ask=w", r.events()[len(r.events())-1])
+	assert.Len(t, r.events(), 3)
 }
