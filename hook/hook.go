@@ -53,17 +53,18 @@ func Func[E any](fn Callback[E]) Provider {
 }
 
 // Missing returns the index of the first provider of ps that is nil (a
-// nil interface, or one holding a nil pointer or function, such as
+// nil interface, or one holding a nil pointer, function or channel, such as
 // Func(nil)), or -1. Configs refuse such a provider rather than run
 // without it: a hook left out by mistake would leave what it guards (an
-// approval, say) unguarded.
+// approval, say) unguarded. A nil slice or map of a provider type is an
+// empty bundle, not a hook left out: it is not Missing.
 func Missing(ps []Provider) int {
 	for i, p := range ps {
 		if p == nil {
 			return i
 		}
 		switch v := reflect.ValueOf(p); v.Kind() {
-		case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		case reflect.Pointer, reflect.Func, reflect.Chan:
 			if v.IsNil() {
 				return i
 			}
