@@ -10,6 +10,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/tool"
 )
 
 // approvals is a hook provider type whose nil pointer a config may carry.
@@ -41,4 +42,33 @@ func TestConfig_ANilHookIsRefused(t *testing.T) {
 		})
 	}
 	require.NoError(t, agent.Config{Model: model.Scripted(), Hooks: []hook.Provider{&approvals{}}}.Validate())
+}
+
+// approvalHook is a provider as the examples write one: a struct value
+// whose RegisterHooks adds its callback field.
+type approvalHook struct {
+	approve hook.Callback[agent.BeforeToolCallEvent]
+}
+
+func (h approvalHook) RegisterHooks(r *hook.Registry) { hook.Add(r, h.approve) }
+
+// SPEC A1: a provider that adds a nil callback (its callback field left
+// out) is refused when the agent is built; a nil callback added to the
+// agent's registry after New makes the next invocation fail before
+// anything runs. Either way the tool the hook was to guard does not run
+// unguarded.
+func TestConfig_ANilCallbackAddedByAProviderIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, err := agent.New(ctx, agent.Config{Model: model.Scripted(model.TextTurn("ok")), Hooks: []hook.Provider{approvalHook{}}})
+	require.ErrorIs(t, err, agent.ErrConfig)
+	require.ErrorIs(t, err, hook.ErrNilCallback)
+	assert.Contains(t, err.Error(), "BeforeToolCallEvent")
+
+	del, runs := countingTool("delete_files")
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", nil)), Tools: []tool.Tool{del}})
+	var approve hook.Callback[agent.BeforeToolCallEvent]
+	hook.Add(a.Hooks(), approve)
+	_, err = a.Invoke(ctx, agent.Text("delete"))
+	require.ErrorIs(t, err, hook.ErrNilCallback)
+	assert.Equal(t, 0, runs.total(), "the guarded tool did not run")
 }

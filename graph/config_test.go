@@ -9,8 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/actors/actorstest"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
@@ -43,4 +46,16 @@ func TestConfig_ValidateRefusesWhatBuildRefuses(t *testing.T) {
 			require.ErrorIs(t, err, graph.ErrBuild, "Build refuses it too")
 		})
 	}
+}
+
+// SPEC M3, A1: a graph whose hook provider adds a nil BeforeNodeCall
+// callback (its callback left out) is refused at build, rather than run
+// its nodes ungated.
+func TestBuild_ANilCallbackAddedByAProviderIsRefused(t *testing.T) {
+	var gate hook.Callback[multiagent.BeforeNodeCallEvent]
+	p := hook.ProviderFunc(func(r *hook.Registry) { hook.Add(r, gate) })
+	_, err := graph.NewBuilder().AddNode("n", agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) { return nil, nil })).
+		Build(context.Background(), graph.Config{Hooks: []hook.Provider{p}, System: actorstest.System(t)})
+	require.ErrorIs(t, err, graph.ErrBuild)
+	require.ErrorIs(t, err, hook.ErrNilCallback)
 }

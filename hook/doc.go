@@ -14,5 +14,8 @@
 // (package agent for the agent loop, package multiagent for orchestrators).
 // An owner refuses, when it is built, a callback for an event type it never
 // fires (Registry.Check, ErrNotFired): an agent's BeforeToolCallEvent
-// approval given to a graph would otherwise never run.
+// approval given to a graph would otherwise never run. It refuses as well
+// a registry a nil callback was added to (ErrNilCallback), and a config
+// refuses a nil provider (Missing): a hook left out by mistake would leave
+// what it guards unguarded.
 package hook

@@ -82,6 +82,9 @@ type Registry struct {
 	// order. A list, not a map: an agent registers a handful of types,
 	// which a scan finds as fast as a map and in a fraction of its memory.
 	byType []typeCallbacks
+	// nilFor holds the event types a nil callback was added for (Add),
+	// which Check refuses.
+	nilFor []reflect.Type
 }
 
 type typeCallbacks struct {
@@ -110,14 +113,21 @@ func NewRegistry(providers ...Provider) *Registry {
 	return r
 }
 
-// Add registers fn for events of type E. A nil fn is ignored.
+// Add registers fn for events of type E. A nil fn (a hook left out by
+// mistake, such as a provider's callback field not set) registers no
+// callback, and the registry remembers it: Check then fails with a
+// *NilCallbackError, so that the owner refuses the registry rather than
+// run without the hook.
 func Add[E any](r *Registry, fn Callback[E]) {
-	if fn == nil {
-		return
-	}
 	t := reflect.TypeFor[E]()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if fn == nil {
+		if !slices.Contains(r.nilFor, t) {
+			r.nilFor = append(r.nilFor, t)
+		}
+		return
+	}
 	for i := range r.byType {
 		if r.byType[i].t == t {
 			// A new slice, not an append in place: Run reads the old one
@@ -140,6 +150,24 @@ func Has[E any](r *Registry) bool {
 	defer r.mu.RUnlock()
 	return len(r.callbacks(reflect.TypeFor[E]())) > 0
 }
+
+// ErrNilCallback reports that a nil callback was added to a registry
+// (Add): a hook left out by mistake, which Check refuses rather than let
+// what it guards run unguarded.
+var ErrNilCallback = errors.New("a nil callback was added")
+
+// NilCallbackError is the error of Check for a registry a nil callback
+// was added to: the event type it was added for, and the owner.
+type NilCallbackError struct {
+	Event reflect.Type
+	Owner string
+}
+
+func (e *NilCallbackError) Error() string {
+	return fmt.Sprintf("hook for %s: %s to the %s's hooks (a hook left out would leave what it guards unguarded)", e.Event, ErrNilCallback, e.Owner)
+}
+
+func (e *NilCallbackError) Unwrap() error { return ErrNilCallback }
 
 // ErrNotFired reports that a callback is registered for an event type that
 // the owner it was given to never fires (an agent's BeforeToolCallEvent
@@ -169,13 +197,17 @@ func (e *NotFiredError) Error() string {
 
 func (e *NotFiredError) Unwrap() error { return ErrNotFired }
 
-// Check returns a *NotFiredError for the first event type, in registration
-// order, that has callbacks in r and is not one of fired (the events of
-// owner, described by hint). Owners check their registry when they are
-// built.
+// Check returns a *NilCallbackError when a nil callback was added to r
+// (Add), naming the first event type one was added for; otherwise a
+// *NotFiredError for the first event type, in registration order, that
+// has callbacks in r and is not one of fired (the events of owner,
+// described by hint). Owners check their registry when they are built.
 func (r *Registry) Check(owner, hint string, fired ...reflect.Type) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if len(r.nilFor) > 0 {
+		return &NilCallbackError{Event: r.nilFor[0], Owner: owner}
+	}
 	for _, tc := range r.byType {
 		if !slices.Contains(fired, tc.t) {
 			return &NotFiredError{Event: tc.t, Owner: owner, Hint: hint}
