@@ -30,7 +30,9 @@ var ErrBusy = errors.New("database is locked by another writer for longer than t
 
 // Config configures a Store.
 type Config struct {
-	// Dir is the store's folder, created (0700) if missing. Required.
+	// Dir is the store's folder, created (0700) if missing. Required. A
+	// new braid.db in it is created 0600, and its -wal and -shm files
+	// take that mode.
 	Dir string
 	// BusyTimeout bounds the wait for the write lock that another process
 	// holds (default 10s).
@@ -127,6 +129,13 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	}
 	if s.path, err = filepath.Abs(filepath.Join(cfg.Dir, FileName)); err != nil {
 		return nil, nil, fmt.Errorf("sqlite store: %w", err)
+	}
+	// A new braid.db is made readable by its owner alone (SQLite would
+	// make it 0644 less the umask): sessions hold prompts, answers and
+	// tools' inputs. SQLite gives the -wal and -shm files the database's
+	// mode. An existing file keeps its own.
+	if f, err := os.OpenFile(s.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
 	}
 	s.wal = newWALSync(s.path + "-wal")
 	// Every commit is at synchronous=NORMAL (OFF without fsync); a durable

@@ -708,3 +708,33 @@ func TestOpen_ThatIsRefusedKeepsNoConnection(t *testing.T) {
 	require.NoError(t, db.Close())
 	assert.NoFileExists(t, filepath.Join(dir, sqlite.FileName+"-wal"), "the refused store's connection was closed")
 }
+
+// SPEC S2: a new store's files are readable by their owner alone, also
+// in a folder the store did not create (sessions hold prompts, answers
+// and tools' inputs); a database that exists keeps its mode.
+func TestOpen_NewStoreFilesAreTheOwnersAlone(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("file modes are Unix's")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	_, err = s.Save(context.Background(), persistence.SaveOptions{Durable: true}, persistence.Change{
+		Key: persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}, Data: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	for _, name := range []string{"braid.db", "braid.db-wal", "braid.db-shm"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)
+	}
+	require.NoError(t, s.Close())
+
+	require.NoError(t, os.Chmod(filepath.Join(dir, "braid.db"), 0o640))
+	s, err = sqlite.Open(context.Background(), sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	fi, err := os.Stat(filepath.Join(dir, "braid.db"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "an existing database keeps its mode")
+}
