@@ -51,7 +51,8 @@ type NodeRunner interface {
 	// it no longer lists is dropped from the run as moot, SPEC I8; an
 	// answered one stays, for a new answer, while the executor holds it:
 	// an agent result's history that has not grown since the last
-	// INTERRUPTED result says the agent still holds its answers), FAILED
+	// INTERRUPTED result, stopped at a model call's gate as that one was
+	// or not, says the agent still holds its answers), FAILED
 	// (with its error) or CANCELLED. Failures are results, not errors:
 	// RunNode has none.
 	RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult

@@ -1710,7 +1710,9 @@ func (x *orchActor) dropMoot(n *nodeRec, listed []*braidv1.Interrupt, prev, cur 
 // interrupt own of the owner at path owner (at path or below it). An
 // agent holds the answered interrupts of its interrupted cycle until the
 // cycle ends (SPEC A7), and a cycle that ends appends its messages, so
-// the agent holds them while its history has not grown. A nested
+// the agent holds them while its history has not grown; those of a model
+// call's gate go when the gate passes, before the model turn, so it holds
+// them while it still stands at the gate. A nested
 // orchestrator holds those of its nodes that hold them, and its own gate
 // interrupts until the gated node finishes (SPEC M6). Both results must
 // be INTERRUPTED runs of the same execution (a node run to its end
@@ -1721,8 +1723,12 @@ func stillHolds(prev, cur *braidv1.NodeResult, path, owner, own string) bool {
 		return false
 	}
 	if a := cur.GetAgent(); a != nil {
+		// A model call's gate (BeforeModelCall) that passes clears the
+		// agent's interrupts before its model turn, whose tool cycle adds
+		// nothing to the history until it ends: the agent holds a gate's
+		// answers only while it still stands at a gate.
 		p := prev.GetAgent()
-		return owner == path && p != nil && p.GetHistory() == a.GetHistory()
+		return owner == path && p != nil && p.GetHistory() == a.GetHistory() && modelGate(own) == atModelGate(cur)
 	}
 	m, pm := cur.GetMultiAgent(), prev.GetMultiAgent()
 	if m == nil || pm == nil {
@@ -1742,6 +1748,22 @@ func stillHolds(prev, cur *braidv1.NodeResult, path, owner, own string) bool {
 	}
 	node, _, _ := strings.Cut(rest, "/")
 	return stillHolds(nodeResultOf(pm, node), nodeResultOf(m, node), path+"/"+node, owner, own)
+}
+
+// modelGate reports whether an agent's own interrupt id is one of a
+// model call's gate (BeforeModelCall).
+func modelGate(own string) bool { return strings.HasPrefix(own, "v1:before_model_call:") }
+
+// atModelGate reports whether an agent's INTERRUPTED result stopped at a
+// model call's gate: the interrupts it lists are the gate's (an agent's
+// interrupt state holds one stop's kind only, SPEC A7).
+func atModelGate(r *braidv1.NodeResult) bool {
+	for _, w := range r.GetInterrupts() {
+		if _, own := interrupt.SplitOwner(w.GetId()); modelGate(own) {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeResultOf is the result of node in r (nil when it has none).
