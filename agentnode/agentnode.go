@@ -235,7 +235,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			return failed(err)
 		}
 		if st.Interrupted() {
-			return agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts})
+			return waiting(st)
 		}
 	}
 	res, err := r.invoke(ctx, in, emit)
@@ -409,7 +409,7 @@ func (r *agentRunner) recover(ctx context.Context, base int64, resume bool) (don
 	case st.Interrupted() && resume:
 		return false, nil, false, nil // the cut-off run was this resume: run it
 	case st.Interrupted():
-		return true, agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts}), false, nil
+		return true, waiting(st), false, nil
 	case st.Incomplete():
 		return false, nil, true, nil
 	case int64(st.Messages) <= base:
@@ -444,7 +444,7 @@ func (r *agentRunner) recoverReset(ctx context.Context, base int64, _ bool) (don
 	}
 	switch {
 	case st.Interrupted():
-		return true, agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts}), false, nil
+		return true, waiting(st), false, nil
 	case st.Incomplete():
 		return false, nil, true, nil
 	case st.Messages <= len(r.initial):
@@ -462,6 +462,14 @@ func (r *agentRunner) recoverReset(ctx context.Context, base int64, _ bool) (don
 		return false, nil, false, nil
 	}
 	return true, agentResult(&agent.Result{StopReason: agent.StopEndTurn, Message: last}), false, nil
+}
+
+// waiting is the result of a run in which the agent, interrupted as st
+// says, did not run: its interrupts and its history's length, which tells
+// the orchestrator that it still holds the answers it was given
+// (actors.NodeRunner).
+func waiting(st agent.Status) *braidv1.NodeResult {
+	return agentResult(&agent.Result{StopReason: agent.StopInterrupt, Interrupts: st.Interrupts, History: st.Messages})
 }
 
 func agentResult(res *agent.Result) *braidv1.NodeResult {
