@@ -56,7 +56,15 @@ func (in *Inbox) receive(ctx context.Context, stop <-chan struct{}) (any, error)
 			}
 			in.mu.Unlock()
 			if s, ok := m.(startRun); ok {
-				s.run() // an owner's start, which this reader waits for
+				// An owner's start, which this reader waits for. It runs
+				// here only for a reader whose wait nothing can end: a
+				// start may wait for a store, and a context that ends
+				// must end the wait at once (SPEC R5).
+				if ctx.Done() == nil {
+					s.run()
+				} else {
+					in.sys.pool.Go(s.run)
+				}
 				continue
 			}
 			return m, nil

@@ -715,7 +715,8 @@ func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route
 	if e.pid == nil && m.sender != nil {
 		// A caller waits on an Inbox for the answer to m: it runs the
 		// owner's start itself, on its own goroutine, rather than a pool
-		// goroutine it would then wait for (Inbox.receive).
+		// goroutine it would then wait for, unless its wait can end
+		// (Inbox.receive hands the start to the pool then, SPEC R5).
 		if p, ok := c.ActorSystem().ProcessRegistry.Get(m.sender); ok {
 			if ip, ok := p.(inboxProcess); ok {
 				handTo = func(run func()) { ip.in.putStart(ip.gen, run) }

@@ -77,6 +77,9 @@ type Agent struct {
 // registry and activates its actor, which restores the session
 // (Config.Session or Config.Restore) and fires AgentInitializedEvent. ctx
 // bounds the wait for that; the actor loads within Config.LoadTimeout.
+// If ctx ends first, New returns its error at once; a load that still
+// waits for its store keeps the identity bound until it ends (a New of
+// the same identity meanwhile is actors.ErrBound), then releases it.
 //
 // With a Session the identity is (session id, "agent", owner path + id),
 // and a second agent of the same identity in one System is refused with
@@ -120,7 +123,10 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a := &Agent{core: c, sys: sys, binding: b}
 	if _, err := a.ask(ctx, &braidv1.AgentStatusRequest{}); err != nil {
-		_ = b.Unbind(context.WithoutCancel(ctx))
+		// Asked for, and waited for only while ctx lasts: an activation
+		// whose load still waits for its store holds the identity until
+		// the load ends (SPEC R5).
+		_ = b.Unbind(ctx)
 		return nil, err
 	}
 	return a, nil

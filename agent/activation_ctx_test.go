@@ -1,0 +1,123 @@
+package agent_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+)
+
+// SPEC R5: a caller whose context ends while the agent's activation waits
+// for its store (the session load blocked) gets the context's error at
+// once, not when the load ends; the activation is not left half done:
+// once the store answers, the next call works.
+func TestNew_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := &slowLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1), release: make(chan struct{})}
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	built := make(chan error, 1)
+	go func() {
+		_, err := agent.New(ctx, agent.Config{ID: "a", System: sys, Session: sm, Model: model.Scripted(model.TextTurn("hi"))})
+		built <- err
+	}()
+	<-st.loading
+	cancel()
+	select {
+	case err := <-built:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		close(st.release)
+		t.Fatal("New waited for the blocked load after its context was cancelled")
+	}
+	close(st.release)
+	lc.AwaitNoneLive(t) // the cut-short activation ends with its load
+	go func() {
+		for range st.loading { // later loads go through
+		}
+	}()
+	a, err := agent.New(deadline(t), agent.Config{ID: "a", System: sys, Session: sm, Model: model.Scripted(model.TextTurn("hi"))})
+	require.NoError(t, err, "the identity was released: a new agent of it is built")
+	defer func() { _ = a.Close(context.Background()) }()
+	res, err := a.Invoke(deadline(t), agent.Text("hello"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.String())
+}
+
+// deadline is a test's context: a call that deadlocks fails the test
+// instead of hanging it.
+func deadline(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// gatedLoads is a memory store whose loads, while gate holds a channel,
+// report on loading and wait for that channel to close.
+type gatedLoads struct {
+	*persistence.MemoryStore
+	gate    atomic.Pointer[chan struct{}]
+	loading chan struct{}
+}
+
+func (s *gatedLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if g := s.gate.Load(); g != nil {
+		s.loading <- struct{}{}
+		<-*g
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R4, R5: a call to a passivated agent whose re-activation waits for
+// a blocked load ends with its context's error as soon as the context
+// ends; once the store answers, the agent is back with its history.
+func TestStatus_R5_ACancelledContextEndsTheWaitForABlockedReactivation(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := &gatedLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	a, err := agent.New(deadline(t), agent.Config{ID: "a", System: sys, Session: sm, IdleTimeout: time.Millisecond,
+		Model: model.Scripted(model.TextTurn("hi"))})
+	require.NoError(t, err)
+	defer func() { _ = a.Close(context.Background()) }()
+	_, err = a.Invoke(deadline(t), agent.Text("hello"))
+	require.NoError(t, err)
+	lc.AwaitNoneLive(t)
+
+	release := make(chan struct{})
+	st.gate.Store(&release)
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan error, 1)
+	go func() { _, err := a.Status(ctx); asked <- err }()
+	<-st.loading
+	cancel()
+	select {
+	case err := <-asked:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("Status waited for the blocked load after its context was cancelled")
+	}
+	st.gate.Store(nil)
+	close(release)
+	s, err := a.Status(deadline(t))
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.Messages)
+}
