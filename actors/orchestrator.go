@@ -260,6 +260,9 @@ type orchStatus struct {
 
 // NewOrchestrator binds the orchestrator's identity in sys's registry and
 // activates it: it opens its nodes and restores its run from the session.
+// If ctx ends first, it returns ctx's error at once; an activation whose
+// load still waits for its store keeps the identity bound until the load
+// ends, and the close that releases it goes on meanwhile (SPEC R5).
 func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (*Orchestrator, error) {
 	if cfg.LoadTimeout == 0 {
 		cfg.LoadTimeout = 30 * time.Second
@@ -303,7 +306,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	}
 	o.binding = b
 	if _, err := o.Status(ctx); err != nil {
-		_ = o.Close(context.WithoutCancel(ctx))
+		_ = o.Close(ctx) // waited for only while ctx lasts (SPEC R5)
 		return nil, err
 	}
 	return o, nil

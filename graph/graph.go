@@ -24,8 +24,10 @@ type Graph struct {
 
 // Build validates the graph and starts its orchestrator actor, which
 // opens the nodes (building their agents) and restores the run from
-// cfg.Session. ctx bounds the wait. The builder can be changed and built
-// again afterwards; the graph does not see the changes.
+// cfg.Session. ctx bounds the wait: if it ends first, Build returns its
+// error at once, and a load that still waits for its store keeps the
+// graph's identity bound until it ends (SPEC R5). The builder can be
+// changed and built again afterwards; the graph does not see the changes.
 func (b *Builder) Build(ctx context.Context, cfg Config) (*Graph, error) {
 	if cfg.System == nil {
 		sys, err := actors.Default()
@@ -65,7 +67,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 		return nil, err
 	}
 	if err := hooks.Initialized(ctx); err != nil {
-		_ = o.Close(context.WithoutCancel(ctx))
+		_ = o.Close(ctx) // waited for only while ctx lasts (SPEC R5)
 		return nil, err
 	}
 	return o, nil

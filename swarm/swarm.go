@@ -19,9 +19,11 @@ type Swarm struct {
 
 // Build validates the swarm and starts its orchestrator actor, which
 // opens the nodes (building their agents, each with the handoff tool) and
-// restores the run from cfg.Session. ctx bounds the wait. The builder can
-// be changed and built again afterwards; the swarm does not see the
-// changes.
+// restores the run from cfg.Session. ctx bounds the wait: if it ends
+// first, Build returns its error at once, and a load that still waits
+// for its store keeps the swarm's identity bound until it ends (SPEC
+// R5). The builder can be changed and built again afterwards; the swarm
+// does not see the changes.
 func (b *Builder) Build(ctx context.Context, cfg Config) (*Swarm, error) {
 	if cfg.System == nil {
 		sys, err := actors.Default()
@@ -65,7 +67,7 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 		return nil, err
 	}
 	if err := hooks.Initialized(ctx); err != nil {
-		_ = o.Close(context.WithoutCancel(ctx))
+		_ = o.Close(ctx) // waited for only while ctx lasts (SPEC R5)
 		return nil, err
 	}
 	return o, nil

@@ -1,0 +1,85 @@
+package graph_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/actors/actorstest"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
+)
+
+// gatedRunLoads is a memory store whose loads of orchestrator records,
+// while gate holds a channel, report on loading and wait for that
+// channel to close.
+type gatedRunLoads struct {
+	*persistence.MemoryStore
+	gate    atomic.Pointer[chan struct{}]
+	loading chan struct{}
+}
+
+func (s *gatedRunLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if g := s.gate.Load(); g != nil && key.Kind == persistence.KindMultiAgent {
+		s.loading <- struct{}{}
+		<-*g
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R5: a Build whose context ends while the graph's activation waits
+// for its store (the run's load blocked) returns the context's error at
+// once; once the store answers, the identity is released, and the graph
+// is built again and runs.
+func TestBuild_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := &gatedRunLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	release := make(chan struct{})
+	st.gate.Store(&release)
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	builder := func() *graph.Builder {
+		return graph.NewBuilder().AddNode("n", agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) {
+			return []model.ContentBlock{model.Text("done")}, nil
+		}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	built := make(chan error, 1)
+	go func() {
+		_, err := builder().Build(ctx, graph.Config{ID: "g", System: sys, Session: sm})
+		built <- err
+	}()
+	<-st.loading
+	cancel()
+	select {
+	case err := <-built:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("Build waited for the blocked load after its context was cancelled")
+	}
+	st.gate.Store(nil)
+	close(release)
+	lc.AwaitNoneLive(t)
+
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g, err := builder().Build(ctx, graph.Config{ID: "g", System: sys, Session: sm})
+	require.NoError(t, err, "the identity was released: the graph is built again")
+	defer func() { _ = g.Close(context.Background()) }()
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+}
