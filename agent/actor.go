@@ -149,6 +149,21 @@ func runsFor(ctx context.Context, k *core) bool {
 	return false
 }
 
+// activationKey is the context key under which the context of an
+// agent's AgentInitialized hooks names the agent (its *core): its actor
+// answers nothing until the activation, which waits for those hooks, has
+// ended, so the handle refuses their calls (ErrReentrant) rather than
+// wait forever (SPEC R7). Like the caller's other values, it reaches the
+// agents and orchestrators those hooks call.
+type activationKey struct{}
+
+// activating reports whether ctx is (or descends from) the context of
+// k's AgentInitialized hooks.
+func activating(ctx context.Context, k *core) bool {
+	c, _ := ctx.Value(activationKey{}).(*core)
+	return c == k
+}
+
 // localAbandon: the in-process caller of req stopped waiting (its
 // context ended); the AgentCancel with an invocation id of the protobuf
 // protocol, for a request that has a Go identity instead.
@@ -287,7 +302,8 @@ func (x *agentActor) activate() {
 	}
 	x.d = x.core.dataOf(restore)
 	j := newJob(x.core, x.d, x.sess, nil)
-	if err := hook.Run(x.jobCtx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
+	ctx := context.WithValue(x.jobCtx, activationKey{}, x.core)
+	if err := hook.Run(ctx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
 	}
 }

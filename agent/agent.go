@@ -47,7 +47,10 @@ var (
 	// on (a tool that invokes an agent whose tool calls back); the work
 	// would wait for the invocation that waits for it (SPEC R7). Read the agent through ev.Agent (or
 	// Snapshot and Status, which are answered at once), or have an
-	// AfterInvocation hook call Resume.
+	// AfterInvocation hook call Resume. An AgentInitialized hook gets it
+	// for every call of its agent (Status, Snapshot and Cancel, Close
+	// too): the actor answers nothing until its activation, which waits
+	// for the hook, has ended.
 	ErrReentrant = errors.New("an agent's own hook or tool cannot give it more work while it runs: read it through ev.Agent, or resume from AfterInvocation")
 )
 
@@ -578,6 +581,12 @@ func (a *Agent) send(r *request) error {
 	return nil
 }
 
+// activationErr refuses a call of the agent's own AgentInitialized hook:
+// the actor answers once its activation, which waits for the hook, ends.
+func (a *Agent) activationErr() error {
+	return fmt.Errorf("%w: agent %q is being activated (an AgentInitialized hook called it): read it through ev.Agent", ErrReentrant, a.ID())
+}
+
 // abandonCause is why the caller whose context is ctx stopped waiting:
 // its context's error, or actors.ErrCutOff when the caller is a node run
 // whose orchestrator closed or stopped: the invocation is then cut off,
@@ -659,6 +668,9 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 // call after the first waits for the same close and returns its outcome;
 // calls other than Close return ErrClosed from the first on.
 func (a *Agent) Close(ctx context.Context) error {
+	if activating(ctx, a.core) {
+		return a.activationErr()
+	}
 	a.closed.Store(true)
 	return a.closing.Do(ctx, a.shutdown)
 }
@@ -686,6 +698,9 @@ func (a *Agent) shutdown() error {
 func (a *Agent) ask(ctx context.Context, msg any) (any, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
+	}
+	if activating(ctx, a.core) {
+		return nil, a.activationErr()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
