@@ -192,11 +192,13 @@ func (st *Staged) settle(committed bool) {
 // connection that died after the commit, see Store.Save), the owners'
 // next saves are stale and fail with a *ConflictError, which changes
 // nothing: what was committed is never written twice, and the owners
-// open their records again to go on from it.
+// open their records again to go on from it. A nil staged change, or one
+// of another manager's owner, is ErrBadSave before any I/O.
 func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...*Staged) (err error) {
 	defer func() {
 		for _, s := range staged {
 			switch {
+			case s == nil:
 			case s.slot != nil:
 				s.settle(err == nil) // the agent's saves wait for this
 			case err != nil && s.parker != nil:
@@ -207,6 +209,11 @@ func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...
 	var changes []Change
 	var owners []*Owner
 	stale := false // an owner whose last write was not durable
+	for i, s := range staged {
+		if s == nil {
+			return fmt.Errorf("%w: staged change %d is nil", ErrBadSave, i)
+		}
+	}
 	for _, s := range staged {
 		if s.owner.m != m {
 			return fmt.Errorf("%w: %s was opened by another session manager", ErrBadSave, s.owner.key)
@@ -395,8 +402,12 @@ func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) 
 // at a durable point that makes the earlier saves durable. A save against
 // a record changed by another writer fails with a *ConflictError and
 // changes nothing: this writer is stale, and its owner opens the record
-// again (an agent does, see agent.Session).
+// again (an agent does, see agent.Session). Bad input (a nil rec, a
+// shorter history) is ErrBadSave before any I/O, and changes nothing.
 func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoint) error {
+	if rec == nil {
+		return fmt.Errorf("%w: %s: nil record", ErrBadSave, s.key)
+	}
 	return s.save(ctx, rec, -1, point)
 }
 
@@ -406,7 +417,10 @@ func (s *AgentSession) Save(ctx context.Context, rec *AgentRecord, point SavePoi
 // A parked change is merged in: the change staged keeps only what both
 // keep of the stored history, so it carries the parked rewrite too.
 func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
-	if keep < 0 {
+	switch {
+	case rec == nil:
+		return fmt.Errorf("%w: %s: nil record", ErrBadSave, s.key)
+	case keep < 0:
 		return fmt.Errorf("%w: %s: keep %d of the saved messages", ErrBadSave, s.key, keep)
 	}
 	return s.save(ctx, rec, keep, point)
@@ -494,6 +508,9 @@ func (s *AgentSession) saved(p *Staged) int {
 // StageAgent prepares the agent's change for Commit; keep as in Rewrite.
 // Only the data and the messages after keep are encoded.
 func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
+	if rec == nil {
+		return nil, fmt.Errorf("%w: %s: nil record", ErrBadSave, s.key)
+	}
 	if keep < 0 || keep > len(rec.Messages) {
 		return nil, fmt.Errorf("%w: %s: keep %d of a %d-message history", ErrBadSave, s.key, keep, len(rec.Messages))
 	}

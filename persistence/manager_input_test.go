@@ -1,0 +1,48 @@
+package persistence_test
+
+// Bad input to the session manager's writers, and stale staged changes:
+// a typed error before any I/O, nothing changed (SPEC S2, S4, S5).
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/persistence"
+)
+
+// A nil record (to Save, Rewrite or StageAgent) and a nil staged change
+// (to Commit) are ErrBadSave before any I/O: no panic, nothing sent, a
+// parked change still parked, and the writer's next save works.
+func TestAgentSession_NilInputIsErrBadSaveBeforeAnyIO(t *testing.T) {
+	ctx := context.Background()
+	spy := newSpy()
+	m := newManager(t, spy)
+	as, _ := openAgent(t, m)
+	require.NoError(t, as.Save(ctx, agentRec(0, userMsgs("q0")...), persistence.SaveMessage))
+	as.DeferDurable()
+	require.NoError(t, as.Save(ctx, agentRec(1, userMsgs("q0", "a0")...), persistence.SaveInvocation))
+	require.True(t, as.Parked())
+	saves, syncs := spy.counts()
+
+	assert.ErrorIs(t, as.Save(ctx, nil, persistence.SaveMessage), persistence.ErrBadSave)
+	assert.ErrorIs(t, as.Save(ctx, nil, persistence.SaveInvocation), persistence.ErrBadSave)
+	assert.ErrorIs(t, as.Rewrite(ctx, nil, 0, persistence.SaveMessage), persistence.ErrBadSave)
+	_, err := as.StageAgent(nil, 0)
+	assert.ErrorIs(t, err, persistence.ErrBadSave)
+	assert.ErrorIs(t, m.Commit(ctx, persistence.SaveInvocation, nil), persistence.ErrBadSave)
+	taken := as.TakeDeferred()
+	require.NotNil(t, taken)
+	assert.ErrorIs(t, m.Commit(ctx, persistence.SaveInvocation, taken, nil), persistence.ErrBadSave)
+
+	s2, y2 := spy.counts()
+	assert.Equal(t, saves, s2, "nothing sent")
+	assert.Equal(t, syncs, y2, "nothing synced")
+	assert.True(t, as.Parked(), "the taken change is parked again")
+	require.NoError(t, as.Save(ctx, agentRec(2, userMsgs("q0", "a0", "q1")...), persistence.SaveMessage))
+	_, rec, err := m.OpenAgent(ctx, smAgent)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"q0", "a0", "q1"}, msgTexts(rec.Messages))
+}
