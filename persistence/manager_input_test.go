@@ -5,11 +5,13 @@ package persistence_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 )
 
@@ -46,3 +48,35 @@ func TestAgentSession_NilInputIsErrBadSaveBeforeAnyIO(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"q0", "a0", "q1"}, msgTexts(rec.Messages))
 }
+
+// A message that would not load back (OpenAgent refuses what
+// model.Message.Validate refuses) is refused before any I/O, so a save
+// never leaves a record its own writer cannot open (SPEC S5).
+func TestAgentSession_AMessageThatWouldNotLoadIsErrBadSaveBeforeAnyIO(t *testing.T) {
+	ctx := context.Background()
+	spy := newSpy()
+	m := newManager(t, spy)
+	as, _ := openAgent(t, m)
+	require.NoError(t, as.Save(ctx, agentRec(0, userMsgs("q0")...), persistence.SaveMessage))
+	saves, _ := spy.counts()
+
+	bad := []model.Message{
+		{Role: "system", Content: []model.ContentBlock{{Text: ptr("x")}}},
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{{}}},
+		{Role: model.RoleAssistant, Content: []model.ContentBlock{{ToolUse: &model.ToolUse{Input: json.RawMessage(`{}`)}}}},
+	}
+	for _, msg := range bad {
+		err := as.Save(ctx, agentRec(1, model.UserText("q0"), msg), persistence.SaveMessage)
+		assert.ErrorIs(t, err, persistence.ErrBadSave, "%+v", msg)
+		err = as.Rewrite(ctx, agentRec(1, msg), 0, persistence.SaveMessage)
+		assert.ErrorIs(t, err, persistence.ErrBadSave, "%+v", msg)
+	}
+	s2, _ := spy.counts()
+	assert.Equal(t, saves, s2, "nothing sent")
+	assert.Equal(t, 1, as.Messages())
+	_, rec, err := m.OpenAgent(ctx, smAgent)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"q0"}, msgTexts(rec.Messages))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -506,7 +506,9 @@ func (s *AgentSession) saved(p *Staged) int {
 }
 
 // StageAgent prepares the agent's change for Commit; keep as in Rewrite.
-// Only the data and the messages after keep are encoded.
+// Only the data and the messages after keep are encoded, and checked: a
+// message model.Message.Validate refuses (which OpenAgent would refuse
+// as damage), or data or a message that does not encode, is ErrBadSave.
 func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	if rec == nil {
 		return nil, fmt.Errorf("%w: %s: nil record", ErrBadSave, s.key)
@@ -523,13 +525,18 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	}
 	data, err := appendAgentData(nil, d)
 	if err != nil {
-		return nil, fmt.Errorf("session: agent data is not JSON-encodable: %w", err)
+		return nil, fmt.Errorf("%w: %s: agent data is not JSON-encodable: %w", ErrBadSave, s.key, err)
 	}
 	appended := make([]json.RawMessage, 0, len(rec.Messages)-keep)
 	for i, msg := range rec.Messages[keep:] {
+		// OpenAgent refuses a message Validate refuses: saved, it would
+		// leave a record no writer can open (SPEC S5).
+		if err := msg.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %s: message %d would not load back: %w", ErrBadSave, s.key, keep+i, err)
+		}
 		b, err := msg.AppendJSON(nil)
 		if err != nil {
-			return nil, fmt.Errorf("session: message %d is not JSON-encodable: %w", keep+i, err)
+			return nil, fmt.Errorf("%w: %s: message %d is not JSON-encodable: %w", ErrBadSave, s.key, keep+i, err)
 		}
 		appended = append(appended, b)
 	}
