@@ -80,3 +80,34 @@ func TestAgentSession_AMessageThatWouldNotLoadIsErrBadSaveBeforeAnyIO(t *testing
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// SPEC S4: a change staged before another commit of its owner is stale,
+// even one that was empty when staged (its data was the stored data then):
+// committed after, it fails with a *ConflictError and changes nothing,
+// instead of being skipped as if it had been saved.
+func TestOwner_AStaleStagedChangeConflictsEvenWhenEmpty(t *testing.T) {
+	ctx := context.Background()
+	spy := newSpy()
+	m := newManager(t, spy)
+	o, _, err := m.Open(ctx, persistence.KindMultiAgent, "g")
+	require.NoError(t, err)
+	first, err := o.Stage(json.RawMessage(`{"n":1}`), 0, nil)
+	require.NoError(t, err)
+	require.NoError(t, m.Commit(ctx, persistence.SaveMessage, first))
+
+	same, err := o.Stage(json.RawMessage(`{"n":1}`), 0, nil) // nothing new: empty
+	require.NoError(t, err)
+	other, err := o.Stage(json.RawMessage(`{"n":2}`), 0, nil)
+	require.NoError(t, err)
+	require.NoError(t, m.Commit(ctx, persistence.SaveMessage, other))
+	v := o.Version()
+
+	err = m.Commit(ctx, persistence.SaveMessage, same)
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.ErrorIs(t, err, persistence.ErrConflict)
+	assert.Equal(t, v, o.Version())
+	rec, err := spy.Load(ctx, o.Key())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":2}`, string(rec.Data))
+}

@@ -134,7 +134,8 @@ func (o *Owner) Messages() int { return o.count }
 
 // Stage prepares a change: data replaces the record's data, and appended
 // follows the first keep stored messages (keep = Messages() to append).
-// A change that would change nothing is staged as empty: Commit skips it.
+// A change that would change nothing is staged as empty: Commit skips it,
+// unless the owner has saved since (then it is stale: a *ConflictError).
 func (o *Owner) Stage(data json.RawMessage, keep int, appended []json.RawMessage) (*Staged, error) {
 	if keep < 0 || keep > o.count {
 		return nil, fmt.Errorf("%w: %s: keep %d of %d stored messages", ErrBadSave, o.key, keep, o.count)
@@ -220,6 +221,11 @@ func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...
 		}
 		stale = stale || !s.owner.durable
 		if s.empty {
+			if o := s.owner; s.change.Base != o.version || s.change.Incarnation != o.incarnation {
+				// Empty against a version its owner has saved over since:
+				// stale like any other change (SPEC S4).
+				return &ConflictError{Key: o.key, Expected: s.change.Base, Actual: o.version}
+			}
 			continue
 		}
 		changes = append(changes, s.change)
