@@ -366,3 +366,36 @@ func TestAgentSession_EndDeferralMakesTheNextDurableSaveCommit(t *testing.T) {
 		assert.Equal(t, []string{"q0", "a0", "cancelled"}, storedTexts(t, m))
 	})
 }
+
+// SPEC S4: a parked change whose record another writer has saved over
+// since can never commit. Its orchestrator's commit of it fails with a
+// *ConflictError, and so does the agent's next save; after that nothing is
+// parked (the agent may open its record again and go on from the store),
+// and the orchestrator's next commit, with nothing of the agent to take,
+// succeeds instead of failing on the stale change again.
+func TestAgentSession_AStaleParkedChangeIsDroppedByItsConflict(t *testing.T) {
+	eachStore(t, func(t *testing.T, st persistence.Store) {
+		ctx := context.Background()
+		m, as := parkedAgent(t, st, "q0")
+		require.NoError(t, as.Save(ctx, agentRec(1, userMsgs("q0", "a0")...), persistence.SaveInvocation))
+		require.True(t, as.Parked())
+
+		other, err := persistence.NewSessionManager(st, m.SessionID())
+		require.NoError(t, err)
+		w2, _, err := other.OpenAgent(ctx, "a")
+		require.NoError(t, err)
+		require.NoError(t, w2.Save(ctx, agentRec(2, userMsgs("q0", "elsewhere")...), persistence.SaveInvocation))
+
+		taken := as.TakeDeferred()
+		require.NotNil(t, taken)
+		err = m.Commit(ctx, persistence.SaveInvocation, orchestratorChange(t, m, 1), taken)
+		require.ErrorIs(t, err, persistence.ErrConflict)
+
+		err = as.Save(ctx, agentRec(3, userMsgs("q0", "a0", "q1")...), persistence.SaveMessage)
+		require.ErrorIs(t, err, persistence.ErrConflict)
+		assert.False(t, as.Parked(), "a change that can never commit is not kept parked")
+		assert.Nil(t, as.TakeDeferred())
+		require.NoError(t, m.Commit(ctx, persistence.SaveInvocation, orchestratorChange(t, m, 1)))
+		assert.Equal(t, []string{"q0", "elsewhere"}, storedTexts(t, m))
+	})
+}

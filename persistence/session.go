@@ -167,15 +167,15 @@ type parkedSlot struct {
 }
 
 // settle ends the flight of a change taken from its agent, once its
-// Commit has ended: committed, or parked again for the agent's next save;
-// the agent's saves that waited for it go on.
-func (st *Staged) settle(committed bool) {
+// Commit has ended: committed or stale (done), or parked again for the
+// agent's next save; the agent's saves that waited for it go on.
+func (st *Staged) settle(done bool) {
 	s, cur := st.parker, st.slot
 	if s == nil || cur == nil {
 		return
 	}
 	var next *parkedSlot
-	if !committed {
+	if !done {
 		next = &parkedSlot{st: st}
 	}
 	if s.slot.CompareAndSwap(cur, next) {
@@ -189,7 +189,10 @@ func (st *Staged) settle(committed bool) {
 // (Store.Sync), unless the owners' last writes already were. A failed
 // Commit leaves the owners at the versions they had: an agent's parked
 // change (TakeDeferred) is parked again, and the agent's next save
-// carries it. If the store committed it but could not say so (a server's
+// carries it, unless the Commit failed with a *ConflictError naming the
+// agent: its writer is stale, and a change based on its version can never
+// commit, so it is dropped (the agent opens its record again and goes on
+// from the store). If the store committed it but could not say so (a server's
 // connection that died after the commit, see Store.Save), the owners'
 // next saves are stale and fail with a *ConflictError, which changes
 // nothing: what was committed is never written twice, and the owners
@@ -201,8 +204,8 @@ func (m *SessionManager) Commit(ctx context.Context, point SavePoint, staged ...
 			switch {
 			case s == nil:
 			case s.slot != nil:
-				s.settle(err == nil) // the agent's saves wait for this
-			case err != nil && s.parker != nil:
+				s.settle(err == nil || conflictsOn(err, s.owner.key)) // the agent's saves wait for this
+			case err != nil && s.parker != nil && !conflictsOn(err, s.owner.key):
 				s.parker.slot.CompareAndSwap(nil, &parkedSlot{st: s})
 			}
 		}
@@ -305,7 +308,9 @@ type AgentSession struct {
 // saves (actors.DeferCommit), and when its agent is activated during
 // such a run. Nothing parked is lost: a later save of the agent, durable
 // or not, is merged with the parked change into one change based on the
-// last commit (parked again, or committed at once, carrying it).
+// last commit (parked again, or committed at once, carrying it). A
+// *ConflictError naming the agent (its Commit's or a save's) drops it: its
+// writer is stale, and the change could never commit.
 func (s *AgentSession) DeferDurable() { s.defer_.Store(true) }
 
 // EndDeferral ends the deferral without taking the parked change: a
@@ -436,7 +441,8 @@ func (s *AgentSession) Rewrite(ctx context.Context, rec *AgentRecord, keep int, 
 // parked change on its own goroutine at any time (TakeDeferred): a save
 // that finds it taken waits for its commit; else it claims the slot
 // while it stages and commits, and gives the parked change back if it
-// fails (a failed save leaves the writer as it was).
+// fails (a failed save leaves the writer as it was), unless it failed
+// with a *ConflictError naming this writer's key.
 func (s *AgentSession) save(ctx context.Context, rec *AgentRecord, keep int, point SavePoint) error {
 	var cur *parkedSlot
 	for {
@@ -455,8 +461,11 @@ func (s *AgentSession) save(ctx context.Context, rec *AgentRecord, keep int, poi
 	if cur != nil {
 		p = cur.st
 	}
+	// giveBack parks p again when the save fails, unless err says this
+	// writer is stale: p, based on its version too, could never commit.
+	var err error
 	giveBack := func() {
-		if p != nil {
+		if p != nil && !conflictsOn(err, s.key) {
 			s.slot.CompareAndSwap(nil, &parkedSlot{st: p})
 		}
 	}
@@ -495,11 +504,18 @@ func (s *AgentSession) save(ctx context.Context, rec *AgentRecord, keep int, poi
 		}
 		return s.m.Commit(ctx, point, st) // failed, it parks st again
 	}
-	if err := s.m.Commit(ctx, point, st); err != nil {
+	if err = s.m.Commit(ctx, point, st); err != nil {
 		giveBack()
 		return err
 	}
 	return nil
+}
+
+// conflictsOn reports whether err is a *ConflictError naming key: a
+// writer of key based on the version it had is stale for good.
+func conflictsOn(err error, key Key) bool {
+	var ce *ConflictError
+	return errors.As(err, &ce) && ce.Key == key
 }
 
 // saved is how many messages the agent's last save left: the parked
