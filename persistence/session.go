@@ -283,6 +283,12 @@ type agentData struct {
 }
 
 // AgentSession is one agent's writer (an Owner that speaks AgentRecords).
+// Its agent calls it one call at a time, as an Owner; DeferDurable,
+// EndDeferral, TakeDeferred and Parked are safe to call from any
+// goroutine meanwhile (an orchestrator takes the parked change on its
+// own). The Commit of a taken change updates the writer's Version and
+// Messages on the committer's goroutine: read them only in between the
+// agent's own saves, with no such Commit in flight.
 type AgentSession struct {
 	*Owner
 	// defer_ parks the durable saves for TakeDeferred (DeferDurable).
