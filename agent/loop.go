@@ -438,7 +438,14 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	if p := a.pendingCopy(); p != nil {
 		cycle.loaded, cycle.id = true, p.Cycle
 		for _, s := range p.Started { // cut off by a crash (SPEC S6)
-			cycle.markStarted(s)
+			// A mark is its call's: of the unfinished uses with its id
+			// (a model may repeat one), the first one without a mark.
+			for i, u := range uses {
+				if _, marked := cycle.started[i]; !marked && results[i] == nil && u.ToolUseID == s.ToolUseID {
+					cycle.markStarted(i, s)
+					break
+				}
+			}
 		}
 	}
 	if cycle.id == "" { // a new cycle, or one stored before cycles had ids
@@ -739,9 +746,11 @@ type toolCycle struct {
 	uses      []model.ToolUse
 	mu        sync.Mutex
 	results   []*model.ToolResult
-	// started: at-most-once tools started and without a result, by tool-use
-	// id; those loaded with the pending cycle were cut off by a crash.
-	started map[string]ToolStart
+	// started: at-most-once tools started and without a result, by index
+	// in uses (not by tool-use id: a model may give two calls one id, and
+	// each has a start of its own); those loaded with the pending cycle
+	// were cut off by a crash.
+	started map[int]ToolStart
 	// saved: the pending cycle is in the session.
 	saved bool
 	// mayCarry: the cycle's last result may be left to the pair's save
@@ -834,48 +843,49 @@ func (c *toolCycle) pendingLocked() *Pending {
 	for i, x := range c.results {
 		if x != nil {
 			p.Completed = append(p.Completed, x.Clone())
-		} else if s, ok := c.started[c.uses[i].ToolUseID]; ok {
+		} else if s, ok := c.started[i]; ok {
 			p.Started = append(p.Started, s)
 		}
 	}
 	return p
 }
 
-// markStarted records s; the map is made at the first mark (most cycles
-// have no at-most-once tool). The caller holds c.mu, or owns c alone.
-func (c *toolCycle) markStarted(s ToolStart) {
+// markStarted records s as the start of call i; the map is made at the
+// first mark (most cycles have no at-most-once tool). The caller holds
+// c.mu, or owns c alone.
+func (c *toolCycle) markStarted(i int, s ToolStart) {
 	if c.started == nil {
-		c.started = make(map[string]ToolStart, 1)
+		c.started = make(map[int]ToolStart, 1)
 	}
-	c.started[s.ToolUseID] = s
+	c.started[i] = s
 }
 
-// crashed returns the start mark of a tool cut off by a crash, if any.
-func (c *toolCycle) crashed(id string) (ToolStart, bool) {
+// crashed returns the start mark of call i if a crash cut it off.
+func (c *toolCycle) crashed(i int) (ToolStart, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.started[id]
+	s, ok := c.started[i]
 	return s, ok
 }
 
 // start saves durably that an at-most-once tool starts (SPEC S6), before
 // it runs; a failed save fails the invocation and the tool does not run.
-func (c *toolCycle) start(id string) bool {
+func (c *toolCycle) start(i int, id string) bool {
 	a := c.inv.a
 	if a.sess == nil {
 		return true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.markStarted(ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()})
+	c.markStarted(i, ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()})
 	return c.saveLocked(persistence.SaveToolStart)
 }
 
 // unstart forgets a start mark: the tool returned (an interrupt), it was
 // not cut off. The next save records it.
-func (c *toolCycle) unstart(id string) {
+func (c *toolCycle) unstart(i int) {
 	c.mu.Lock()
-	delete(c.started, id)
+	delete(c.started, i)
 	c.mu.Unlock()
 }
 
@@ -886,7 +896,7 @@ func (c *toolCycle) record(i int, r model.ToolResult) {
 	a := c.inv.a
 	c.mu.Lock()
 	c.results[i] = &r
-	delete(c.started, r.ToolUseID)
+	delete(c.started, i)
 	saved := true
 	if a.sess != nil {
 		if c.carriedLocked(i) {
@@ -1181,13 +1191,13 @@ func (t *toolTask) Run(ctx context.Context) bool {
 	if !once && !t.cycle.ensureSaved() {
 		return false
 	}
-	if mark, ok := t.cycle.crashed(id); ok && once {
+	if mark, ok := t.cycle.crashed(t.i); ok && once {
 		if rerun, stop := t.recover(ctx, mark); !rerun {
 			return stop
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		if once && !t.cycle.start(id) {
+		if once && !t.cycle.start(t.i, id) {
 			return false
 		}
 		tc := tool.NewContext(t.use, a.scope(interrupt.SourceTool, func(name string) string { return interrupt.ToolCallID(id, name) }), a.kv, inv.values,
@@ -1195,7 +1205,7 @@ func (t *toolTask) Run(ctx context.Context) bool {
 		info := callInfo{cycle: t.cycle.id, rerun: t.cycle.loaded && attempt == 0}
 		content, err := tool.Invoke(context.WithValue(ctx, callInfoKey{}, info), t.tool, tc, t.use.Input)
 		if tc.Interrupted() {
-			t.cycle.unstart(id)
+			t.cycle.unstart(t.i)
 			inv.markInterrupted()
 			return true
 		}
