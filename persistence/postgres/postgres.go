@@ -64,10 +64,23 @@ const serializationFailure = "40001"
 // closed under it.
 const cancelGrace = 5 * time.Second
 
+// sessionLock, followed by a parameter and "))", takes the transaction's
+// lock on the session the parameter names; every writer of a session
+// takes it first.
+const sessionLock = `pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext(`
+
 // lockSQL sets the transaction's synchronous_commit (PostgreSQL reads it
 // at commit) and takes the transaction's lock on one session.
 const lockSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
-  pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($2))`
+  ` + sessionLock + `$2))`
+
+// synchronousCommit is lockSQL's $1 for a save durable or not.
+func synchronousCommit(durable bool) string {
+	if durable {
+		return "on"
+	}
+	return "off"
+}
 
 // New connects, with the defaults for cfg's zero fields, and creates the
 // tables if they do not exist (see the package doc for the role this
@@ -179,7 +192,7 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	q := querier{s, tx}
 	var xid string  // the transaction's id, to ask after it (see outcome)
 	var run *string // the server's run it is of (see runSQL)
-	if err := tx.QueryRow(ctx, s.lockXid, map[bool]string{false: "off", true: "on"}[durable], sessionID).Scan(nil, nil, &xid, &run); err != nil {
+	if err := tx.QueryRow(ctx, s.lockXid, synchronousCommit(durable), sessionID).Scan(nil, nil, &xid, &run); err != nil {
 		return c.Conn().IsClosed(), s.wrap(ctx, "exec", err)
 	}
 	if err := fn(q); err != nil {
@@ -208,8 +221,7 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 
 // lockXidSQL is lockSQL that also gives the transaction's id and, with
 // runSQL appended (Store.lockXid), the server's run.
-const lockXidSQL = `SELECT pg_catalog.set_config('synchronous_commit', $1, true),
-  pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($2)),
+const lockXidSQL = lockSQL + `,
   pg_catalog.pg_current_xact_id()::text, `
 
 // runSQL names the server's run that a transaction id is of: a crash
@@ -252,7 +264,7 @@ func (s *Store) outcome(ctx context.Context, sessionID, xid, run string) (commit
 		defer tx.Rollback(context.WithoutCancel(ctx))
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_catalog.set_config('lock_timeout', $1, true)`, s.lockWait)
-		b.Queue(`SELECT pg_catalog.pg_advisory_xact_lock(1651663209, pg_catalog.hashtext($1))`, sessionID)
+		b.Queue(`SELECT `+sessionLock+`$1))`, sessionID)
 		b.Queue(`SELECT pg_catalog.pg_xact_status($1::xid8), `+runSQL, xid).QueryRow(func(r pgx.Row) error { return r.Scan(&status, &now) })
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return c.Conn().IsClosed(), err
@@ -490,7 +502,7 @@ func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Chan
 		stmt = appendCreate
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockSQL, map[bool]string{false: "off", true: "on"}[durable], c.Key.SessionID)
+	b.Queue(lockSQL, synchronousCommit(durable), c.Key.SessionID)
 	b.Queue(stmt, c.Key.SessionID, string(c.Key.Kind), c.Key.ID, persistence.SchemaVersion, c.Base+1,
 		sqlstore.Timestamp(time.Now()), string(c.Data), c.From+len(c.Messages), c.From, msgs, c.Incarnation)
 	conn, err := s.pool.Acquire(ctx)
