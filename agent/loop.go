@@ -264,9 +264,8 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 	a := inv.a
 	for {
 		var assistant model.Message
-		var completed []model.ToolResult
 		if a.pending != nil && a.pending.Kind == PendingTools {
-			assistant, completed = *a.pending.Message, a.pending.Completed
+			assistant = *a.pending.Message
 		} else {
 			if inv.cancelled(ctx) {
 				return inv.cancelledStop(ctx, inv.lastMessage())
@@ -292,7 +291,7 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 			}
 			assistant = msg
 		}
-		res, err := inv.toolCycle(ctx, assistant, completed)
+		res, err := inv.toolCycle(ctx, assistant)
 		if err != nil {
 			return nil, inv.ctxErr(ctx, err)
 		}
@@ -415,7 +414,7 @@ func (inv *invocation) callModel(ctx context.Context, req *model.Request) (msg m
 // toolCycle runs the tools of one assistant message (SPEC A3–A8). It returns
 // a non-nil Result when the invocation stops, nil to go on to the next model
 // call.
-func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, completed []model.ToolResult) (*Result, error) {
+func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message) (*Result, error) {
 	a := inv.a
 	inv.mu.Lock()
 	inv.metrics.Cycles++
@@ -423,30 +422,15 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 	inv.mu.Unlock()
 
 	uses := assistant.ToolUses()
-	results := make([]*model.ToolResult, len(uses))
-	for _, r := range completed {
-		for i, u := range uses {
-			if results[i] == nil && u.ToolUseID == r.ToolUseID {
-				rc := r.Clone()
-				results[i] = &rc
-				break
-			}
-		}
-	}
-	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results,
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses,
 		mayCarry: a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)}
-	if p := a.pendingCopy(); p != nil {
+	if p := a.pendingCopy(); p != nil && p.Kind == PendingTools {
+		// Carried on: its finished results, and the start marks of the
+		// at-most-once calls a crash cut off (SPEC S6).
 		cycle.loaded, cycle.id = true, p.Cycle
-		for _, s := range p.Started { // cut off by a crash (SPEC S6)
-			// A mark is its call's: of the unfinished uses with its id
-			// (a model may repeat one), the first one without a mark.
-			for i, u := range uses {
-				if _, marked := cycle.started[i]; !marked && results[i] == nil && u.ToolUseID == s.ToolUseID {
-					cycle.markStarted(i, s)
-					break
-				}
-			}
-		}
+		cycle.results, cycle.started = p.place(uses)
+	} else {
+		cycle.results = make([]*model.ToolResult, len(uses))
 	}
 	if cycle.id == "" { // a new cycle, or one stored before cycles had ids
 		// 64 random bits: unique among an owner's cycles for any purpose,
@@ -474,7 +458,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 
 	var remaining []int
 	for i := range uses {
-		if results[i] == nil {
+		if cycle.results[i] == nil {
 			remaining = append(remaining, i)
 		}
 	}
@@ -840,11 +824,19 @@ func (c *toolCycle) pendingLocked() *Pending {
 	// outlives the cycle, and must not keep it (and its job) in memory.
 	assistant := c.assistant
 	p := &Pending{Kind: PendingTools, Message: &assistant, Completed: make([]model.ToolResult, 0, len(c.results)), Cycle: c.id}
+	// Places are kept only when an id alone cannot tell the calls apart.
+	placed := repeatsID(c.uses)
 	for i, x := range c.results {
 		if x != nil {
 			p.Completed = append(p.Completed, x.Clone())
+			if placed {
+				p.CompletedUses = append(p.CompletedUses, i)
+			}
 		} else if s, ok := c.started[i]; ok {
 			p.Started = append(p.Started, s)
+			if placed {
+				p.StartedUses = append(p.StartedUses, i)
+			}
 		}
 	}
 	return p
