@@ -24,7 +24,10 @@ import (
 // orchestrator's actor, valid during the call it is given to.
 type RunView struct{ x *orchActor }
 
-// Task returns the run's task.
+// Task returns the run's task. The value is the run's own: a run loaded
+// from the store (restored on activation, or reloaded after a failed
+// save) has a new one, so a policy that keeps scratch state from step to
+// step can tell, by it, a run it has not seen.
 func (v *RunView) Task() *braidv1.AgentInput { return v.x.task }
 
 // Nodes returns the node ids in configuration order.

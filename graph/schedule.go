@@ -31,6 +31,12 @@ type policy struct {
 	// dead: the nodes found unable to run this run, kept from step to step
 	// when that cannot change (see canRun); nil when it can.
 	dead []bool
+	// run is the task of the run that scanned, held and dead are about.
+	// The orchestrator gives a run it loads from the store (a restore, or
+	// the reload after a failed save, which may take the run back to an
+	// earlier point or to another writer's) a task value of its own: a
+	// Next on another task than run's knows nothing of it, and forgets.
+	run *braidv1.AgentInput
 }
 
 // newPolicy returns the scheduling of t.
@@ -44,8 +50,7 @@ func newPolicy(t *topology) *policy {
 
 // Begin implements actors.Policy.
 func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
-	p.scanned, p.held = false, p.held[:0]
-	clear(p.dead)
+	p.forget(v)
 	starts := make([]actors.NodeStart, 0, len(p.t.entries))
 	for _, id := range p.t.entries {
 		starts = append(starts, actors.NodeStart{Node: id, Input: v.Task()})
@@ -74,9 +79,13 @@ func (p *policy) Begin(v *actors.RunView) ([]actors.NodeStart, error) {
 // held one, not only those below node, starts the same nodes.) It looks
 // at every node when a condition could change its answer with node's
 // end (the graph has conditional edges), and at the first Next of a
-// policy or of a run (a run restored from the store is looked at whole
-// once, which finds the held nodes again).
+// policy or of a run (a run restored or reloaded from the store is
+// looked at whole once, which finds the held nodes again, and what was
+// kept of the run as it stood before is forgotten).
 func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, string) {
+	if v.Task() != p.run {
+		p.forget(v) // a run loaded from the store: looked at whole
+	}
 	s := p.begin(v)
 	defer func() { s.v, s.st = nil, nil }() // keep no view past the call
 	var starts []actors.NodeStart
@@ -129,6 +138,14 @@ func (p *policy) Next(v *actors.RunView, node string) ([]actors.NodeStart, strin
 	slices.Sort(held)
 	p.held, p.heldNext = held, p.held
 	return starts, ""
+}
+
+// forget drops what the policy kept of an earlier run (or of the same
+// run at another point): the next Next looks at every node.
+func (p *policy) forget(v *actors.RunView) {
+	p.run = v.Task()
+	p.scanned, p.held = false, p.held[:0]
+	clear(p.dead)
 }
 
 // step is the run as one scheduling step sees it, by node index, read
