@@ -118,10 +118,7 @@ func (r *mixedRig) afterCrash(t *testing.T) persistence.Store {
 	_, err := r.agent(t, &watchStore{MemoryStore: persistence.NewMemoryStore()}).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	r.crashing.Store(false)
-	require.NotNil(t, r.crash)
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st, r.crash))
-	return st
+	return restoreCrash(t, r.crash)
 }
 
 // SPEC S6, A6, A3: a crash in a cycle of four tools, two finished (one of

@@ -71,10 +71,7 @@ func (r *dupCrashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.
 	res, err := r.agent(t, persistence.NewMemoryStore(), opts...).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
-	require.NotNil(t, r.crash)
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st, r.crash))
-	return st
+	return restoreCrash(t, r.crash)
 }
 
 // SPEC S6, A3: carried on after a crash, a cycle whose calls share a

@@ -60,6 +60,16 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 		Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t)})
 }
 
+// restoreCrash returns a fresh store holding exp, what a crash left: the
+// new process's store.
+func restoreCrash(t *testing.T, exp *persistence.SessionExport) persistence.Store {
+	t.Helper()
+	require.NotNil(t, exp, "the run copied the store")
+	st := persistence.NewMemoryStore()
+	require.NoError(t, persistence.Import(context.Background(), st, exp))
+	return st
+}
+
 // afterCrash runs the tool once (copying the store mid-tool) and returns a
 // fresh store holding what the crash left.
 func (r *crashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.Store {
@@ -69,10 +79,7 @@ func (r *crashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.Sto
 	res, err := r.agent(t, first, opts...).Invoke(ctx, agent.Text("delete a"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
-	require.NotNil(t, r.crash)
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st, r.crash))
-	return st
+	return restoreCrash(t, r.crash)
 }
 
 // SPEC S6: an at-most-once tool cut off by a crash is not run again on
