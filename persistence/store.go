@@ -179,9 +179,12 @@ type Store interface {
 	// change is written, once. The same changes sent again are then
 	// stale: a *ConflictError that changes nothing, never a second write.
 	Save(ctx context.Context, opts SaveOptions, changes ...Change) ([]int64, error)
-	// Sync makes every save committed so far through this store durable,
-	// as a durable Save would (SPEC I9): the session manager calls it at a
-	// durable point that has nothing new to save.
+	// Sync makes every save committed so far durable, as a durable Save
+	// would (SPEC I9): those through this store and, for stores that share
+	// data between processes, those of other writers that it can read (a
+	// record loaded from a writer killed before its next durable point).
+	// The session manager calls it at a durable point that has nothing
+	// new to save.
 	Sync(ctx context.Context) error
 	// Delete removes the record; deleting a missing record is not an error.
 	// Like DeleteSession, it is durable when it returns (SPEC I9): a

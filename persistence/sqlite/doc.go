@@ -26,7 +26,10 @@
 // makes every earlier commit durable too; the committing caller gives the
 // write connection back before it syncs, so the next group commits while
 // the WAL syncs, and one fsync serves every durable save committed before
-// it began. Sync is such an fsync. A failed fsync fails every later
+// it began. Sync is such an fsync, also of the commits of other Stores
+// and processes on the folder (PRAGMA data_version tells them), and of a
+// WAL found holding frames at Open (a writer killed before its durable
+// point may have left them unsynced). A failed fsync fails every later
 // durable save and Sync with ErrDurability (reopen the store). Loads run
 // on the write connection when no caller commits (its page cache holds
 // what the saves wrote), else on a pool of their own, concurrently with

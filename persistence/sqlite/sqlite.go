@@ -90,6 +90,16 @@ type Store struct {
 type writer struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// version is the connection's PRAGMA data_version when Sync last
+	// looked (or the store opened): it changes when another connection,
+	// another Store's or process's, commits.
+	version int64
+}
+
+// dataVersion returns the connection's PRAGMA data_version.
+func (w *writer) dataVersion(ctx context.Context) (v int64, err error) {
+	err = w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v)
+	return v, err
 }
 
 // request is one member of a group: a save, a delete or a sync.
@@ -138,6 +148,12 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		f.Close()
 	}
 	s.wal = newWALSync(s.path + "-wal")
+	// A WAL that holds frames already may hold commits of a writer that
+	// was killed before its next durable point: the first Sync (or
+	// durable save) syncs them, as if this store had committed them.
+	if fi, err := os.Stat(s.wal.path); err == nil && fi.Size() > 0 {
+		s.wal.commit()
+	}
 	// Every commit is at synchronous=NORMAL (OFF without fsync); a durable
 	// point then waits for an fsync of the WAL (walSync).
 	level := map[bool]string{false: "NORMAL", true: "OFF"}[cfg.NoFsync]
@@ -167,6 +183,9 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		if err != nil { // nothing of a failed Init is kept
 			_ = q.Exec(ctx, "ROLLBACK")
 		}
+	}
+	if err == nil {
+		w.version, err = w.dataVersion(ctx)
 	}
 	for _, query := range sqlstore.Reads() {
 		if err == nil {
@@ -520,7 +539,10 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 }
 
 // Sync implements persistence.Store: an fsync of the WAL, unless one that
-// started after the Store's last commit has run already.
+// started after the last commit of any writer of the database (this
+// Store's, another's, another process's) has run already. Other writers'
+// commits are told by the write connection's PRAGMA data_version, and,
+// for those before the Store opened, by a WAL that holds frames at Open.
 func (s *Store) Sync(ctx context.Context) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -530,6 +552,23 @@ func (s *Store) Sync(ctx context.Context) error {
 	}
 	if s.cfg.NoFsync {
 		return nil
+	}
+	var w *writer
+	select {
+	case w = <-s.token:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return persistence.ErrClosed
+	}
+	v, err := w.dataVersion(context.WithoutCancel(ctx))
+	if err == nil && v != w.version {
+		w.version = v
+		s.wal.commit() // others' commits, for the fsync to cover
+	}
+	s.token <- w
+	if err != nil {
+		return s.wrap("sync", err)
 	}
 	return s.wal.all()
 }

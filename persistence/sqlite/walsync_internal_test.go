@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -230,4 +231,47 @@ func TestWALSync_S4_ASaveThatCommittedAndSyncedReportsSuccessWhenItsContextEndsD
 		require.NoError(t, err)
 		require.Equal(t, int64(i+1), r.Version)
 	}
+}
+
+// SPEC S2, I9: Sync makes durable every save the store can read, whoever
+// committed it: a save another store (another process) committed at a
+// point that was not durable, or that a writer killed before its next
+// durable point left in the WAL, is covered by an fsync of the WAL that
+// began after Sync was called, though this store committed nothing since
+// its own last fsync. (The session manager syncs at a durable point with
+// nothing new to save when its owner's record was loaded, not saved, by
+// it.) Sync with no commit of any writer since the last fsync still runs
+// none.
+func TestWALSync_SyncCoversSavesOtherWritersCommitted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	other, err := Open(ctx, Config{Dir: dir})
+	require.NoError(t, err)
+	defer other.Close()
+	saveOther := func(id string) {
+		_, err := other.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key: persistence.Key{SessionID: "wal", Kind: persistence.KindAgent, ID: id}, Data: json.RawMessage(`{}`), Incarnation: 1})
+		require.NoError(t, err)
+	}
+	saveOther("a") // in the WAL, not synced, before s opens
+	s, err := Open(ctx, Config{Dir: dir})
+	require.NoError(t, err)
+	defer s.Close()
+	var fsyncs atomic.Int32
+	s.wal.sync = func(f *os.File) error { fsyncs.Add(1); return f.Sync() }
+	require.True(t, stored(s, "a"))
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, int32(1), fsyncs.Load(), "Sync after opening a WAL that holds another writer's commit")
+
+	require.NoError(t, <-saveAsync(s, "b", true)) // this store's own fsync
+	require.Equal(t, int32(2), fsyncs.Load())
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, int32(2), fsyncs.Load(), "Sync with no commit since the last fsync")
+
+	saveOther("c")
+	require.True(t, stored(s, "c"))
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, int32(3), fsyncs.Load(), "Sync after another store committed")
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, int32(3), fsyncs.Load(), "Sync with no commit since the last fsync")
 }
