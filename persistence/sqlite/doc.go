@@ -19,7 +19,9 @@
 // transaction (group commit); if one of them fails (a stale save), the
 // group is done again with a savepoint per save, so that one is rolled back
 // alone and the others commit; the callers whose saves it took wait for
-// its reply. A lone save is committed by its own caller, with no hand-off
+// its reply. A caller whose context ends gets the context's error while
+// its save's group has not begun its transaction (the save is then not
+// run), and the save's outcome once it has. A lone save is committed by its own caller, with no hand-off
 // between goroutines. Every transaction commits with synchronous=NORMAL:
 // atomic, and it survives the process being killed. A durable save then
 // waits for an fsync of the WAL file that began after its commit, which

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +138,123 @@ func TestSave_FullQueueOfAbandonedRequestsDoesNotBlock(t *testing.T) {
 	defer cancel()
 	_, err = s.Save(ctx, persistence.SaveOptions{}, ch)
 	require.NoError(t, err)
+}
+
+// signalCtx is a background context that closes signal at its n-th Done
+// call (a save's second is its wait after queueing), or, n 0, at its first
+// Err call (a group checking it before it commits); cancel ends it.
+type signalCtx struct {
+	context.Context
+	mu     sync.Mutex
+	n      int
+	once   sync.Once
+	signal chan struct{}
+}
+
+func newSignalCtx(n int) (*signalCtx, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &signalCtx{Context: ctx, n: n, signal: make(chan struct{})}, cancel
+}
+
+func (c *signalCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		c.once.Do(func() { close(c.signal) })
+	}
+	c.mu.Unlock()
+	return c.Context.Done()
+}
+
+func (c *signalCtx) Err() error {
+	c.mu.Lock()
+	if c.n <= 0 {
+		c.once.Do(func() { close(c.signal) })
+	}
+	c.mu.Unlock()
+	return c.Context.Err()
+}
+
+// SPEC S4: a save in a group whose caller's context ends while the group
+// waits for the write lock (another process holds it) reports the
+// context's error, and is not committed when the group gets the lock:
+// never "failed" for a save that is stored, which its writer would
+// conflict with at its next save.
+func TestGroup_ASaveGivenUpBeforeItsGroupBeganIsNotCommitted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, w, err := open(ctx, Config{Dir: dir}) // the test holds the writer
+	require.NoError(t, err)
+	defer s.Close()
+	k := persistence.Key{SessionID: "group", Kind: persistence.KindAgent, ID: "given-up"}
+	rctx, cancel := newSignalCtx(2)
+	defer cancel()
+	saved := make(chan error, 1)
+	go func() {
+		_, err := s.Save(rctx, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{}`), Incarnation: 1})
+		saved <- err
+	}()
+	<-rctx.signal // queued
+	other, _ := newSignalCtx(0)
+	s.queue <- &request{ctx: other, reply: make(chan error, 1),
+		apply: func(context.Context, sqlstore.Querier) error { return nil }}
+
+	db, err := RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil) // another process's write lock
+	require.NoError(t, err)
+	defer tx.Rollback()
+	led := make(chan struct{})
+	go func() { s.lead(w); close(led) }()
+	<-other.signal // both taken, the save checked: the group waits for the lock
+	cancel()
+	assert.ErrorIs(t, <-saved, context.Canceled)
+	require.NoError(t, tx.Rollback())
+	<-led
+	_, err = s.Load(ctx, k)
+	assert.ErrorIs(t, err, persistence.ErrNotFound, "the save reported its context's end, and was committed")
+}
+
+// SPEC S4: a save whose group has begun its transaction is reported as
+// the group's outcome says, even when its caller's context ends before
+// the reply: committed, it returns nil (and a durable one waits for its
+// fsync), never the context's error. Repeated, as the caller's wake-up
+// and the group's reply race.
+func TestGroup_ASaveInAGroupThatBeganReportsItsOutcomeWhenItsContextEnds(t *testing.T) {
+	ctx := context.Background()
+	for _, durable := range []bool{false, true} {
+		s, w, err := open(ctx, Config{Dir: t.TempDir()}) // the test holds the writer
+		require.NoError(t, err)
+		g := gate(s)
+		for i := range 20 {
+			k := persistence.Key{SessionID: "group", Kind: persistence.KindAgent, ID: fmt.Sprintf("%v-%d", durable, i)}
+			rctx, cancel := newSignalCtx(2)
+			saved := make(chan error, 1)
+			go func() {
+				_, err := s.Save(rctx, persistence.SaveOptions{Durable: durable}, persistence.Change{Key: k, Data: json.RawMessage(`{}`), Incarnation: 1})
+				saved <- err
+			}()
+			<-rctx.signal // queued
+			entered, release := make(chan struct{}), make(chan struct{})
+			s.queue <- &request{ctx: ctx, reply: make(chan error, 1),
+				apply: func(context.Context, sqlstore.Querier) error { close(entered); <-release; return nil }}
+			led := make(chan struct{})
+			go func() { s.lead(w); close(led) }()
+			<-entered // the group's transaction runs
+			cancel()
+			close(release)
+			if durable {
+				<-g.started // the group committed: its fsync
+				g.release <- nil
+			}
+			assert.NoError(t, <-saved, "durable %v, save %d: committed", durable, i)
+			<-led
+			w = <-s.token // for the next round
+			_, err := s.Load(ctx, k)
+			require.NoError(t, err)
+		}
+		s.token <- w
+		s.wal.sync = (*os.File).Sync
+		require.NoError(t, s.Close())
+	}
 }

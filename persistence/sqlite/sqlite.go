@@ -108,9 +108,35 @@ type request struct {
 	durable bool
 	apply   func(ctx context.Context, q sqlstore.Querier) error
 	reply   chan error // buffered: the writer never waits on it
+	// state is queued, taken, begun or abandoned (see there).
+	state atomic.Int32
+}
+
+// The states of a request.
+const (
+	// queued: in the queue.
+	queued int32 = iota
 	// taken: a committing caller took it from the queue, so it gets a
 	// reply even if the store closes (after its commit, and its fsync).
-	taken atomic.Bool
+	taken
+	// begun: its group's transaction began with it: it runs, and its
+	// caller waits for its outcome, whatever its context.
+	begun
+	// abandoned: its caller's context ended before its group began: it
+	// does not run.
+	abandoned
+)
+
+// begin marks r as run by a transaction that began; false if its caller
+// abandoned it.
+func (r *request) begin() bool {
+	return r.state.CompareAndSwap(taken, begun) || r.state.CompareAndSwap(queued, begun)
+}
+
+// abandon marks r as not to be run, for a caller whose context ended;
+// false if its group began already.
+func (r *request) abandon() bool {
+	return r.state.CompareAndSwap(queued, abandoned) || r.state.CompareAndSwap(taken, abandoned)
 }
 
 // Open opens (creating it if needed) the database in cfg.Dir, with the
@@ -267,7 +293,7 @@ func (s *Store) lead(w *writer) {
 		for len(group) < s.cfg.MaxGroup {
 			select {
 			case r := <-s.queue:
-				r.taken.Store(true)
+				r.state.CompareAndSwap(queued, taken)
 				group = append(group, r)
 			default:
 				break drain
@@ -290,8 +316,8 @@ func (s *Store) lead(w *writer) {
 func (s *Store) commit(w *writer, group []*request) (waiting []*request, n uint64) {
 	var live []*request
 	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.reply <- err // given up before it started: not run
+		if err := r.ctx.Err(); err != nil || r.state.Load() == abandoned {
+			r.reply <- cmp.Or(err, context.Canceled) // given up before it started: not run
 			continue
 		}
 		live = append(live, r)
@@ -330,7 +356,11 @@ func (s *Store) transact(w *writer, live []*request, errs []error) error {
 	}
 	// A lone request's context may end its wait for the write lock (its
 	// caller waits on it); nothing after BEGIN runs on a request's context,
-	// so a transaction is never left open by one that ended.
+	// so a transaction is never left open by one that ended. A request
+	// whose caller gave up while the group waited for the lock is not run
+	// (its caller reported its context's end); the others are begun: their
+	// callers wait for their outcomes, so that a save that commits is
+	// never reported as failed (SPEC S4).
 	ctx := context.Background()
 	wait := ctx
 	if len(live) == 1 {
@@ -349,13 +379,26 @@ func (s *Store) transact(w *writer, live []*request, errs []error) error {
 		_ = q.Exec(ctx, "ROLLBACK")
 		return err
 	}
+	run := make([]bool, len(live))
 	for i, r := range live {
+		if run[i] = r.begin(); !run[i] {
+			errs[i] = cmp.Or(r.ctx.Err(), context.Canceled)
+		}
+	}
+	for i, r := range live {
+		if !run[i] {
+			continue
+		}
 		if errs[i] = r.apply(ctx, q); errs[i] != nil {
 			if err := q.Exec(ctx, "ROLLBACK"); err != nil || len(live) == 1 {
 				return err
 			}
-			clear(errs)
-			return s.transactSavepoints(ctx, q, live, errs)
+			for j := range errs {
+				if run[j] {
+					errs[j] = nil
+				}
+			}
+			return s.transactSavepoints(ctx, q, live, run, errs)
 		}
 	}
 	if err := q.Exec(ctx, "COMMIT"); err != nil {
@@ -365,13 +408,16 @@ func (s *Store) transact(w *writer, live []*request, errs []error) error {
 	return nil
 }
 
-// transactSavepoints commits live in one transaction, each request in a
-// savepoint: a failed one is rolled back alone.
-func (s *Store) transactSavepoints(ctx context.Context, q querier, live []*request, errs []error) error {
+// transactSavepoints commits the requests of live that run in one
+// transaction, each in a savepoint: a failed one is rolled back alone.
+func (s *Store) transactSavepoints(ctx context.Context, q querier, live []*request, run []bool, errs []error) error {
 	if err := q.Exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
 	for i, r := range live {
+		if !run[i] {
+			continue
+		}
 		err := q.Exec(ctx, "SAVEPOINT save")
 		if err == nil {
 			if errs[i] = r.apply(ctx, q); errs[i] != nil {
@@ -393,8 +439,11 @@ func (s *Store) transactSavepoints(ctx context.Context, q querier, live []*reque
 // do queues a request and waits for its result. A caller that finds the
 // writer free commits the queue itself (its request and whatever came
 // meanwhile), so a lone save costs no hand-off between goroutines. If ctx
-// ends first, do returns ctx's error, and the request may or may not have
-// been committed.
+// ends before the request's group began its transaction, do returns ctx's
+// error and the request is not run; once it began, do returns its outcome
+// (its commit, and a durable one's fsync: a transaction that holds the
+// write lock already, and an fsync, are not waits on another writer).
+// A lone request's context also ends its own wait for the write lock.
 func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context, sqlstore.Querier) error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
@@ -420,7 +469,7 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 		// writer and commit the queue itself; once r is taken, it waits
 		// for r's reply (r's commit, or r's fsync).
 		token := s.token
-		if r.taken.Load() {
+		if r.state.Load() != queued {
 			token = nil
 		}
 		// A reply already given wins over ctx's end (this caller may have
@@ -442,8 +491,11 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 			case err := <-r.reply:
 				return err
 			default:
-				return ctx.Err()
 			}
+			if r.abandon() {
+				return ctx.Err() // not run: its group checks
+			}
+			return <-r.reply // its group began: it reports what happened
 		case <-s.done:
 			// Close waits for the group being committed and syncs what
 			// committed, then fails what is queued: a request taken by a
@@ -452,7 +504,7 @@ func (s *Store) do(ctx context.Context, durable bool, apply func(context.Context
 			case err := <-r.reply:
 				return err
 			case <-s.drained:
-				if r.taken.Load() {
+				if r.state.Load() != queued {
 					return <-r.reply
 				}
 				select {
