@@ -148,11 +148,15 @@ func CheckStored(key Key, version int64) error {
 	return nil
 }
 
-// CheckLoaded checks a record as a store read it: its schema version, its
-// version (1 to MaxInt64-1), and that its data and messages are JSON
-// objects. Stores call it before
-// returning a record, so damage is reported alike everywhere.
+// CheckLoaded checks a record as a store read it: its key (one a save
+// writes: a row copied by hand under another kind or id may not be), its
+// schema version, its version (1 to MaxInt64-1), and that its data and
+// messages are JSON objects. Stores call it before returning a record, so
+// damage is reported alike everywhere.
 func CheckLoaded(rec *Record) error {
+	if err := rec.Key.Validate(); err != nil {
+		return Damaged(rec.Key, "record", "stored under a key no save writes: %v", err)
+	}
 	if rec.SchemaVersion != SchemaVersion {
 		return SchemaDamage(rec.Key, "record", rec.SchemaVersion)
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, newHarness NewHarness) {
 		{"OtherSchema_NeverOverwritten", testSchema},
 		{"S5_MessageRowsNotAsWritten_AreDamageNamingTheRecord", testMessageRows},
 		{"S5_VersionNoSaveWrites_IsDamageAndNeverOverwritten", testBadVersion},
+		{"S5_RecordUnderAKeyNoSaveWrites_IsDamageNamingIt", testBadKeyRow},
 		{"S4_VersionsPast32Bits_SaveAsAnyOther", testBigVersion},
 		{"JSON_KeptByteForByte", testExactJSON},
 		{"ManyMessages_KeepOrder", testMany},
@@ -588,6 +589,38 @@ func testMessageRows(t *testing.T, h Harness) {
 			assert.ErrorIs(t, err, persistence.ErrNotFound)
 			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(1), Messages: msgs(0, 3)})
 			assertRecord(t, load(t, h.Store, k), k, 1, data(1), msgs(0, 3))
+		})
+	}
+}
+
+// SPEC S2, S5: a record row copied by hand under a key no save writes (a
+// kind that is not one, an id with a path separator) is a *DamageError
+// naming it when its session is read, never a record handed on under a
+// key that every other call refuses; the session's other records load,
+// the listing goes on, and DeleteSession clears it.
+func testBadKeyRow(t *testing.T, h Harness) {
+	if h.Exec == nil {
+		t.Skip("the store takes no rows by hand")
+	}
+	for name, key := range map[string]func(k persistence.Key) persistence.Key{
+		"a kind that is not one": func(k persistence.Key) persistence.Key { k.Kind = "bogus"; return k },
+		"an id with a '/'":       func(k persistence.Key) persistence.Key { k.ID = "x/y"; return k },
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			k := agentKey()
+			save(t, h.Store, persistence.SaveOptions{}, persistence.Change{Key: k, Data: data(0), Messages: msgs(0, 1)})
+			bad := key(k)
+			h.Exec(t, `INSERT INTO braid_records (session_id, kind, id, schema_version, version, updated_at, data, messages, incarnation)
+SELECT session_id, CAST($4 AS text), CAST($5 AS text), schema_version, version, updated_at, data, 0, incarnation FROM braid_records
+WHERE session_id = $1 AND kind = $2 AND id = $3`, k.SessionID, string(k.Kind), k.ID, string(bad.Kind), bad.ID)
+			_, err := h.Store.Session(bg, k.SessionID)
+			assertDamage(t, err, bad, false)
+			assertRecord(t, load(t, h.Store, k), k, 1, data(0), msgs(0, 1))
+			_, err = h.Store.Sessions(bg)
+			require.NoError(t, err)
+			n, err := h.Store.DeleteSession(bg, k.SessionID)
+			require.NoError(t, err)
+			assert.Equal(t, 2, n)
 		})
 	}
 }
