@@ -149,10 +149,11 @@ type SessionInfo struct {
 	SessionID string
 	Records   int
 	UpdatedAt time.Time
-	// Damaged: an update time of the session's records is not of the
-	// form the store writes, so one of its records is damaged (Session
-	// names it); UpdatedAt is zero. The listing goes on with the other
-	// sessions.
+	// Damaged: the session's id, or the kind or an update time of one of
+	// its records, is not of a form the store writes (a row written by
+	// hand), so one of its records is damaged (Session names it, or, for
+	// an id no call takes, refuses the id with ErrBadID); UpdatedAt is
+	// zero. The listing goes on with the other sessions.
 	Damaged bool
 }
 

@@ -383,10 +383,11 @@ func TestOpen_BringsLayout1ToLayout2(t *testing.T) {
 	assert.JSONEq(t, `{"n":11}`, string(rec.Data))
 }
 
-// SPEC S5: a session whose update time is damaged is listed as damaged,
-// whether the bad text sorts after the session's other update times or
-// before them.
-func TestSessions_MarksABadUpdateTimeWhereverItSorts(t *testing.T) {
+// SPEC S5, S2: a session whose update time is damaged is listed as
+// damaged, whether the bad text sorts after the session's other update
+// times or before them; so is one whose id, or a record's kind, is none a
+// save writes (rows copied by hand), which no other call would show.
+func TestSessions_MarksABadUpdateTimeWhereverItSortsAndKeysNoSaveWrites(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, sqlite.Config{})
 	db := rawExec(t, dir)
@@ -401,13 +402,20 @@ func TestSessions_MarksABadUpdateTimeWhereverItSorts(t *testing.T) {
 		_, err := db.ExecContext(bg, `UPDATE braid_records SET updated_at = ? WHERE session_id = ? AND id = 'a'`, bad, session)
 		require.NoError(t, err)
 	}
+	// Rows copied by hand under a session id and a kind no save writes.
+	_, err := db.ExecContext(bg, `INSERT INTO braid_records SELECT 'a/b', kind, id, schema_version, version, updated_at, data, messages, incarnation
+FROM braid_records WHERE session_id = 'sound' AND id = 'a'`)
+	require.NoError(t, err)
+	_, err = db.ExecContext(bg, `INSERT INTO braid_records SELECT 'odd kind', 'bogus', id, schema_version, version, updated_at, data, messages, incarnation
+FROM braid_records WHERE session_id = 'sound' AND id = 'a'`)
+	require.NoError(t, err)
 	infos, err := s.Sessions(bg)
 	require.NoError(t, err)
 	got := map[string]bool{}
 	for _, in := range infos {
 		got[in.SessionID] = in.Damaged
 	}
-	assert.Equal(t, map[string]bool{"low": true, "high": true, "sound": false}, got)
+	assert.Equal(t, map[string]bool{"low": true, "high": true, "sound": false, "a/b": true, "odd kind": true}, got)
 }
 
 // A braid.db where creating the tables fails part of the way (here an

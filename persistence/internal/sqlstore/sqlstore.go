@@ -178,11 +178,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	// message row whose seq was edited below 0 is not taken for a record.
 	readSQL = `SELECT kind, id, -1, schema_version, version, updated_at, data, messages, incarnation FROM braid_records WHERE session_id = $1%[1]s
 UNION ALL SELECT kind, id, seq, 0, 0, '', data, NULL, 0 FROM braid_messages WHERE session_id = $1%[1]s ORDER BY 1, 2, 3`
-	// sessionsSQL also counts the update times not of timeLayout's width,
-	// and returns the earliest, so that a bad one that sorts below the
+	// sessionsSQL also counts the records whose update time is not of
+	// timeLayout's width or whose kind is none a save writes, and returns
+	// the earliest update time, so that a bad one that sorts below the
 	// others is seen too (SessionInfo.Damaged).
 	sessionsSQL = `SELECT session_id, count(*), max(updated_at), min(updated_at),
-  sum(CASE WHEN length(updated_at) = 27 THEN 0 ELSE 1 END)
+  sum(CASE WHEN length(updated_at) = 27 AND kind IN ('agent', 'multi_agent') THEN 0 ELSE 1 END)
 FROM braid_records GROUP BY session_id ORDER BY session_id`
 	timeLayout = "2006-01-02T15:04:05.000000Z07:00" // fixed width in UTC, so max() is the latest
 )
@@ -514,7 +515,8 @@ func Sessions(ctx context.Context, q Querier) ([]persistence.SessionInfo, error)
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
 		_, errEarliest := time.Parse(timeLayout, earliest)
-		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil || errEarliest != nil || odd > 0 {
+		badID := persistence.ValidateID("session", in.SessionID) != nil
+		if in.UpdatedAt, err = time.Parse(timeLayout, updated); err != nil || errEarliest != nil || odd > 0 || badID {
 			in.UpdatedAt, in.Damaged = time.Time{}, true
 		}
 		out = append(out, in)
