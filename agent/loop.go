@@ -264,8 +264,9 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 	a := inv.a
 	for {
 		var assistant model.Message
+		var completed []model.ToolResult
 		if a.pending != nil && a.pending.Kind == PendingTools {
-			assistant = *a.pending.Message
+			assistant, completed = *a.pending.Message, a.pending.Completed
 		} else {
 			if inv.cancelled(ctx) {
 				return inv.cancelledStop(ctx, inv.lastMessage())
@@ -291,7 +292,7 @@ func (inv *invocation) loop(ctx context.Context) (*Result, error) {
 			}
 			assistant = msg
 		}
-		res, err := inv.toolCycle(ctx, assistant)
+		res, err := inv.toolCycle(ctx, assistant, completed)
 		if err != nil {
 			return nil, inv.ctxErr(ctx, err)
 		}
@@ -403,6 +404,7 @@ func (inv *invocation) callModel(ctx context.Context, req *model.Request) (msg m
 	if err != nil {
 		return msg, stop, err
 	}
+	uniqueToolUseIDs(&msg)
 	if inv.emit != nil {
 		for _, tu := range msg.ToolUses() {
 			inv.emit(&ToolUseEvent{ToolUse: tu.Clone()})
@@ -414,7 +416,7 @@ func (inv *invocation) callModel(ctx context.Context, req *model.Request) (msg m
 // toolCycle runs the tools of one assistant message (SPEC A3–A8). It returns
 // a non-nil Result when the invocation stops, nil to go on to the next model
 // call.
-func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message) (*Result, error) {
+func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, completed []model.ToolResult) (*Result, error) {
 	a := inv.a
 	inv.mu.Lock()
 	inv.metrics.Cycles++
@@ -422,15 +424,30 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message) (
 	inv.mu.Unlock()
 
 	uses := assistant.ToolUses()
-	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses,
+	results := make([]*model.ToolResult, len(uses))
+	for _, r := range completed {
+		for i, u := range uses {
+			if results[i] == nil && u.ToolUseID == r.ToolUseID {
+				rc := r.Clone()
+				results[i] = &rc
+				break
+			}
+		}
+	}
+	cycle := &toolCycle{ctx: ctx, inv: inv, assistant: assistant, uses: uses, results: results,
 		mayCarry: a.sess != nil && inv.emit == nil && builtinExecutor(a.cfg.Executor)}
-	if p := a.pendingCopy(); p != nil && p.Kind == PendingTools {
-		// Carried on: its finished results, and the start marks of the
-		// at-most-once calls a crash cut off (SPEC S6).
+	if p := a.pendingCopy(); p != nil {
 		cycle.loaded, cycle.id = true, p.Cycle
-		cycle.results, cycle.started = p.place(uses)
-	} else {
-		cycle.results = make([]*model.ToolResult, len(uses))
+		for _, s := range p.Started { // cut off by a crash (SPEC S6)
+			// A mark is its call's: of the unfinished uses with its id
+			// (a model may repeat one), the first one without a mark.
+			for i, u := range uses {
+				if _, marked := cycle.started[i]; !marked && results[i] == nil && u.ToolUseID == s.ToolUseID {
+					cycle.markStarted(i, s)
+					break
+				}
+			}
+		}
 	}
 	if cycle.id == "" { // a new cycle, or one stored before cycles had ids
 		// 64 random bits: unique among an owner's cycles for any purpose,
@@ -458,7 +475,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message) (
 
 	var remaining []int
 	for i := range uses {
-		if cycle.results[i] == nil {
+		if results[i] == nil {
 			remaining = append(remaining, i)
 		}
 	}
@@ -824,19 +841,11 @@ func (c *toolCycle) pendingLocked() *Pending {
 	// outlives the cycle, and must not keep it (and its job) in memory.
 	assistant := c.assistant
 	p := &Pending{Kind: PendingTools, Message: &assistant, Completed: make([]model.ToolResult, 0, len(c.results)), Cycle: c.id}
-	// Places are kept only when an id alone cannot tell the calls apart.
-	placed := repeatsID(c.uses)
 	for i, x := range c.results {
 		if x != nil {
 			p.Completed = append(p.Completed, x.Clone())
-			if placed {
-				p.CompletedUses = append(p.CompletedUses, i)
-			}
 		} else if s, ok := c.started[i]; ok {
 			p.Started = append(p.Started, s)
-			if placed {
-				p.StartedUses = append(p.StartedUses, i)
-			}
 		}
 	}
 	return p

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/braidhq/braid/internal/strictjson"
 	"github.com/braidhq/braid/model"
@@ -57,38 +56,19 @@ func (p *Pending) appendJSON(dst []byte) ([]byte, error) {
 	if p.Cycle != "" {
 		out = strictjson.AppendString(append(out, `,"cycleId":`...), p.Cycle)
 	}
-	out = appendPlaces(out, `,"completedToolUses":[`, p.CompletedUses)
-	out = appendPlaces(out, `,"startedToolUses":[`, p.StartedUses)
 	return append(out, '}'), nil
-}
-
-// appendPlaces appends key and the places, unless there are none
-// (omitempty).
-func appendPlaces(out []byte, key string, places []int) []byte {
-	if len(places) == 0 {
-		return out
-	}
-	out = append(out, key...)
-	for i, n := range places {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = strconv.AppendInt(out, int64(n), 10)
-	}
-	return append(out, ']')
 }
 
 // The keys of the stored form, in index order.
 var (
-	pendingKeys   = []string{"kind", "assistantMessage", "completedToolResults", "startedTools", "cycleId", "completedToolUses", "startedToolUses"}
+	pendingKeys   = []string{"kind", "assistantMessage", "completedToolResults", "startedTools", "cycleId"}
 	toolStartKeys = []string{"toolUseId", "startedAt"}
 )
 
 // parsePending reads pending work from the form appendJSON writes, and
 // nothing else: "kind" and "completedToolResults" (an array, or null for
 // none) are required; "assistantMessage" is a message, "startedTools" a
-// non-empty array, "cycleId" a non-empty string, and "completedToolUses"
-// and "startedToolUses" non-empty arrays of places when present
+// non-empty array and "cycleId" a non-empty string when present
 // (appendJSON leaves them out otherwise); a
 // start mark is exactly {"toolUseId":..,"startedAt":..} with the time as
 // encoding/json writes it; no other key, no key twice.
@@ -138,12 +118,6 @@ func parsePending(data []byte) (*Pending, error) {
 					err = fmt.Errorf("%w: cycleId is empty (absent when there is none)", strictjson.ErrStrict)
 				}
 				return err
-			case i == 5:
-				p.CompletedUses, err = readPlaces(r, pendingKeys[i])
-				return err
-			case i == 6:
-				p.StartedUses, err = readPlaces(r, pendingKeys[i])
-				return err
 			}
 			err = r.Array(func() error {
 				st, err := readToolStart(r)
@@ -166,27 +140,6 @@ func parsePending(data []byte) (*Pending, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// readPlaces reads a non-empty array of places (absent when there is
-// none, as appendPlaces writes it).
-func readPlaces(r *strictjson.Reader, key string) ([]int, error) {
-	if err := r.NotNull(key + " (absent when there is none)"); err != nil {
-		return nil, err
-	}
-	places := []int{}
-	err := r.Array(func() error {
-		n, err := r.Int()
-		if err != nil {
-			return fmt.Errorf("%s %d: %w", key, len(places), err)
-		}
-		places = append(places, n)
-		return nil
-	})
-	if err == nil && len(places) == 0 {
-		err = fmt.Errorf("%w: %s is empty (absent when there is none)", strictjson.ErrStrict, key)
-	}
-	return places, err
 }
 
 func readToolStart(r *strictjson.Reader) (ToolStart, error) {

@@ -53,16 +53,6 @@ func genPending(r *rand.Rand) *Pending {
 	if r.IntN(3) > 0 {
 		p.Cycle = s()
 	}
-	places := func() []int {
-		var out []int
-		for range r.IntN(3) {
-			out = append(out, []int{0, 1, 2, 7, -1, 1 << 40}[r.IntN(6)])
-		}
-		return out
-	}
-	if r.IntN(2) == 0 {
-		p.CompletedUses, p.StartedUses = places(), places()
-	}
 	return p
 }
 
@@ -93,10 +83,7 @@ func TestParsePending_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 		{`"assistantMessage":`, `"assistantMessage":null,"a":`}, {`"toolUseId":`, `"toolUseId":null,"u":`},
 		{`Z"`, `.000Z"`}, {`"kind":`, `"kind":"tools","kind":`}, {`,"completedToolResults":null`, ``},
 		{`"startedAt":`, ` "startedAt" : `}, {`"status":"success"`, `"status":"success","extra":1`},
-		{`"cycleId":`, `"cycleId":null,"y":`}, {`,"cycleId":"`, `,"cycleId":"","z":"`},
-		{`"completedToolUses":[`, `"completedToolUses":[-0,`}, {`"startedToolUses":[`, `"startedToolUses":[1.0,`},
-		{`"completedToolUses":[`, `"completedToolUses":[1e2,`}, {`"startedToolUses":[`, `"startedToolUses":null,"w":[`},
-		{`"completedToolUses":[`, `"completedToolUses":[99999999999999999999,`}, {`"startedToolUses":[`, `"startedToolUses":[null,`}}
+		{`"cycleId":`, `"cycleId":null,"y":`}, {`,"cycleId":"`, `,"cycleId":"","z":"`}}
 	for range 1500 {
 		p := genPending(r)
 		b, err := p.appendJSON(nil)
@@ -111,10 +98,7 @@ func TestParsePending_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *te
 		`{"kind":"tools","completedToolResults":[],"startedTools":[{"toolUseId":"a","startedAt":null}]}`,
 		`{"kind":"tools","completedToolResults":[],"cycleId":"c1"}`, `{"kind":"tools","completedToolResults":[],"cycleId":""}`,
 		`{"kind":"tools","completedToolResults":[],"cycleId":null}`, `{"kind":"tools","completedToolResults":[],"cycleId":1}`,
-		`{"kind":"tools","completedToolResults":[],"cycleId":"c1","cycleId":"c2"}`,
-		`{"kind":"tools","completedToolResults":[],"completedToolUses":[]}`, `{"kind":"tools","completedToolResults":[],"startedToolUses":[0, -3]}`,
-		`{"kind":"tools","completedToolResults":[],"completedToolUses":[01]}`, `{"kind":"tools","completedToolResults":[],"startedToolUses":[-]}`,
-		`{"kind":"tools","completedToolResults":[],"completedToolUses":[1],"completedToolUses":[2]}`} {
+		`{"kind":"tools","completedToolResults":[],"cycleId":"c1","cycleId":"c2"}`} {
 		checkPendingParse(t, []byte(raw))
 	}
 }

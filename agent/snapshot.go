@@ -59,15 +59,6 @@ type Pending struct {
 	// the same tool-use id (agent.AsTool does). Empty in a cycle stored
 	// before cycles had ids.
 	Cycle string `json:"cycleId,omitempty"`
-	// CompletedUses and StartedUses give the place in Message's tool uses
-	// of each Completed result and of each Started mark, in their order.
-	// They are set when the cycle's tool-use ids repeat (a model may give
-	// two calls one id), so that a result or a mark goes back to its own
-	// call, and nil otherwise. A list without places (ids unique, or work
-	// stored before places were kept) is placed by id: each result or mark
-	// goes to the first use of its id that has neither.
-	CompletedUses []int `json:"completedToolUses,omitempty"`
-	StartedUses   []int `json:"startedToolUses,omitempty"`
 }
 
 // ToolStart marks the start of an at-most-once tool.
@@ -90,71 +81,7 @@ func (p *Pending) clone() *Pending {
 		c.Completed[i] = r.Clone()
 	}
 	c.Started = slices.Clone(p.Started)
-	c.CompletedUses, c.StartedUses = slices.Clone(p.CompletedUses), slices.Clone(p.StartedUses)
 	return c
-}
-
-// place returns, for each of uses (the tool uses of p.Message), its
-// finished result in p and the start mark of its call, by the places p
-// gives or else by id (see CompletedUses). p has been validated.
-func (p *Pending) place(uses []model.ToolUse) ([]*model.ToolResult, map[int]ToolStart) {
-	results := make([]*model.ToolResult, len(uses))
-	var started map[int]ToolStart
-	taken := func(i int) bool {
-		_, marked := started[i]
-		return results[i] != nil || marked
-	}
-	// byID is the first use of id with neither a result nor a mark.
-	byID := func(id string) int {
-		for i, u := range uses {
-			if !taken(i) && u.ToolUseID == id {
-				return i
-			}
-		}
-		return -1
-	}
-	// Placed entries first, so that those placed by id keep off them.
-	for k, i := range p.CompletedUses {
-		r := p.Completed[k].Clone()
-		results[i] = &r
-	}
-	for k, i := range p.StartedUses {
-		if started == nil {
-			started = make(map[int]ToolStart, len(p.Started))
-		}
-		started[i] = p.Started[k]
-	}
-	if p.CompletedUses == nil {
-		for _, r := range p.Completed {
-			if i := byID(r.ToolUseID); i >= 0 {
-				rc := r.Clone()
-				results[i] = &rc
-			}
-		}
-	}
-	if p.StartedUses == nil {
-		for _, s := range p.Started {
-			if i := byID(s.ToolUseID); i >= 0 {
-				if started == nil {
-					started = make(map[int]ToolStart, len(p.Started))
-				}
-				started[i] = s
-			}
-		}
-	}
-	return results, started
-}
-
-// repeatsID reports whether two of uses share a tool-use id.
-func repeatsID(uses []model.ToolUse) bool {
-	for i := 1; i < len(uses); i++ {
-		for _, u := range uses[:i] {
-			if u.ToolUseID == uses[i].ToolUseID {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // ErrSnapshot reports that a snapshot does not fit the agent (another
@@ -205,7 +132,7 @@ func (s *Snapshot) validate(agentID string) error {
 func (p *Pending) validate() error {
 	switch p.Kind {
 	case PendingModel:
-		if p.Message != nil || len(p.Completed) > 0 || len(p.Started) > 0 || p.CompletedUses != nil || p.StartedUses != nil {
+		if p.Message != nil || len(p.Completed) > 0 || len(p.Started) > 0 {
 			return errors.New("a pending model call carries no tool cycle")
 		}
 		return nil
@@ -244,39 +171,7 @@ func (p *Pending) validate() error {
 		}
 		seen[st.ToolUseID]++
 	}
-	return p.validatePlaces()
-}
-
-// validatePlaces checks CompletedUses and StartedUses: one place per
-// result or mark, each a tool use of the cycle with the same id, no place
-// twice.
-func (p *Pending) validatePlaces() error {
-	all := p.Message.ToolUses()
-	taken := make([]bool, len(all))
-	check := func(what string, places []int, ids func(k int) string, n int) error {
-		if places == nil {
-			return nil
-		}
-		if len(places) != n {
-			return fmt.Errorf("%d places for %d %s", len(places), n, what)
-		}
-		for k, i := range places {
-			switch {
-			case i < 0 || i >= len(all):
-				return fmt.Errorf("%s %d: place %d is not one of the cycle's %d tool uses", what, k, i, len(all))
-			case taken[i]:
-				return fmt.Errorf("%s %d: tool use %d has a result or a mark already", what, k, i)
-			case all[i].ToolUseID != ids(k):
-				return fmt.Errorf("%s %d: %q is placed at tool use %d, whose id is %q", what, k, ids(k), i, all[i].ToolUseID)
-			}
-			taken[i] = true
-		}
-		return nil
-	}
-	if err := check("finished results", p.CompletedUses, func(k int) string { return p.Completed[k].ToolUseID }, len(p.Completed)); err != nil {
-		return err
-	}
-	return check("start marks", p.StartedUses, func(k int) string { return p.Started[k].ToolUseID }, len(p.Started))
+	return nil
 }
 
 // validateHistory checks the pairing of SPEC A3: every message of tool

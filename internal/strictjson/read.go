@@ -3,7 +3,6 @@ package strictjson
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -224,26 +223,6 @@ func (r *Reader) String() (string, error) {
 	}
 	b, err := r.readString(nil)
 	return string(b), err
-}
-
-// Int reads an integer as encoding/json writes an int: an optional minus
-// sign and digits without a leading zero, no fraction or exponent, "-0"
-// refused; one out of an int's range is an error.
-func (r *Reader) Int() (int, error) {
-	c := r.peek()
-	if c != '-' && (c < '0' || c > '9') {
-		return 0, r.errorf("want an integer, found %s", r.what())
-	}
-	start := r.i
-	if err := r.number(); err != nil {
-		return 0, err
-	}
-	text := string(r.b[start:r.i])
-	n, err := strconv.ParseInt(text, 10, 0)
-	if err != nil || text == "-0" {
-		return 0, r.errorf("want an integer as an int is written, found %s", text)
-	}
-	return int(n), nil
 }
 
 // Raw reads any one value and returns its text as stored (whitespace inside

@@ -198,25 +198,3 @@ func TestReader_RefusesTheWrongKindOfValue(t *testing.T) {
 	assert.False(t, NewReader([]byte("nul")).Null())
 	assert.True(t, NewReader([]byte(" null")).Null())
 }
-
-// Int reads exactly the integers encoding/json writes for an int, with
-// their value, and refuses every other number or value.
-func TestReader_IntReadsWhatEncodingJSONWritesForAnInt(t *testing.T) {
-	for _, n := range []int{0, 1, 7, 10, -1, -42, 123456789, 1 << 40, -(1 << 40)} {
-		b, err := json.Marshal(n)
-		require.NoError(t, err)
-		r := NewReader(append([]byte(" "), b...))
-		got, err := r.Int()
-		require.NoError(t, err, "%s", b)
-		assert.Equal(t, n, got)
-		require.NoError(t, r.End())
-	}
-	for _, text := range []string{"-0", "01", "1.0", "1e2", "1E2", "-", "+1", "", "null", `"1"`, "[1]", "true",
-		"99999999999999999999", "-99999999999999999999"} {
-		err := Decode([]byte(text), func(r *Reader) error {
-			_, err := r.Int()
-			return err
-		})
-		assert.ErrorIs(t, err, ErrSyntax, "%q", text)
-	}
-}
