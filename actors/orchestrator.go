@@ -981,15 +981,17 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 		// is its caller's, who must answer it (SPEC I7).
 		interrupted, cutOff = false, false
 	}
+	// A refusal for the run's interrupt state may come from a stale run
+	// (another writer saved since): behind tells which.
 	switch {
 	case interrupted && !resume:
-		return &interrupt.ContentError{Types: contentKinds(in)}
+		return x.behind(&interrupt.ContentError{Types: contentKinds(in)})
 	case len(in.GetMessages()) > 0 && resume:
 		return &interrupt.ContentError{Types: contentKinds(in), Mixed: true}
 	case resume:
 		active := interrupted || cutOff
 		if err := interrupt.CheckResponses(responses, active && len(x.table) > 0, func(id string) bool { return x.table[id] != nil }); err != nil {
-			return err
+			return x.behind(err)
 		}
 	case cutOff && len(in.GetMessages()) == 0:
 		// carry on the cut-off run

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -422,12 +423,65 @@ func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
 // nodes' actors: after a failed save, memory may be ahead of the store,
 // or behind another writer that won a race (SPEC S4).
 func (x *orchActor) reload() error {
+	owner, rec, err := x.loadRun()
+	if err != nil {
+		return err
+	}
+	return x.adopt(owner, rec)
+}
+
+// loadRun loads the stored run: a writer of its own, and the record (nil:
+// none).
+func (x *orchActor) loadRun() (*persistence.Owner, *persistence.Record, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), x.cfg.LoadTimeout)
 	defer cancel()
 	owner, rec, err := x.cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(x.cfg.OwnerPath, x.cfg.ID))
 	if err != nil {
-		return fmt.Errorf("reload %s %q: %w", x.cfg.Kind, x.cfg.ID, err)
+		return nil, nil, fmt.Errorf("reload %s %q: %w", x.cfg.Kind, x.cfg.ID, err)
 	}
+	return owner, rec, nil
+}
+
+// behind is refusal, the refusal of an input for the run's interrupt
+// state (refusedByInterrupts), unless that state is stale: then another
+// writer saved the run since this actor read or saved it (SPEC S4), the
+// actor takes the stored run (adopt), and the call fails with the
+// *persistence.ConflictError a save would have failed with, so that the
+// next call is judged on the stored run. No save told the actor: the
+// refused input changed nothing, so it saved nothing. Only this error
+// path pays the load; a load that fails leaves the refusal as it is.
+func (x *orchActor) behind(refusal error) error {
+	if x.cfg.Session == nil || x.owner == nil || x.saving || !refusedByInterrupts(refusal) {
+		return refusal
+	}
+	owner, rec, err := x.loadRun()
+	if err != nil {
+		return refusal
+	}
+	cerr := x.owner.Behind(owner)
+	if cerr == nil {
+		return refusal
+	}
+	if err := x.adopt(owner, rec); err != nil {
+		x.stale = true // the next call loads it again, and is told why
+	}
+	return fmt.Errorf("%s %q: %w; it refused the call on that stale state (%v) and holds the stored run now",
+		x.cfg.Kind, x.cfg.ID, cerr, refusal)
+}
+
+// refusedByInterrupts reports whether err refuses an input for the
+// owner's interrupt state (SPEC I7, M5) in a way a stale state could
+// cause: responses while it waits for none, an id it does not have, or
+// a prompt while it waits.
+func refusedByInterrupts(err error) bool {
+	return errors.Is(err, interrupt.ErrNotInterrupted) || errors.Is(err, interrupt.ErrUnknownID) ||
+		errors.Is(err, interrupt.ErrResumeRequired)
+}
+
+// adopt replaces the run the actor holds by rec, the stored one (nil:
+// none) that owner, the writer from then on, was opened on.
+func (x *orchActor) adopt(owner *persistence.Owner, rec *persistence.Record) error {
+	var err error
 	old := x.nodes
 	x.nodes = make(map[string]*nodeRec, len(old))
 	x.status, x.task, x.seq, x.duration, x.message, x.usage, x.usageBase, x.cutStop = 0, nil, 0, 0, "", &braidv1.Usage{}, nil, false

@@ -465,15 +465,51 @@ func (a *job) execute() {
 // state instead. A load that fails leaves done as it is (the next
 // conflict tries again); so does a save parked for an orchestrator's
 // commit, which the orchestrator takes from this writer.
+//
+// A job refused for the agent's interrupt state (a resume while not
+// interrupted, an unknown interrupt id, a prompt while interrupted)
+// saved nothing, so no save could have told it that the state it judged
+// by is stale: it loads the session to find out. If another writer saved
+// since, the refusal becomes that writer's *persistence.ConflictError
+// and the next work starts from the stored state, as after a lost save;
+// if not, the refusal stands (with the writer just opened, at the same
+// version). Only this error path pays the load.
 func (a *job) reload(done *jobDone) {
-	if a.sess == nil || !errors.Is(done.err, persistence.ErrConflict) || a.sess.Parked() {
+	if a.sess == nil || a.sess.Parked() {
+		return
+	}
+	conflict := errors.Is(done.err, persistence.ErrConflict)
+	if !conflict && !refusedByInterrupts(done.err) {
 		return
 	}
 	sess, s, err := a.core.load()
 	if err != nil {
 		return
 	}
+	if !conflict {
+		behind := a.sess.Behind(sess.Owner)
+		if behind == nil {
+			// Up to date: the refusal stands. The writer just opened
+			// replaces the old one all the same (it is at the same
+			// version, and the Session may have taken it for the agent's:
+			// a node's does, to park its saves).
+			done.sess = sess
+			return
+		}
+		done.err = fmt.Errorf("agent %q: %w; it refused the call on that stale state (%v) and holds the stored one now",
+			a.cfg.ID, behind, done.err)
+		done.res = nil
+	}
 	done.sess, done.d = sess, a.core.dataOf(s)
+}
+
+// refusedByInterrupts reports whether err refuses an input for the
+// owner's interrupt state (SPEC I7) in a way a stale state could cause:
+// responses while it waits for none, an id it does not have, or other
+// content while it waits.
+func refusedByInterrupts(err error) bool {
+	return errors.Is(err, interrupt.ErrNotInterrupted) || errors.Is(err, interrupt.ErrUnknownID) ||
+		errors.Is(err, interrupt.ErrResumeRequired)
 }
 
 func (x *agentActor) done(c actor.Context, m *jobDone) {

@@ -333,7 +333,13 @@ func WithValues(values map[string]any) InvokeOption {
 // Invoke runs one invocation and returns its result. With a prompt it
 // appends the prompt and runs the loop; with Resume(...) it answers the
 // pending interrupts and carries on where the agent stopped. Input is
-// validated before anything changes (SPEC I7).
+// validated before anything changes (SPEC I7). With a session, an input
+// refused for the interrupt state (interrupt.ErrNotInterrupted,
+// ErrUnknownID, ErrResumeRequired) is first checked against the store: if
+// another writer (another process) saved the agent since it read it, the
+// call fails with persistence.ErrConflict instead (a
+// *persistence.ConflictError), and the agent takes the stored state, so
+// the next call goes on from it (SPEC S4).
 //
 // If ctx ends first, Invoke returns ctx's error at once and the actor
 // stops the invocation at its next safe point, failing it with that

@@ -71,6 +71,11 @@ type Config struct {
 	// leaks nothing. Work whose save loses to another writer of the
 	// session (persistence.ErrConflict, SPEC S4) fails with it, and the
 	// agent loads the stored session again: the next work starts there.
+	// So does an input refused for the agent's interrupt state
+	// (interrupt.ErrNotInterrupted, ErrUnknownID, ErrResumeRequired) when
+	// the stored session changed since the agent read it: it fails with
+	// persistence.ErrConflict instead, and the next call is judged on the
+	// stored session.
 	// A nil *persistence.SessionManager is no session.
 	Session Session
 	// MaxAutoResumes bounds how often AfterInvocation hooks may call Resume

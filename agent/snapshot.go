@@ -206,6 +206,10 @@ func validateHistory(msgs []model.Message) error {
 // until the save returns. A failed save fails the invocation; after a
 // persistence.ErrConflict (another writer changed the record) the agent
 // opens its record again, and its next work starts from the newer one.
+// An input refused for the agent's interrupt state saves nothing, so the
+// agent opens its record then too: if another writer saved since, the
+// refusal becomes that *persistence.ConflictError, and the agent goes on
+// from the newer record.
 // A save that the store committed but could not report (a server's
 // connection lost after the commit, see persistence.Store.Save) fails
 // the invocation too; the agent's next save then conflicts the same way

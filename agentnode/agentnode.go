@@ -239,6 +239,12 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		}
 	}
 	res, err := r.invoke(ctx, in, emit)
+	if err != nil && r.session && reloaded(ctx, err) {
+		// The agent's state was stale (loaded before another runtime ran
+		// this node): it refused the input, running nothing, and holds
+		// the stored state now, which the orchestrator's run goes on from.
+		res, err = r.invoke(ctx, in, emit)
+	}
 	if err != nil && !in.IsResume() && !run.GetRecover() && heldUnfinished(err) {
 		// A prompt, and the agent still holds an invocation of a run that
 		// is over (it ended FAILED or CANCELLED while the agent waited):
@@ -300,6 +306,20 @@ func (r *agentRunner) reset(ctx context.Context) error {
 		}
 	}
 	return r.a.SetMessages(ctx, r.initial, agent.DropUnfinished())
+}
+
+// reloaded reports whether the invocation failed only because the
+// agent's state was stale, so that it may run again: it refused the input
+// for its interrupt state, found that another writer had saved its record
+// since it read it (a *persistence.ConflictError that is Checked: it
+// saved and ran nothing), and took the stored state. The orchestrator
+// launched this run after a save of its own (its claim on the run, SPEC
+// S4) and routes the input by the run it holds, saved with the agents'
+// records (SPEC M10), so the input is the stored state's to judge; no
+// other writer runs the node meanwhile.
+func reloaded(ctx context.Context, err error) bool {
+	var ce *persistence.ConflictError
+	return ctx.Err() == nil && errors.As(err, &ce) && ce.Checked
 }
 
 // heldUnfinished reports whether err is an agent's refusal of a prompt

@@ -76,9 +76,16 @@ func (b *Builder) start(ctx context.Context, cfg Config, ownerPath string) (*act
 // Invoke runs the graph on a task (a prompt), or resumes it (agent.Resume
 // with the answers to its interrupts), and returns the run's result. A
 // prompt while the run is interrupted, a response to an unknown id and a
-// mix of both are rejected with nothing changed (SPEC I7, M5). A run cut
-// off by a crash (Status EXECUTING after a restart) is carried on with the
-// empty input agent.Input{}; a new task is refused with
+// mix of both are rejected with nothing changed (SPEC I7, M5), and so is
+// a response while it is not interrupted (interrupt.ErrNotInterrupted).
+// With a session, a refusal for the run's interrupt state (not
+// interrupted, unknown id, a prompt while interrupted) is first checked
+// against the store: if another writer (another process) saved the run
+// since this one read it, the call fails with persistence.ErrConflict (a
+// *persistence.ConflictError) instead, and the run is taken from the
+// store, so the next call goes on from it (SPEC S4).
+// A run cut off by a crash (Status EXECUTING after a restart) is carried
+// on with the empty input agent.Input{}; a new task is refused with
 // actors.ErrIncompleteRun until then. The values of ctx reach the run's
 // hooks and nodes (their agents' hooks, models and tools), in this
 // process.

@@ -38,6 +38,9 @@ type ConflictError struct {
 	// Recreated: the stored record was created again since the save's
 	// base was read (another Change.Incarnation), whatever its version.
 	Recreated bool
+	// Checked: the conflict was found by Owner.Behind, not by a save:
+	// the call it fails saved nothing.
+	Checked bool
 }
 
 func (e *ConflictError) Error() string {

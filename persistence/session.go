@@ -132,6 +132,24 @@ func (o *Owner) Version() int64 { return o.version }
 // Messages returns how many messages are stored.
 func (o *Owner) Messages() int { return o.count }
 
+// Behind compares o with fresh, a writer of the same key opened just now
+// (Open, OpenAgent): nil when the stored record is still the one o's
+// version names (or there is still none), else the *ConflictError that a
+// save of o would fail with, naming o's key, o's version and the stored
+// one (SPEC S4), marked Checked. It lets an owner that refuses a call on the strength of
+// its state find out, without saving anything, that another writer saved
+// since it read that state. Like every other call, it reads o between
+// o's saves.
+func (o *Owner) Behind(fresh *Owner) error {
+	switch {
+	case fresh.version != o.version:
+		return &ConflictError{Key: o.key, Expected: o.version, Actual: fresh.version, Checked: true}
+	case o.version != 0 && fresh.incarnation != o.incarnation:
+		return &ConflictError{Key: o.key, Expected: o.version, Actual: fresh.version, Recreated: true, Checked: true}
+	}
+	return nil
+}
+
 // Stage prepares a change: data replaces the record's data, and appended
 // follows the first keep stored messages (keep = Messages() to append).
 // A change that would change nothing is staged as empty: Commit skips it,

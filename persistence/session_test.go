@@ -469,3 +469,44 @@ func sqliteStore(t *testing.T) persistence.Store {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// SPEC S4: Behind tells a writer, without a save, whether the record
+// moved on since its version: nil while the stored record is the one it
+// read or saved (or there is still none), else the *ConflictError its save
+// would get: another writer's save, a record created since, or one
+// deleted and created again at the same version.
+func TestOwner_BehindNamesTheConflictASaveWouldGet(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	key := persistence.Key{SessionID: smSession, Kind: persistence.KindAgent, ID: smAgent}
+	fresh := func() *persistence.AgentSession {
+		s, _ := openAgent(t, newManager(t, st))
+		return s
+	}
+	none := fresh()
+	assert.NoError(t, none.Behind(fresh().Owner), "no record, still none")
+
+	w := fresh()
+	require.NoError(t, w.Save(ctx, agentRec(1, userMsgs("a")...), persistence.SaveInvocation))
+	var ce *persistence.ConflictError
+	require.ErrorAs(t, none.Behind(fresh().Owner), &ce, "a record created since")
+	assert.Equal(t, persistence.ConflictError{Key: key, Expected: 0, Actual: 1, Checked: true}, *ce)
+	assert.NoError(t, w.Behind(fresh().Owner), "the record it saved")
+
+	other := fresh()
+	require.NoError(t, other.Save(ctx, agentRec(2, userMsgs("a", "b")...), persistence.SaveInvocation))
+	err := w.Behind(fresh().Owner)
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, persistence.ConflictError{Key: key, Expected: 1, Actual: 2, Checked: true}, *ce)
+
+	_, err = st.DeleteSession(ctx, smSession)
+	require.NoError(t, err)
+	again := fresh()
+	require.NoError(t, again.Save(ctx, agentRec(3, userMsgs("c")...), persistence.SaveInvocation))
+	require.NoError(t, again.Save(ctx, agentRec(4, userMsgs("c", "d")...), persistence.SaveInvocation))
+	require.Equal(t, other.Version(), again.Version())
+	require.ErrorAs(t, other.Behind(fresh().Owner), &ce, "deleted and created again at its version")
+	assert.True(t, ce.Recreated)
+	assert.True(t, ce.Checked)
+}
