@@ -40,6 +40,52 @@ type Node interface {
 	OpenNode(ctx context.Context, env NodeEnv) (NodeRunner, error)
 }
 
+// NodeKind names the kind of executor a node runs. It is part of the
+// orchestrator's topology (SPEC M10): the run's record keeps each node's
+// kind with the orchestrator's Shape, and a stored run that waits for a
+// resume (or was cut off) is refused with ErrTopology by an orchestrator
+// whose node of the same id runs an executor of another kind, since that
+// executor holds none of the state the run waits on (an agent's pending
+// tools, a nested orchestrator's run). A kind says what runs, not how it
+// is configured: an agent with other tools, another model, prompt or
+// hooks, a nested Graph or Swarm of another shape (which its own record
+// checks), a Go function with other code, are nodes of the same kind.
+type NodeKind string
+
+// The kinds of the nodes Braid builds.
+const (
+	// NodeKindAgent: an agent (agentnode.Agent, a Swarm's agents).
+	NodeKindAgent NodeKind = "agent"
+	// NodeKindGraph: a nested Graph (graph.Builder.AsNode).
+	NodeKindGraph NodeKind = "graph"
+	// NodeKindSwarm: a nested Swarm (swarm.Builder.AsNode).
+	NodeKindSwarm NodeKind = "swarm"
+	// NodeKindFunc: a Go function (agentnode.Func).
+	NodeKindFunc NodeKind = "func"
+	// NodeKindCustom: a Node that does not say its kind (KindedNode).
+	NodeKindCustom NodeKind = "custom"
+)
+
+// KindedNode is a Node that says what kind of executor it runs. A Node
+// that wraps another (to log or to measure its runs) should say the kind
+// of the node it wraps: one that does not is of kind NodeKindCustom, so
+// wrapping a node, or unwrapping it, between the save of a run and its
+// resume is a changed topology.
+type KindedNode interface {
+	Node
+	// NodeKind returns the node's kind; it must not change.
+	NodeKind() NodeKind
+}
+
+// KindOf returns the kind of n: its NodeKind if it is a KindedNode (an
+// empty one counts as NodeKindCustom), else NodeKindCustom.
+func KindOf(n Node) NodeKind {
+	if k, ok := n.(KindedNode); ok && k.NodeKind() != "" {
+		return k.NodeKind()
+	}
+	return NodeKindCustom
+}
+
 // NodeRunner runs a node's executor; its methods are called by the node's
 // actor, one call at a time, on a goroutine the actor owns.
 type NodeRunner interface {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,8 @@ var (
 	ErrOrchestratorFaulted = errors.New("the orchestrator's actor stopped after a fault and had no session to come back from: build it again")
 	// ErrTopology: the stored run of an orchestrator waits for a resume
 	// (or was cut off) and names nodes it does not have or was saved by
-	// one of another shape, or the record was saved by another kind of
-	// orchestrator (SPEC M10).
+	// one of another shape or with a node of another kind (NodeKind), or
+	// the record was saved by another kind of orchestrator (SPEC M10).
 	ErrTopology = errors.New("the orchestrator's topology changed between save and resume")
 	// ErrNodeFailed is matched by the error of a node that failed without
 	// an error of its own (an executor that returned no result, a nested
@@ -173,18 +174,22 @@ type OrchestratorConfig struct {
 	LoadTimeout time.Duration
 	// Shape describes what else than its node ids makes the orchestrator
 	// what it is (a graph's edges and entry points), as a stable text; it
-	// is stored with the run. A stored run that waits for a resume, or was
-	// cut off, and that an orchestrator of another Shape saved is refused
-	// with ErrTopology when the orchestrator activates, and so is a resume
-	// of it (SPEC M10); a fresh run may start whatever the stored Shape.
-	// Empty checks nothing beyond the node ids.
+	// is stored with the run, followed by the kind of every node (KindOf).
+	// A stored run that waits for a resume, or was cut off, and that an
+	// orchestrator of another Shape, or with a node of another kind, saved
+	// is refused with ErrTopology when the orchestrator activates, and so
+	// is a resume of it (SPEC M10); a fresh run may start whatever the
+	// stored Shape. Empty checks nothing beyond the node ids and kinds. A
+	// run saved by an earlier build, whose record keeps the Shape without
+	// the kinds, is checked against the Shape alone.
 	Shape string
 }
 
 // Orchestrator is a client handle to an orchestrator's actor (SPEC R1).
 type Orchestrator struct {
 	cfg     OrchestratorConfig
-	shape   string // storedShape(cfg.Shape)
+	shape   string // storedShape(recordShape(cfg))
+	legacy  string // storedShape(cfg.Shape): the form of earlier builds' records
 	sys     *System
 	binding *Binding
 	opened  []openedNode // read-only once bound
@@ -273,7 +278,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	} else {
 		id.Path += "#" + sys.UniqueID()
 	}
-	o := &Orchestrator{cfg: cfg, sys: sys, closed: make(chan struct{}), shape: storedShape(cfg.Shape)}
+	o := &Orchestrator{cfg: cfg, sys: sys, closed: make(chan struct{}), shape: storedShape(recordShape(&cfg)), legacy: storedShape(cfg.Shape)}
 	// The nodes are opened here, on the caller's goroutine, not in the
 	// actor: opening binds their owners in the registry and asks them
 	// where they stand, which an actor must not wait for.
@@ -298,7 +303,7 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 	activations := 0
 	b, err := sys.Registry().Bind(ctx, id, BindConfig{IdleTimeout: cfg.IdleTimeout, Producer: func() actor.Actor {
 		activations++ // the registry's goroutine only
-		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, cfgShape: o.shape, again: activations > 1}
+		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, cfgShape: o.shape, legacy: o.legacy, again: activations > 1}
 	}})
 	if err != nil {
 		o.closeNodes(context.WithoutCancel(ctx))
@@ -614,7 +619,8 @@ type orchActor struct {
 	dying    bool  // loadErr was answered and the actor asked to passivate
 	owner    *persistence.Owner
 	shape    string // storedShape of the Shape of the orchestrator that saved the run ("": unknown)
-	cfgShape string // storedShape(cfg.Shape), computed once
+	cfgShape string // storedShape(recordShape(cfg)), computed once
+	legacy   string // storedShape(cfg.Shape), as earlier builds kept it, computed once
 	nodes    map[string]*nodeRec
 	order    []string   // node ids in config order
 	recs     []*nodeRec // nodes, in order (RunView.NodeAt)
@@ -1073,14 +1079,89 @@ func (x *orchActor) setStatus(n *nodeRec, s braidv1.NodeStatus) {
 }
 
 // shapeErr returns ErrTopology if the stored run waits for a resume (or
-// was cut off) and an orchestrator of another Shape saved it.
+// was cut off) and an orchestrator of another Shape, or with a node of
+// another kind, saved it. A record of an earlier build keeps the Shape
+// without the nodes' kinds: it is checked against the Shape alone.
 func (x *orchActor) shapeErr() error {
 	pending := x.status == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED || x.status == braidv1.NodeStatus_NODE_STATUS_EXECUTING
-	if !pending || x.shape == "" || x.shape == x.cfgShape {
+	if !pending || x.shape == "" || x.shape == x.cfgShape || x.shape == x.legacy {
 		return nil
 	}
+	if changed := kindChanges(x.shape, x.cfg); changed != "" {
+		return fmt.Errorf("%w: %s %q: %s; an executor of another kind cannot carry the stored run on: finish it with the %s that saved it, or use another session",
+			ErrTopology, x.cfg.Kind, x.cfg.ID, changed, x.cfg.Kind)
+	}
 	return fmt.Errorf("%w: %s %q: the stored run was saved by a %s of another shape (%s), and this one is %s; finish it with the %s that saved it, or use another session",
-		ErrTopology, x.cfg.Kind, x.cfg.ID, x.cfg.Kind, clipShape(x.shape), clipShape(x.cfg.Shape), x.cfg.Kind)
+		ErrTopology, x.cfg.Kind, x.cfg.ID, x.cfg.Kind, clipShape(x.shape), clipShape(recordShape(x.cfg)), x.cfg.Kind)
+}
+
+// kindsLabel introduces the nodes' kinds in the Shape a run's record
+// keeps (recordShape).
+const kindsLabel = "node kinds "
+
+// kindsPrefix is what comes before the nodes' kinds in recordShape.
+func kindsPrefix(shape string) string {
+	if shape == "" {
+		return kindsLabel
+	}
+	return shape + "; " + kindsLabel
+}
+
+// recordShape is the Shape of cfg as a run's record keeps it (before
+// storedShape): cfg.Shape, then every node's id and kind, quoted and
+// sorted by id, as in `; node kinds "a"="agent" "b"="graph"`. Earlier
+// builds kept cfg.Shape alone; the label tells the two forms apart.
+func recordShape(cfg *OrchestratorConfig) string {
+	pairs := make([]string, len(cfg.Nodes))
+	for i, n := range cfg.Nodes {
+		pairs[i] = strconv.Quote(n.ID) + "=" + strconv.Quote(string(KindOf(n.Node)))
+	}
+	slices.Sort(pairs)
+	return kindsPrefix(cfg.Shape) + strings.Join(pairs, " ")
+}
+
+// kindChanges says which nodes are of another kind in cfg than in
+// stored, a recordShape text, when nothing else differs; "" when
+// something else does, or stored is a digest.
+func kindChanges(stored string, cfg *OrchestratorConfig) string {
+	rest, ok := strings.CutPrefix(stored, kindsPrefix(cfg.Shape))
+	if !ok {
+		return ""
+	}
+	was := map[string]string{}
+	for rest != "" {
+		var pair [2]string
+		for i := range pair {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return ""
+			}
+			pair[i], _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+			if i == 0 {
+				if rest, ok = strings.CutPrefix(rest, "="); !ok {
+					return ""
+				}
+			}
+		}
+		was[pair[0]] = pair[1]
+		rest = strings.TrimPrefix(rest, " ")
+	}
+	if len(was) != len(cfg.Nodes) {
+		return ""
+	}
+	var changes []string
+	for _, n := range cfg.Nodes {
+		k, ok := was[n.ID]
+		switch {
+		case !ok:
+			return ""
+		case k != string(KindOf(n.Node)):
+			changes = append(changes, fmt.Sprintf("node %q was of kind %q when the stored run was saved, and is of kind %q here", n.ID, k, KindOf(n.Node)))
+		}
+	}
+	slices.Sort(changes)
+	return strings.Join(changes, "; ")
 }
 
 // maxShapeText is the longest Shape a run's record keeps as it is; a

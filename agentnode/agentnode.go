@@ -57,6 +57,9 @@ type agentNode struct {
 	finished func(ctx context.Context, a *agent.Agent, res *braidv1.NodeResult)
 }
 
+// NodeKind implements actors.KindedNode.
+func (n *agentNode) NodeKind() actors.NodeKind { return actors.NodeKindAgent }
+
 // OpenNode implements actors.Node.
 func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
 	cfg := n.cfg
@@ -539,6 +542,9 @@ func Func(fn func(ctx context.Context, in agent.Input) ([]model.ContentBlock, er
 type funcNode struct {
 	fn func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error)
 }
+
+// NodeKind implements actors.KindedNode.
+func (n *funcNode) NodeKind() actors.NodeKind { return actors.NodeKindFunc }
 
 // OpenNode implements actors.Node.
 func (n *funcNode) OpenNode(_ context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {

@@ -28,8 +28,12 @@
 // conditional edge counts as conditional, its condition's code unknown)
 // and entry points, whatever the order they were added in, as long as the
 // same edges close the cycles that run (the order of the nodes, edges and
-// entry points decides that), and the same ResetOnRevisit: building a
-// graph of another shape on a session whose run waits for a resume (or
-// was cut off) fails with actors.ErrTopology, naming both shapes. Once the
-// run has ended, a graph of any shape may start a new one.
+// entry points decides that), the same ResetOnRevisit, and nodes of the
+// same kinds (an agent, a nested Graph or Swarm, a Go function:
+// actors.NodeKind; an agent's tools, model or prompt are its
+// configuration, free to change): building a graph of another shape on a
+// session whose run waits for a resume (or was cut off) fails with
+// actors.ErrTopology, naming both shapes, or the nodes whose kind
+// changed, and leaves the stored run as it was. Once the run has ended,
+// a graph of any shape may start a new one.
 package graph

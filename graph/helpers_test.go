@@ -81,6 +81,11 @@ func textAgent(r *recorder, id string) actors.Node {
 // and then answers "<id> done". The tool counts its runs under
 // "tool:<id>" and, if ask is set, interrupts with that name first.
 func toolAgent(r *recorder, id, name, ask string) actors.Node {
+	return agentnode.Agent(toolAgentConfig(r, id, name, ask))
+}
+
+// toolAgentConfig is the agent of toolAgent, for a swarm's member.
+func toolAgentConfig(r *recorder, id, name, ask string) agent.Config {
 	tl := tool.New(name, "test tool", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
 		if ask != "" {
 			ans, err := tc.Interrupt(ask, map[string]string{"node": id})
@@ -101,7 +106,7 @@ func toolAgent(r *recorder, id, name, ask string) actors.Node {
 		}
 		return model.ToolTurn(model.Call("t1", name, map[string]any{})), nil
 	})
-	return agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})
+	return agent.Config{Model: m, Tools: []tool.Tool{tl}}
 }
 
 // gate returns hooks that interrupt BeforeNodeCall of the given nodes

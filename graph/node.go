@@ -18,6 +18,9 @@ type nested struct {
 	cfg Config
 }
 
+// NodeKind implements actors.KindedNode.
+func (n *nested) NodeKind() actors.NodeKind { return actors.NodeKindGraph }
+
 // OpenNode implements actors.Node.
 func (n *nested) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.NodeRunner, error) {
 	cfg := n.cfg

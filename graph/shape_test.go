@@ -99,8 +99,8 @@ func fanOutShape(n int) string {
 
 // SPEC M10, S5: a large graph's run keeps a digest of its topology, not
 // the topology: the same graph built again (its nodes and edges added in
-// another order) resumes the run, another graph with the same nodes gets
-// ErrTopology; and a record of an earlier build, which keeps the topology
+// another order) resumes the run, another graph with the same nodes, or
+// with a node of another kind, gets ErrTopology; and a record of an earlier build, which keeps the topology
 // whole, is read alike.
 func TestGraphSession_ALargeGraphIsKnownAgainByItsTopologyDigest(t *testing.T) {
 	ctx := context.Background()
@@ -131,6 +131,11 @@ func TestGraphSession_ALargeGraphIsKnownAgainByItsTopologyDigest(t *testing.T) {
 	})).AddEdge(leafID(0), leafID(n-1))
 	_, err = other.Build(ctx, cfg())
 	require.ErrorIs(t, err, actors.ErrTopology)
+	// The same nodes and edges, one leaf an agent: the digest covers the
+	// nodes' kinds.
+	agentLeaf := fanOut(n-1, false).AddNode(leafID(n-1), textAgent(r, leafID(n-1))).AddEdge("g", leafID(n-1))
+	_, err = agentLeaf.Build(ctx, cfg())
+	require.ErrorIs(t, err, actors.ErrTopology, "a node of another kind")
 
 	// The record as an earlier build wrote it: the topology whole.
 	whole, err := json.Marshal(fanOutShape(n))

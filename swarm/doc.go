@@ -37,8 +37,9 @@
 //     invocation, the swarm's own state (node history, shared context,
 //     counters) included (SPEC M10); a new process that builds the same
 //     swarm with the same session id resumes it (the same agents, in any
-//     order, entry point and ResetOnRevisit: another team fails to
-//     build on a run that waits for a resume, with actors.ErrTopology). A
+//     order, entry point and ResetOnRevisit; their tools and models may
+//     change: another team fails to build on a run that waits for a
+//     resume, with actors.ErrTopology). A
 //     fresh run (a prompt on a finished run) starts with an empty history
 //     and shared context.
 //

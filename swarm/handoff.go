@@ -139,6 +139,9 @@ type agentNode struct {
 	team *team
 }
 
+// NodeKind implements actors.KindedNode.
+func (n *agentNode) NodeKind() actors.NodeKind { return actors.NodeKindAgent }
+
 // OpenNode implements actors.Node. The handoff slot is the node's own:
 // the recorder hook writes it at the end of every invocation of the
 // node's agent, the runner reads it when the run is over.
