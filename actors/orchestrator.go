@@ -433,7 +433,9 @@ func (o *Orchestrator) isClosed() bool {
 // node's too, with its parent node's), and, after the run is
 // saved, its interrupts. It returns the result, or ErrStreamStopped once yield
 // returns false: the run then goes on to its end unread and a later
-// resume can finish it. Called from the orchestrator's own run, it returns
+// resume can finish it. Once ctx ends it calls yield no more (not even
+// with events already queued) and returns ctx's error; the run goes on
+// the same way. Called from the orchestrator's own run, it returns
 // ErrReentrant (SPEC R7).
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
 	if err := o.callable(ctx, true); err != nil {
@@ -456,6 +458,12 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	o.binding.Send(inv)
 	for {
 		m, err := inbox.Receive(ctx)
+		if _, end := m.(*streamEnd); err == nil && !end {
+			// The inbox hands out what is queued even once ctx has
+			// ended: a caller who left gets no more events (SPEC R5),
+			// only the outcome if it is there already.
+			err = ctx.Err()
+		}
 		if err != nil {
 			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) || errors.Is(cause, ErrUnbound) {
 				return nil, cause

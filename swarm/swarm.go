@@ -96,7 +96,9 @@ func (s *Swarm) Invoke(ctx context.Context, in agent.Input) (*multiagent.Result,
 // Stream runs like Invoke and yields the run's events as they happen
 // (SPEC M12), the last one a *multiagent.ResultEvent. Interrupt events
 // come after the run is saved. A consumer that stops early leaves the run
-// going on to its end unread; a later resume can finish it.
+// going on to its end unread; a later resume can finish it. So does one
+// whose ctx ends: its stream yields no more events, even those already
+// queued, and ends with ctx's error.
 func (s *Swarm) Stream(ctx context.Context, in agent.Input) iter.Seq2[multiagent.Event, error] {
 	return runclient.Stream(ctx, s.o, in)
 }
