@@ -370,7 +370,9 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 // happen; the last one is a *ResultEvent. An error ends the sequence.
 // Breaking out of the loop cancels the invocation and waits for it to stop;
 // interrupt events are only sent once the interrupt state is activated and
-// saved, so stopping there loses nothing (SPEC I9).
+// saved, so stopping there loses nothing (SPEC I9). Once ctx ends, the
+// sequence yields nothing more (not even events or a result already
+// there) but ctx's error, and the invocation is stopped as Invoke's is.
 func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		r, err := a.invocation(in, opts)
@@ -390,6 +392,14 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 		}
 		released := a.binding.Released()
 		for {
+			if ctx.Err() != nil {
+				// A select would pick at random among an event, the
+				// outcome and ctx's end when all are there: a caller
+				// who left gets nothing more (SPEC R5).
+				a.abandon(r, reply, abandonCause(ctx))
+				yield(nil, ctx.Err())
+				return
+			}
 			select {
 			case ev := <-reply.events:
 				if !yield(ev, nil) {
@@ -404,6 +414,10 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 				for {
 					select {
 					case ev := <-reply.events:
+						if ctx.Err() != nil {
+							yield(nil, ctx.Err())
+							return
+						}
 						if !yield(ev, nil) {
 							return
 						}
@@ -411,6 +425,10 @@ func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter
 					default:
 					}
 					break
+				}
+				if ctx.Err() != nil {
+					yield(nil, ctx.Err())
+					return
 				}
 				if reply.err != nil {
 					yield(nil, reply.err)
