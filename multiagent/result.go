@@ -223,7 +223,10 @@ func usageFromWire(u *braidv1.Usage) model.Usage {
 func cloneAgentResult(r *agent.Result) *agent.Result {
 	c := *r
 	c.Message = r.Message.Clone()
-	c.Interrupts = make([]interrupt.Interrupt, len(r.Interrupts))
+	c.Interrupts = nil // none stays nil, as in the agent's own result and the decoded one
+	if len(r.Interrupts) > 0 {
+		c.Interrupts = make([]interrupt.Interrupt, len(r.Interrupts))
+	}
 	for i, in := range r.Interrupts {
 		c.Interrupts[i] = in.Clone()
 	}
