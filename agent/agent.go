@@ -372,12 +372,16 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 // interrupt events are only sent once the interrupt state is activated and
 // saved, so stopping there loses nothing (SPEC I9). Once ctx ends, the
 // sequence yields nothing more (not even events or a result already
-// there) but ctx's error, and the invocation is stopped as Invoke's is.
+// there) but ctx's error, and the invocation is stopped as Invoke's is; a
+// ctx that has ended already sends nothing.
 func (a *Agent) Stream(ctx context.Context, in Input, opts ...InvokeOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		r, err := a.invocation(in, opts)
 		if err == nil && runsFor(ctx, a.core) {
 			err = ErrReentrant
+		}
+		if err == nil {
+			err = ctx.Err() // not sent: the caller is gone already
 		}
 		if err != nil {
 			yield(nil, err)
