@@ -123,6 +123,8 @@ func cloneRaw(b []byte) json.RawMessage {
 // encodeJSON turns v into compact JSON. json.RawMessage and Value are taken
 // as they are after a validity check; everything else goes through
 // encoding/json with HTML escaping off, so "<" stays "<" as in Strands.
+// Either way the result is UTF-8: the bytes a json.Marshaler writes are
+// not checked by encoding/json, and are made UTF-8 as raw JSON is.
 func encodeJSON(v any) (json.RawMessage, error) {
 	switch t := v.(type) {
 	case json.RawMessage:
@@ -138,7 +140,14 @@ func encodeJSON(v any) (json.RawMessage, error) {
 		}
 		return compactRaw(t.raw)
 	}
-	return strictjson.Marshal(v)
+	b, err := strictjson.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(b) {
+		b = toValidUTF8(b)
+	}
+	return b, nil
 }
 
 func compactRaw(b []byte) (json.RawMessage, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,4 +230,39 @@ func TestValue_I3_JSONThatIsNotUTF8IsTakenAsEncodingJSONWritesIt(t *testing.T) {
 	require.NoError(t, err, "the state can be saved")
 	var back State
 	require.NoError(t, json.Unmarshal(saved, &back))
+}
+
+// rawBytesReason is a json.Marshaler that writes a string holding bytes
+// that are not UTF-8, as a marshaler of binary data might.
+type rawBytesReason struct{}
+
+func (rawBytesReason) MarshalJSON() ([]byte, error) { return []byte("\"y\xff\xfez\""), nil }
+
+// SPEC I3: a reason or answer that a json.Marshaler encodes with bytes that
+// are not UTF-8 is taken as encoding/json writes such a string (each bad
+// byte U+FFFD) at the call, as raw JSON is, so what is kept in memory is
+// what a session stores and reads back.
+func TestValue_I3_MarshalerThatWritesNonUTF8IsTakenAsEncodingJSONWritesIt(t *testing.T) {
+	const want = "\"y\ufffd\ufffdz\""
+	v, err := ValueOf(rawBytesReason{})
+	require.NoError(t, err)
+	assert.Equal(t, want, string(v.Raw()))
+	r := Respond("i", rawBytesReason{})
+	require.NoError(t, r.Err())
+	assert.Equal(t, want, string(r.Value.Raw()))
+
+	st := NewState()
+	scope := NewScope(st, SourceHook, func(name string) string { return "id:" + name })
+	_, err = scope.Interrupt("gate", map[string]any{"k": rawBytesReason{}})
+	require.ErrorIs(t, err, ErrInterrupted)
+	in, ok := st.Get("id:gate")
+	require.True(t, ok)
+	assert.Equal(t, `{"k":`+want+`}`, string(in.Reason))
+	saved, err := json.Marshal(st)
+	require.NoError(t, err)
+	assert.True(t, utf8.Valid(saved), "the saved state is UTF-8")
+	back, err := ParseState(saved)
+	require.NoError(t, err)
+	got, _ := back.Get("id:gate")
+	assert.Equal(t, in.Reason, got.Reason, "the reason reads back as it was kept")
 }
