@@ -15,7 +15,9 @@ import (
 //	hook.Func(func(ctx context.Context, ev *agent.BeforeToolCallEvent) error { ... })
 //
 // Events are only valid during the callback. Fields are read-only except
-// through the setters.
+// through the setters. Interrupt called on an event after its callbacks
+// returned (on an event kept for later) fails with interrupt.ErrScopeEnded
+// and records nothing.
 
 // AgentInitializedEvent fires once, when New has built the agent.
 type AgentInitializedEvent struct {

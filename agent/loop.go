@@ -338,7 +338,9 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 	req := &model.Request{SystemPrompt: a.cfg.SystemPrompt, Messages: a.messages[:len(a.messages):len(a.messages)], Tools: a.tools.specs}
 	a.mu.Unlock()
 	bm := &BeforeModelCallEvent{Agent: a.view(), Request: req, scope: scope}
-	if err := hook.Run(ctx, a.hooks, bm); err != nil {
+	err := hook.Run(ctx, a.hooks, bm)
+	scope.End()
+	if err != nil {
 		return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("BeforeModelCall hook: %w", err)
 	}
 	if scope.Interrupted() {
@@ -465,7 +467,9 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 
 	scope := a.scope(interrupt.SourceHook, interrupt.BeforeToolsID)
 	bt := &BeforeToolsEvent{Agent: a.view(), Message: assistant, scope: scope}
-	if err := hook.Run(ctx, a.hooks, bt); err != nil {
+	err := hook.Run(ctx, a.hooks, bt)
+	scope.End()
+	if err != nil {
 		return nil, fmt.Errorf("BeforeTools hook: %w", err)
 	}
 	if scope.Interrupted() {
@@ -1085,6 +1089,7 @@ func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
 	a.hookMu.Lock()
 	err := hook.Run(ctx, a.hooks, ev)
 	a.hookMu.Unlock()
+	scope.End()
 	if err == nil {
 		err = checkRewrite(t.use, ev)
 	}
@@ -1205,6 +1210,7 @@ func (t *toolTask) Run(ctx context.Context) bool {
 			tool.WithIdempotencyKey(a.idempotencyKey(id)))
 		info := callInfo{cycle: t.cycle.id, rerun: t.cycle.loaded && attempt == 0}
 		content, err := tool.Invoke(context.WithValue(ctx, callInfoKey{}, info), t.tool, tc, t.use.Input)
+		tc.Scope().End()
 		if tc.Interrupted() {
 			t.cycle.unstart(t.i)
 			inv.markInterrupted()
@@ -1273,6 +1279,7 @@ func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop boo
 		input = json.RawMessage("{}")
 	}
 	ans, err := scope.Interrupt(RecoveryInterrupt, RecoveryReason{Tool: t.use.Name, Input: input, StartedAt: mark.StartedAt})
+	scope.End()
 	if scope.Interrupted() {
 		inv.markInterrupted()
 		return false, true

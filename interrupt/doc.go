@@ -13,7 +13,9 @@
 //  1. A hook or tool calls Scope.Interrupt(name, reason). The interrupt is
 //     recorded in the owner's State under a deterministic id. If it already
 //     has an answer, the answer is returned; otherwise the call returns an
-//     error matching ErrInterrupted, which the callback returns.
+//     error matching ErrInterrupted, which the callback returns. When the
+//     callbacks or the tool have returned, the runtime ends the Scope
+//     (Scope.End): a later call fails with ErrScopeEnded.
 //  2. The owner stops, calls State.Activate and reports State.Unanswered.
 //  3. The caller answers with []Response (see ParseResponses). State.Resume
 //     validates all of them before changing anything and stores the answers.

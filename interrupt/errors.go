@@ -44,6 +44,11 @@ var (
 	// ErrNotInterruptible: Interrupt was called where interrupts are not
 	// supported, such as a direct tool call.
 	ErrNotInterruptible = errors.New("interrupts are not supported here")
+	// ErrScopeEnded: Interrupt was called on an event or tool context after
+	// its callback or tool call had returned (kept and used later, from
+	// another goroutine, say). Nothing is recorded: raise interrupts only
+	// while the callback or tool runs.
+	ErrScopeEnded = errors.New("interrupt raised after its event or tool call returned: raise interrupts only while the callback or tool runs")
 )
 
 // RaisedError is returned by Scope.Interrupt for an unanswered interrupt. It

@@ -9,15 +9,19 @@ import (
 // hook event) or one tool call, into the owner's State (SPEC I3–I5).
 //
 // The runtime creates a Scope, runs the callbacks (calling BeginCallback
-// before each), then reads Raised: every unanswered interrupt recorded through
-// the Scope stops the work, whether or not the callback returned the error.
-// A Scope is safe for concurrent use.
+// before each), calls End, then reads Raised: every unanswered interrupt
+// recorded through the Scope stops the work, whether or not the callback
+// returned the error. After End, Interrupt fails with ErrScopeEnded and
+// records nothing, so a callback or tool that keeps its event or context and
+// raises later is told so, rather than recording an interrupt nothing stops
+// for. A Scope is safe for concurrent use.
 type Scope struct {
 	state  *State
 	source Source
 	idFor  func(name string) string
 
 	mu       sync.Mutex
+	ended    bool
 	callback int
 	names    []raisedName // in first-raise order
 	raised   []Interrupt  // unanswered, in call order (SPEC I8)
@@ -129,12 +133,26 @@ func (s *Scope) BeginCallback(i int) {
 	s.mu.Unlock()
 }
 
+// End marks the end of the event dispatch or tool call: later Interrupt
+// calls fail with ErrScopeEnded. It waits for Interrupt calls under way, so
+// that Raised, read after End, lists every interrupt recorded through the
+// Scope. Raised, Interrupted and Err keep working.
+func (s *Scope) End() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+}
+
 // Interrupt raises the interrupt called name (SPEC I3). If the owner already
 // holds an answer for it, or a preemptive answer is given, the answer is
 // returned with a nil error. Otherwise the interrupt is recorded and a
 // *RaisedError matching ErrInterrupted is returned: return it from the hook
 // or tool. reason may be nil (no reason) or any JSON-encodable value; one
-// that cannot be encoded is an error here, not at save time.
+// that cannot be encoded is an error here, not at save time. After End it
+// fails with ErrScopeEnded and records nothing.
 func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, error) {
 	if s == nil || s.state == nil {
 		return Value{}, ErrNotInterruptible
@@ -154,42 +172,52 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		}
 		rawReason = r
 	}
+	var (
+		preemptive    Value
+		preemptiveErr error
+	)
+	if o.hasPreemptive {
+		// Encoded outside the lock; an error counts only where the
+		// answer would be stored.
+		preemptive, preemptiveErr = ValueOf(o.preemptive)
+	}
+	id := s.idFor(name)
+	// Held to the end (the State's lock is taken inside it, never the
+	// other way round), so that End waits for a raise under way.
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return Value{}, fmt.Errorf("interrupt_name=<%s> | %w", name, ErrScopeEnded)
+	}
 	cb, known := s.nameCallback(name)
 	if known && cb != s.callback {
 		err := &DuplicateNameError{Name: name}
 		if s.dupErr == nil {
 			s.dupErr = err
 		}
-		s.mu.Unlock()
 		return Value{}, err
 	}
 	if !known {
 		s.addName(name)
 	}
-	s.mu.Unlock()
 
-	id := s.idFor(name)
 	if v, ok := s.state.answer(id); ok {
 		return v, nil
 	}
 	rec := Interrupt{ID: id, Name: name, Reason: rawReason, Source: s.source}
 	if o.hasPreemptive {
-		v, err := ValueOf(o.preemptive)
-		if err != nil {
-			return Value{}, fmt.Errorf("interrupt_name=<%s> | %w", name, err)
+		if preemptiveErr != nil {
+			return Value{}, fmt.Errorf("interrupt_name=<%s> | %w", name, preemptiveErr)
 		}
-		rec.Response, rec.Answered = v, true
+		rec.Response, rec.Answered = preemptive, true
 	}
 	stored, _ := s.state.Register(rec)
 	if stored.Answered {
 		return stored.Response, nil
 	}
-	s.mu.Lock()
 	if !s.listed(stored.ID) {
 		s.addRaised(stored)
 	}
-	s.mu.Unlock()
 	return Value{}, &RaisedError{Interrupt: stored}
 }
 

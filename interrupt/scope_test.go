@@ -494,3 +494,29 @@ func TestScope_ConcurrentScopesOnOneState(t *testing.T) {
 	assert.Equal(t, tools, st.Len())
 	assert.Len(t, st.Unanswered(), tools)
 }
+
+// SPEC I3: once the runtime has ended a Scope (its event's callbacks or
+// its tool call have returned), Interrupt fails with ErrScopeEnded and
+// records nothing, answered or not; what was raised before stays readable.
+func TestScope_InterruptAfterEnd_FailsAndRecordsNothing(t *testing.T) {
+	st := NewState()
+	scope := NewScope(st, SourceHook, BeforeToolsID)
+	_, err := scope.Interrupt("before", nil)
+	require.ErrorIs(t, err, ErrInterrupted)
+	scope.End()
+
+	_, err = scope.Interrupt("after", "why")
+	require.ErrorIs(t, err, ErrScopeEnded)
+	assert.NotErrorIs(t, err, ErrInterrupted)
+	_, ok := st.Get(BeforeToolsID("after"))
+	assert.False(t, ok, "nothing recorded after End")
+	raised := scope.Raised()
+	require.Len(t, raised, 1)
+	assert.Equal(t, BeforeToolsID("before"), raised[0].ID)
+	assert.True(t, scope.Interrupted())
+
+	st.Activate()
+	require.NoError(t, st.Resume([]Response{Respond(BeforeToolsID("before"), "y")}))
+	_, err = scope.Interrupt("before", nil)
+	require.ErrorIs(t, err, ErrScopeEnded, "no answer is handed out after End either")
+}

@@ -42,7 +42,8 @@ func (*AfterMultiAgentInvocationEvent) HookReversed() {}
 // resume runs it (SPEC M3). It is interruptible (source multiagent-hook):
 // on interrupt the node does not run and AfterNodeCall does not fire for
 // it. An answered interrupt stays answered until the node completes, even
-// if the node's agent interrupts in between (SPEC M6).
+// if the node's agent interrupts in between (SPEC M6). Interrupt called
+// after the callbacks returned fails with interrupt.ErrScopeEnded.
 type BeforeNodeCallEvent struct {
 	Source string
 	NodeID string
@@ -112,7 +113,9 @@ func (h *Hooks) BeforeNode(ctx context.Context, node string, gate *interrupt.Sta
 		return interrupt.OwnedID(h.OwnerPath, interrupt.BeforeNodeCallID(node, name))
 	})
 	ev := &BeforeNodeCallEvent{Source: h.Source, NodeID: node, scope: scope}
-	if err := hook.Run(ctx, h.Registry, ev); err != nil {
+	err := hook.Run(ctx, h.Registry, ev)
+	scope.End()
+	if err != nil {
 		return "", false, err
 	}
 	if ev.cancel != nil && !scope.Interrupted() {
