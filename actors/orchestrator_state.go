@@ -586,6 +586,11 @@ func (x *orchActor) restore(key persistence.Key, data []byte, log []json.RawMess
 				lacks = true
 				continue
 			}
+			if x.shape != "" && (x.shape == x.cfgShape || x.shape == x.legacy) {
+				// The run's own shape is this orchestrator's, which has
+				// no such node: the record contradicts itself (SPEC S5).
+				return persistence.Damaged(key, "node "+id, "a node the run's shape does not have")
+			}
 			return fmt.Errorf("%w: %s %q: the stored run has node %q, which this %s does not", ErrTopology, x.cfg.Kind, x.cfg.ID, id, x.cfg.Kind)
 		}
 		n := &nodeRec{id: id, inner: j.Inner, run: j.Run, started: j.Started, ended: j.Ended, first: j.First, executed: j.Executed,
