@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,10 +21,22 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/swarm"
 	"github.com/braidhq/braid/tool"
 )
+
+// postgresStore opens a store of its own on the tests' PostgreSQL server,
+// closed when the test ends.
+func postgresStore(t *testing.T) persistence.Store {
+	t.Helper()
+	st, err := postgres.New(context.Background(), postgres.Config{DSN: persistencetest.PostgresDSN(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
 
 func sqliteStore(t *testing.T) persistence.Store {
 	t.Helper()
@@ -42,7 +55,7 @@ type deepTree struct {
 	sub *agent.Agent
 }
 
-func buildDeepTree(t *testing.T, r *recorder, st persistence.Store, sys *actors.System) deepTree {
+func buildDeepTree(t *testing.T, r *recorder, st persistence.Store, session string, sys *actors.System) deepTree {
 	t.Helper()
 	ctx := context.Background()
 	subModel := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
@@ -53,7 +66,7 @@ func buildDeepTree(t *testing.T, r *recorder, st persistence.Store, sys *actors.
 		}
 		return model.ToolTurn(model.Call("s1", "lookup", map[string]any{})), nil
 	})
-	sub, err := agent.New(ctx, agent.Config{ID: "sub", Model: subModel, System: sys, Session: manager(t, st, "deep"),
+	sub, err := agent.New(ctx, agent.Config{ID: "sub", Model: subModel, System: sys, Session: manager(t, st, session),
 		Tools: []tool.Tool{askTool(r, "sub", "lookup", "which")}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close(context.Background()) })
@@ -73,7 +86,7 @@ func buildDeepTree(t *testing.T, r *recorder, st persistence.Store, sys *actors.
 		AddNode("mid", mid.AsNode(graph.Config{})).
 		AddNode("post", agentnode.Agent(teamAgent(r, "post", handoff{}))).
 		AddEdge("pre", "mid").AddEdge("mid", "post")
-	g, err := top.Build(ctx, graph.Config{ID: "top", Session: manager(t, st, "deep"), System: sys})
+	g, err := top.Build(ctx, graph.Config{ID: "top", Session: manager(t, st, session), System: sys})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	return deepTree{top: g, sub: sub}
@@ -86,12 +99,24 @@ func buildDeepTree(t *testing.T, r *recorder, st persistence.Store, sys *actors.
 // system, same SQLite session); the answer resumes exactly the raising
 // agent, and no level above it restarts (model calls and tool runs are
 // counted). The stream tags inner events with their whole node path.
+// On SQLite and on PostgreSQL (SPEC S3, M10).
 func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M11(t *testing.T) {
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			st, session := sqliteStore(t), "deep"
+			if store == "postgres" {
+				st, session = postgresStore(t), "deep-"+uuid.NewString()
+			}
+			gateAndAgentAsToolThreeLevelsDown(t, st, session)
+		})
+	}
+}
+
+func gateAndAgentAsToolThreeLevelsDown(t *testing.T, st persistence.Store, session string) {
 	ctx := context.Background()
-	st := sqliteStore(t)
 	r := newRecorder()
 
-	t1 := buildDeepTree(t, r, st, actorstest.System(t))
+	t1 := buildDeepTree(t, r, st, session, actorstest.System(t))
 	var gateID string
 	paths := map[string]bool{}
 	for ev, err := range t1.top.Stream(ctx, agent.Text("go")) {
@@ -118,7 +143,7 @@ func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M1
 	require.NoError(t, t1.top.Close(ctx))
 	require.NoError(t, t1.sub.Close(ctx))
 
-	t2 := buildDeepTree(t, r, st, actorstest.System(t))
+	t2 := buildDeepTree(t, r, st, session, actorstest.System(t))
 	res, err := t2.top.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusInterrupted, res.Status, res.Message)
@@ -129,7 +154,7 @@ func TestNesting_GateAndAgentAsToolInterruptThreeLevelsDownResumeAfterRebuild_M1
 	require.NoError(t, t2.top.Close(ctx))
 	require.NoError(t, t2.sub.Close(ctx))
 
-	t3 := buildDeepTree(t, r, st, actorstest.System(t))
+	t3 := buildDeepTree(t, r, st, session, actorstest.System(t))
 	res, err = t3.top.Invoke(ctx, agent.Resume(interrupt.Respond(toolID, "blue")))
 	require.NoError(t, err)
 	require.Equal(t, multiagent.StatusCompleted, res.Status, res.Message)
