@@ -43,10 +43,12 @@ type ToolInput struct {
 // saved before the run begins. When the outer agent runs the call again
 // (its tool cycle resumed after interrupts, or carried on after a crash
 // or a Close cut it off, SPEC S6), the run marked for it, if its prompt
-// is the call's, is resumed with the answers if it waits, carried on if
-// it was cut off, and, if it had ended (the cut came after sub's last
-// save and before the outer agent saved the call's result), its answer,
-// sub's last message, is the call's result: sub does not run again. Any
+// is the call's (the run may have gone on past it with a prompt of its
+// own, that an AfterInvocation callback of sub gave, SPEC A9), is
+// resumed with the answers if it waits, carried on if it was cut off,
+// and, if it had ended (the cut came after sub's last save and before
+// the outer agent saved the call's result), its answer, sub's last
+// message, is the call's result: sub does not run again. Any
 // other unfinished run of sub is a dead call's (its outer run ended
 // without it): the call takes it back to where it began, drops its
 // interrupts and pending work, and sub takes the call's prompt. A retry
@@ -92,17 +94,23 @@ func AsTool(sub *Agent, name, description string, opts ...tool.Option) tool.Tool
 		mark := subCall{Call: tc.IdempotencyKey(), Cycle: info.cycle, At: lastPrompt(snap.Messages)}
 		unfinished := st.Interrupted() || st.Incomplete()
 		// The run's prompt is the call's: a mark of the same tool-use id
-		// and place is another call's when the outer history was started
-		// over (SetMessages) and the model gave that id again.
-		samePrompt := mark.At < len(snap.Messages) && snap.Messages[mark.At].Text() == in.Prompt
+		// is another call's when the outer history was started over
+		// (SetMessages) and the model gave that id again.
 		var ours bool
 		if raw, ok := snap.State[subCallKey]; ok {
+			// The run marked for this call, wherever its prompt is: the
+			// run may have gone on past it with a prompt of its own (an
+			// AfterInvocation callback's Resume), and resumes all the same.
 			var was subCall
-			ours = info.rerun && samePrompt && json.Unmarshal(raw, &was) == nil && was == mark
+			ours = info.rerun && json.Unmarshal(raw, &was) == nil && was.Call == mark.Call &&
+				was.Cycle == mark.Cycle && promptAt(snap.Messages, was.At, in.Prompt)
+			if ours {
+				mark.At = was.At
+			}
 		} else {
 			// A run this tool did not mark (a call of an earlier version):
 			// this call's if it is unfinished and answers the same prompt.
-			ours = unfinished && samePrompt
+			ours = unfinished && promptAt(snap.Messages, mark.At, in.Prompt)
 		}
 		last := len(snap.Messages) - 1
 		switch {
@@ -215,6 +223,11 @@ func lastPrompt(msgs []model.Message) int {
 		}
 	}
 	return len(msgs)
+}
+
+// promptAt reports whether msgs[i] is there and says prompt.
+func promptAt(msgs []model.Message, i int, prompt string) bool {
+	return i >= 0 && i < len(msgs) && msgs[i].Text() == prompt
 }
 
 // askName is the name of the outer interrupt that asks sub's interrupt id
