@@ -94,6 +94,9 @@ type request struct {
 	// caller is the context an in-process caller asked with: the job's
 	// context carries its values (nil: none, as for a remote caller).
 	caller context.Context
+	// toEnd: an in-process caller whose context ends waits for the job
+	// to stop before it returns (see Agent.invokeToEnd).
+	toEnd bool
 }
 
 // replier gets a job's events (on the job's goroutine) and its outcome

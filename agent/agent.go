@@ -366,6 +366,23 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...InvokeOption) (*Re
 	return res.(*Result), nil
 }
 
+// invokeToEnd is Invoke, except that when ctx ends it returns only once
+// the invocation has stopped (or the agent can answer no more): a call of
+// an agent used as a tool ends with the agent's run, as a call of any
+// tool ends with the tool (AsTool).
+func (a *Agent) invokeToEnd(ctx context.Context, in Input) (*Result, error) {
+	r, err := a.invocation(in, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.toEnd = true
+	res, err := a.run(ctx, r, nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*Result), nil
+}
+
 // Stream runs one invocation like Invoke and yields its events as they
 // happen; the last one is a *ResultEvent. An error ends the sequence.
 // Breaking out of the loop cancels the invocation and waits for it to stop;
@@ -528,6 +545,16 @@ func (a *Agent) run(ctx context.Context, r *request, _ any) (any, error) {
 		return reply.res, reply.err
 	case <-ctx.Done():
 		a.abandon(r, reply, abandonCause(ctx))
+		if r.toEnd {
+			// The abandon drops r if queued, or stops it if it runs;
+			// either way its outcome comes, unless the agent can
+			// answer no more.
+			select {
+			case <-reply.signal:
+			case <-a.sys.Done():
+			case <-a.binding.Released():
+			}
+		}
 		return nil, ctx.Err()
 	case <-a.sys.Done():
 		return a.unanswered(reply)

@@ -20,6 +20,9 @@ type ToolInput struct {
 
 // AsTool makes sub a tool of another agent (agent-as-tool, SPEC M11): the
 // tool invokes sub with the prompt and returns the text of its answer.
+// A call whose context ends (the outer agent cancelled or closed, its
+// caller gone) stops sub's run and returns once that run has stopped, as
+// a call of any tool ends with the tool: the next call finds sub idle.
 // When sub stops for interrupts, the tool raises one interrupt per sub
 // interrupt, with its reason, so the outer agent stops with them; their
 // answers are routed back to sub, which resumes (it does not start
@@ -192,7 +195,7 @@ type callInfoKey struct{}
 // of sub's history, and returns its answer's text; when sub stops for
 // interrupts, the call raises them (see AsTool).
 func answer(ctx context.Context, sub *Agent, tc *tool.Context, input Input, at int) (string, error) {
-	res, err := sub.Invoke(ctx, input)
+	res, err := sub.invokeToEnd(ctx, input)
 	if err != nil {
 		return "", err
 	}
