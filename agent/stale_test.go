@@ -11,35 +11,12 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/internal/twostores"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
-	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
-
-// twoProcessStores gives the store each of two runtimes uses for one
-// session: two handles on one SQLite folder (as two processes open it),
-// or one memory store shared by both.
-var twoProcessStores = []struct {
-	name string
-	open func(t *testing.T) (persistence.Store, persistence.Store)
-}{
-	{"sqlite", func(t *testing.T) (persistence.Store, persistence.Store) {
-		dir := t.TempDir()
-		open := func() persistence.Store {
-			st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, NoFsync: true})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		}
-		return open(), open()
-	}},
-	{"memory", func(*testing.T) (persistence.Store, persistence.Store) {
-		st := persistence.NewMemoryStore()
-		return st, st
-	}},
-}
 
 // staleRig builds agents of one session ("shared") and id ("assistant"),
 // each in a System of its own (a process of its own), whose model asks
@@ -100,10 +77,10 @@ func requireStaleConflict(t *testing.T, st persistence.Store, err error, expecte
 // overall, and a genuinely wrong resume of an agent whose state is the
 // stored one is still refused as such.
 func TestSession_S4_AStaleAgentRefusingAResumeTakesTheStoredRunSoTheRetryProceeds(t *testing.T) {
-	for _, stores := range twoProcessStores {
-		t.Run(stores.name, func(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st1, st2 := stores.open(t)
+			st1, st2 := stores.Open(t)
 			rig := &staleRig{runs: &counter{}, calls: []string{"t1"}}
 			a1, a2 := rig.build(t, st1), rig.build(t, st2)
 
@@ -150,10 +127,10 @@ func TestSession_S4_AStaleAgentRefusingAResumeTakesTheStoredRunSoTheRetryProceed
 // interrupted run that was finished since, gets ErrConflict for a prompt
 // rather than "resume with interrupt responses", and takes the next one.
 func TestSession_S4_AStaleAgentRefusingAnIDOrAPromptTakesTheStoredRun(t *testing.T) {
-	for _, stores := range twoProcessStores {
-		t.Run(stores.name, func(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st1, st2 := stores.open(t)
+			st1, st2 := stores.Open(t)
 			rig := &staleRig{runs: &counter{}, calls: []string{"t1", "t2"}}
 			a1 := rig.build(t, st1)
 			res, err := a1.Invoke(ctx, agent.Text("clean up"))

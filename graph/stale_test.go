@@ -11,34 +11,11 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/internal/twostores"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
-	"github.com/braidhq/braid/persistence/sqlite"
 )
-
-// twoProcessStores gives the store each of two runtimes uses for one
-// session: two handles on one SQLite folder (as two processes open it),
-// or one memory store shared by both.
-var twoProcessStores = []struct {
-	name string
-	open func(t *testing.T) (persistence.Store, persistence.Store)
-}{
-	{"sqlite", func(t *testing.T) (persistence.Store, persistence.Store) {
-		dir := t.TempDir()
-		open := func() persistence.Store {
-			st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir, NoFsync: true})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		}
-		return open(), open()
-	}},
-	{"memory", func(*testing.T) (persistence.Store, persistence.Store) {
-		st := persistence.NewMemoryStore()
-		return st, st
-	}},
-}
 
 // gatedChain is a → b → c, with b and c gated by a BeforeNodeCall hook,
 // built on session "shared" of st, in a System of its own (a process of
@@ -85,10 +62,10 @@ func graphVersion(t *testing.T, st persistence.Store) int64 {
 // answer as unknown either: it gets ErrConflict, then finishes the run.
 // Every node runs exactly once overall.
 func TestGraphSession_S4_AStaleGraphRefusingAResumeTakesTheStoredRunSoTheRetryProceeds(t *testing.T) {
-	for _, stores := range twoProcessStores {
-		t.Run(stores.name, func(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st1, st2 := stores.open(t)
+			st1, st2 := stores.Open(t)
 			r := newRecorder()
 			g1, g2 := gatedChain(t, r, st1), gatedChain(t, r, st2)
 
@@ -180,10 +157,10 @@ func TestGraphSession_S4_AStaleInterruptedGraphTakesAPromptAfterTheConflict(t *t
 // once overall; the first runtime, stale in its turn, gets ErrConflict,
 // and then is refused as waiting for nothing.
 func TestGraphSession_S4_AStaleGraphAndNodeAgentTakeTheStoredRunSoTheRetryResumesTheAgent(t *testing.T) {
-	for _, stores := range twoProcessStores {
-		t.Run(stores.name, func(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st1, st2 := stores.open(t)
+			st1, st2 := stores.Open(t)
 			r := newRecorder()
 			mk := func(st persistence.Store) *graph.Graph {
 				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("ask", toolAgent(r, "ask", "lookup", "which")).
