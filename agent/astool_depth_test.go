@@ -129,13 +129,7 @@ func TestAgentAsTool_M11_AnInterruptTwoLevelsDownResumesEveryLevel(t *testing.T)
 					assert.Equal(t, 1, r.models.get(lvl), "level %s before the stop", lvl)
 					assert.Equal(t, 1, r2.models.get(lvl), "level %s resumed, not restarted", lvl)
 				}
-				for i, ag := range []*agent.Agent{a2, b2, c2} {
-					snap, err := ag.Snapshot(ctx)
-					require.NoError(t, err)
-					requireValidHistory(t, snap.Messages)
-					assert.Equal(t, 1, countUser(snap.Messages), "agent %d", i)
-					assert.Len(t, snap.Messages, 4, "agent %d", i)
-				}
+				requireOneFinishedCall(t, a2, b2, c2)
 			})
 		}
 	}
@@ -206,13 +200,7 @@ func TestAgentAsTool_S6_ACrashTwoLevelsDownCarriesEveryLevelOn(t *testing.T) {
 			for _, lvl := range []string{"a", "b", "c"} {
 				assert.Equal(t, 1, r2.models.get(lvl), "level %s carried on, not restarted", lvl)
 			}
-			for i, ag := range []*agent.Agent{a2, b2, c2} {
-				snap, err := ag.Snapshot(ctx)
-				require.NoError(t, err)
-				requireValidHistory(t, snap.Messages)
-				assert.Equal(t, 1, countUser(snap.Messages), "agent %d", i)
-				assert.Len(t, snap.Messages, 4, "agent %d", i)
-			}
+			requireOneFinishedCall(t, a2, b2, c2)
 			snap, err := c2.Snapshot(ctx)
 			require.NoError(t, err)
 			rs := snap.Messages[2].ToolResults()
@@ -374,13 +362,7 @@ func TestAgentAsTool_S6_ACrashAfterADeepAnswerDoesNotAskAgain(t *testing.T) {
 			for _, lvl := range []string{"a", "b", "c"} {
 				assert.Equal(t, 1, r2.models.get(lvl), "level %s carried on, not restarted", lvl)
 			}
-			for i, ag := range []*agent.Agent{a2, b2, c2} {
-				snap, err := ag.Snapshot(ctx)
-				require.NoError(t, err)
-				requireValidHistory(t, snap.Messages)
-				assert.Equal(t, 1, countUser(snap.Messages), "agent %d", i)
-				assert.Len(t, snap.Messages, 4, "agent %d", i)
-			}
+			requireOneFinishedCall(t, a2, b2, c2)
 		})
 	}
 }
@@ -553,4 +535,18 @@ func TestAgentAsTool_M11_QuestionsOfTwoSubAgentsAreAnsweredInAnyGrouping(t *test
 	require.Len(t, rs, 2)
 	assert.Equal(t, "one done", rs[0].Text())
 	assert.Equal(t, "two done", rs[1].Text())
+}
+
+// requireOneFinishedCall checks that each level of a tree of agents holds
+// a valid history of one call, finished: one prompt, one tool use and its
+// result, one answer.
+func requireOneFinishedCall(t *testing.T, levels ...*agent.Agent) {
+	t.Helper()
+	for i, ag := range levels {
+		snap, err := ag.Snapshot(context.Background())
+		require.NoError(t, err)
+		requireValidHistory(t, snap.Messages)
+		assert.Equal(t, 1, countUser(snap.Messages), "agent %d", i)
+		assert.Len(t, snap.Messages, 4, "agent %d", i)
+	}
 }
