@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -500,6 +501,7 @@ func (inv *invocation) toolCycle(ctx context.Context, assistant model.Message, c
 			tasks[k] = &toolTask{cycle: cycle, i: i, use: uses[i], tool: a.tools.lookup(uses[i].Name)}
 		}
 		a.cfg.Executor.Execute(ctx, tasks)
+		cycle.checkExecuted(remaining)
 	}
 
 	inv.mu.Lock()
@@ -1043,12 +1045,52 @@ func (inv *invocation) markInterrupted() {
 	inv.mu.Unlock()
 }
 
+// checkExecuted fails the invocation with tool.ErrExecutor when the
+// executor returned leaving one of the remaining calls without a result
+// while none was interrupted and nothing failed: the cycle would otherwise
+// append a tool use without its result (SPEC A3).
+func (c *toolCycle) checkExecuted(remaining []int) {
+	inv := c.inv
+	inv.mu.Lock()
+	settled := inv.failErr != nil || inv.interrupt
+	inv.mu.Unlock()
+	if settled {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, i := range remaining {
+		if c.results[i] == nil {
+			inv.fail(fmt.Errorf("%w: %T returned leaving tool %s (%s) without a result and no call interrupted",
+				tool.ErrExecutor, inv.a.cfg.Executor, c.uses[i].Name, c.uses[i].ToolUseID))
+			return
+		}
+	}
+}
+
 // toolTask is one tool call of a cycle, as the executor runs it.
 type toolTask struct {
 	cycle *toolCycle
 	i     int
 	use   model.ToolUse
 	tool  tool.Tool
+	// stage is where the executor is in the task's contract (tool.Task):
+	// taskNew, taskPreparing, taskReady (prepared, to run), taskDone.
+	stage atomic.Int32
+}
+
+// The stages of a toolTask.
+const (
+	taskNew int32 = iota
+	taskPreparing
+	taskReady
+	taskDone
+)
+
+// misuse fails the invocation for an executor that called the task out of
+// the order tool.Task states.
+func (t *toolTask) misuse(what string) {
+	t.cycle.inv.fail(fmt.Errorf("%w: %s (tool %s, %s)", tool.ErrExecutor, what, t.use.Name, t.use.ToolUseID))
 }
 
 // ExclusiveKey implements tool.ExclusiveTask: the key of the tool the call
@@ -1068,6 +1110,20 @@ func (t *toolTask) ExclusiveKey() string {
 // every tool; a caller gone or a Close leaves it without a result, cut
 // off as by a crash (SPEC S6), and stops the executor.
 func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
+	if !t.stage.CompareAndSwap(taskNew, taskPreparing) {
+		t.misuse("Prepare called twice")
+		return false, true
+	}
+	run, stop = t.prepare(ctx)
+	if run {
+		t.stage.Store(taskReady)
+	} else {
+		t.stage.Store(taskDone)
+	}
+	return run, stop
+}
+
+func (t *toolTask) prepare(ctx context.Context) (run, stop bool) {
 	inv := t.cycle.inv
 	a := inv.a
 	id := t.use.ToolUseID
@@ -1167,8 +1223,18 @@ func sameTool(got, want tool.Tool) bool {
 	return got == want
 }
 
-// Run runs the tool and AfterToolCall (SPEC A6, A13).
+// Run runs the tool and AfterToolCall (SPEC A6, A13), once, after a
+// Prepare that said to run it: otherwise it runs nothing and fails the
+// invocation (tool.ErrExecutor).
 func (t *toolTask) Run(ctx context.Context) bool {
+	if !t.stage.CompareAndSwap(taskReady, taskDone) {
+		t.misuse("Run called twice, or without a Prepare that said to run the tool")
+		return true
+	}
+	return t.run(ctx)
+}
+
+func (t *toolTask) run(ctx context.Context) bool {
 	inv := t.cycle.inv
 	a := inv.a
 	id := t.use.ToolUseID

@@ -2,14 +2,27 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
+
+// ErrExecutor reports an executor that broke the Task contract: it ran a
+// task it had not prepared (or whose Prepare said not to run it), ran or
+// prepared one twice, or returned leaving a task without a result when
+// none was interrupted. The agent fails the invocation with it.
+var ErrExecutor = errors.New("the tool executor broke the task contract")
 
 // Task is one tool call of a turn, as an executor sees it.
 //
 // Prepare runs the call's BeforeToolCall hooks. It reports whether the tool
 // should run, and whether the call was interrupted. Run runs the tool (and
 // its AfterToolCall hooks) and reports whether it was interrupted.
+//
+// An executor calls Prepare at most once per task, and Run at most once,
+// only after Prepare returned run true; a call out of that order runs
+// nothing and fails the invocation with ErrExecutor (a Run without its
+// Prepare would run the tool without its BeforeToolCall hooks: an approval
+// skipped).
 type Task interface {
 	Prepare(ctx context.Context) (run, interrupted bool)
 	Run(ctx context.Context) (interrupted bool)
@@ -36,7 +49,10 @@ func TaskKey(t Task) string {
 // when Execute returns. It never runs two tasks with the same non-empty
 // TaskKey at once: they run in the order given, and after one of them is
 // interrupted (in Prepare or Run) the later ones with its key do not run
-// (see Exclusive).
+// (see Exclusive). It may leave tasks unprepared or unrun only after one
+// was interrupted: when none was, every task must end with a result (its
+// Prepare said not to run it, or it ran), or the invocation fails with
+// ErrExecutor rather than append a tool use without its result.
 type Executor interface {
 	Execute(ctx context.Context, tasks []Task)
 }
