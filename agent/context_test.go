@@ -96,7 +96,7 @@ func TestAgent_WorkAskedBackThroughAnotherAgentIsRefused(t *testing.T) {
 	inner := newAgent(t, agent.Config{ID: "inner", Tools: []tool.Tool{callBack},
 		Model: toolThenText("inner done", model.Call("i1", "call_back", nil))})
 	outer = newAgent(t, agent.Config{ID: "outer", Tools: []tool.Tool{agent.AsTool(inner, "ask_inner", "asks the inner agent")},
-		Model: toolThenText("outer done", model.Call("o1", "ask_inner", map[string]any{"input": "hi"}))})
+		Model: toolThenText("outer done", model.Call("o1", "ask_inner", map[string]any{"prompt": "hi"}))})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := outer.Invoke(ctx, agent.Text("go"))

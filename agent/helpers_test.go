@@ -25,7 +25,7 @@ func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
 }
 
 type pathsIn struct {
-	Paths []string `json:"paths" jsonschema:"files to act on"`
+	Paths []string `json:"paths,omitempty" jsonschema:"files to act on"`
 }
 
 // countingTool returns a tool that counts its runs and answers "<name> ok".

@@ -7,5 +7,8 @@
 // A tool built with New takes a typed input struct; its JSON schema is
 // derived from the struct with github.com/google/jsonschema-go, so field
 // tags `json:"paths" jsonschema:"files to delete"` name and describe the
-// parameters.
+// parameters. A field without omitempty (or omitzero) is a required
+// parameter, and the schema names no other: a call whose input the schema
+// refuses fails with ErrBadInput before the function runs, so the model
+// gets an error result instead of the tool running with zero values.
 package tool

@@ -113,14 +113,20 @@ type Func[In, Out any] func(ctx context.Context, tc *Context, in In) (Out, error
 
 // FuncTool is a tool made by New from a typed Go function.
 type FuncTool[In, Out any] struct {
-	spec model.ToolSpec
-	fn   Func[In, Out]
-	err  error
-	opts options
+	spec   model.ToolSpec
+	schema *jsonschema.Resolved
+	fn     Func[In, Out]
+	err    error
+	opts   options
 }
 
 // New makes a tool from fn. The input schema is derived from In, which
-// should be a struct (its exported fields become the parameters); Out is
+// should be a struct (its exported fields become the parameters; those
+// without omitempty are required, no other parameter is allowed, and a
+// json.RawMessage parameter takes any JSON value), and Run refuses input the
+// schema refuses (see Run); a type with its own UnmarshalJSON gets the
+// schema of its Go structure, so use Raw for input the schema cannot
+// describe. Out is
 // returned to the model as text when it is a string, as a JSON block when it
 // encodes to a JSON object, and as JSON text otherwise. A schema that cannot
 // be derived, or a bad name, is reported by Validate (and so by agent.New).
@@ -129,9 +135,12 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 	for _, o := range opts {
 		o(&t.opts)
 	}
-	schema, err := jsonschema.For[In](nil)
+	schema, err := jsonschema.For[In](schemaOptions())
 	if err == nil {
 		t.spec.InputSchema, err = json.Marshal(schema)
+	}
+	if err == nil {
+		t.schema, err = schema.Resolve(nil)
 	}
 	if err != nil {
 		t.err = fmt.Errorf("tool %q: input schema: %w", name, err)
@@ -147,6 +156,15 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 	return t
 }
 
+// schemaOptions returns the options New derives input schemas with: a
+// json.RawMessage parameter takes any JSON value, as it decodes, not the
+// array of bytes its Go type would give.
+func schemaOptions() *jsonschema.ForOptions {
+	return &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {},
+	}}
+}
+
 // Spec returns the tool's spec.
 func (t *FuncTool[In, Out]) Spec() model.ToolSpec { return t.spec }
 
@@ -159,13 +177,26 @@ func (t *FuncTool[In, Out]) ExclusiveKey() string { return t.opts.exclusive }
 // Validate reports a problem found when the tool was built.
 func (t *FuncTool[In, Out]) Validate() error { return t.err }
 
-// Run decodes the input into In and calls the function.
+// Run checks the input against the tool's input schema, decodes it into In
+// and calls the function. Input the schema refuses (a required parameter
+// missing, one the schema does not name, a value of the wrong type, null
+// for a struct) is an error wrapping ErrBadInput, and the function is not
+// called: the model gets an error result saying what was wrong, rather
+// than the tool running with zero values. Empty input (no bytes at all)
+// is the zero In.
 func (t *FuncTool[In, Out]) Run(ctx context.Context, tc *Context, input json.RawMessage) ([]model.ToolResultContent, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
 	var in In
 	if len(input) > 0 {
+		var doc any
+		if err := json.Unmarshal(input, &doc); err != nil {
+			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
+		}
+		if err := t.schema.Validate(doc); err != nil {
+			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
+		}
 		if err := json.Unmarshal(input, &in); err != nil {
 			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
 		}

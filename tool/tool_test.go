@@ -499,3 +499,61 @@ func TestConcurrent_AnInterruptedExclusiveTaskHoldsBackTheLaterTasksOfItsKey(t *
 		})
 	}
 }
+
+// SPEC A13: input the tool's own schema refuses (a required parameter
+// missing, a parameter the schema does not name, a name in another case,
+// null or a non-object for a struct, a wrong type) is an error wrapping
+// ErrBadInput and the function does not run: decoding accepts exactly
+// what the schema given to the model says.
+func TestRun_RefusesInputItsSchemaRefuses(t *testing.T) {
+	type nested struct {
+		N int `json:"n"`
+	}
+	type embedded struct {
+		E string `json:"e"`
+	}
+	type in struct {
+		embedded
+		Name    string            `json:"name"`
+		Count   int               `json:"count,omitempty"`
+		Ptr     *int              `json:"ptr,omitempty"`
+		Tags    map[string]string `json:"tags,omitempty"`
+		Inner   *nested           `json:"inner,omitempty"`
+		Any     json.RawMessage   `json:"any,omitempty"`
+		Ignored string            `json:"-"`
+		hidden  int
+	}
+	calls := 0
+	tl := tool.New("typed", "", func(ctx context.Context, tc *tool.Context, v in) (string, error) {
+		calls++
+		return v.Name + v.E, nil
+	})
+	require.NoError(t, tl.Validate())
+	for _, bad := range []string{
+		`{"e":"x"}`,                           // name missing
+		`{"name":"a"}`,                        // embedded e missing
+		`{"name":"a","e":"x","extra":1}`,      // a parameter the schema does not name
+		`{"NAME":"a","e":"x"}`,                // another case than the schema's
+		`{"name":"a","e":"x","Ignored":"y"}`,  // a field the schema leaves out
+		`{"name":"a","e":"x","hidden":1}`,     // an unexported field
+		`{"name":"a","e":"x","inner":{}}`,     // nested required n missing
+		`{"name":"a","e":"x","tags":{"k":1}}`, // a map value of the wrong type
+		`null`,
+		`[]`,
+	} {
+		_, err := tl.Run(context.Background(), nil, json.RawMessage(bad))
+		assert.ErrorIs(t, err, tool.ErrBadInput, bad)
+	}
+	assert.Zero(t, calls, "the function never ran on refused input")
+
+	for _, good := range []string{
+		`{"name":"a","e":"x"}`,
+		`{"name":"a","e":"x","count":2,"ptr":null,"tags":{"k":"v"},"inner":{"n":1}}`,
+		`{"name":"a","e":"x","any":{"free":["form",1]}}`,
+	} {
+		out, err := tl.Run(context.Background(), nil, json.RawMessage(good))
+		require.NoError(t, err, good)
+		assert.Equal(t, "ax", *out[0].Text)
+	}
+	assert.Equal(t, 3, calls)
+}
