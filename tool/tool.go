@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -39,6 +40,10 @@ var (
 	ErrBadName = errors.New("tool name must be 1-64 characters of [a-zA-Z0-9_-]")
 	// ErrBadInput: the model sent input that does not decode into the tool's input type.
 	ErrBadInput = errors.New("invalid tool input")
+	// ErrInputNotObject: the input type of a tool made by New is not a
+	// struct or a map, so its schema describes no JSON object, which is
+	// what a model's tool takes.
+	ErrInputNotObject = errors.New("tool input type must be a struct or a map (a JSON object)")
 )
 
 // ValidateSpec checks a tool spec: its name, and that the schema is a JSON object.
@@ -120,16 +125,21 @@ type FuncTool[In, Out any] struct {
 	opts   options
 }
 
-// New makes a tool from fn. The input schema is derived from In, which
-// should be a struct (its exported fields become the parameters; those
-// without omitempty are required, no other parameter is allowed, and a
-// json.RawMessage parameter takes any JSON value), and Run refuses input the
-// schema refuses (see Run); a type with its own UnmarshalJSON gets the
-// schema of its Go structure, so use Raw for input the schema cannot
-// describe. Out is
-// returned to the model as text when it is a string, as a JSON block when it
-// encodes to a JSON object, and as JSON text otherwise. A schema that cannot
-// be derived, or a bad name, is reported by Validate (and so by agent.New).
+// New makes a tool from fn.
+//
+// The input schema is derived from In, which must be a struct, a map or a
+// pointer to one: a model's tool takes a JSON object (another type is
+// reported by Validate, ErrInputNotObject). A struct's exported fields are
+// the parameters: those without omitempty are required, no other parameter
+// is allowed, and a json.RawMessage parameter takes any JSON value. Run
+// refuses input the schema refuses; a type with its own UnmarshalJSON gets
+// the schema of its Go structure, so use Raw for input the schema cannot
+// describe.
+//
+// Out is returned to the model as text when it is a string, as a JSON
+// block when it encodes to a JSON object, and as JSON text otherwise. A
+// schema that cannot be derived, or a bad name, is reported by Validate
+// (and so by agent.New).
 func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option) *FuncTool[In, Out] {
 	t := &FuncTool[In, Out]{fn: fn, spec: model.ToolSpec{Name: name, Description: description}}
 	for _, o := range opts {
@@ -138,6 +148,9 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 	schema, err := jsonschema.For[In](schemaOptions())
 	if err == nil {
 		t.spec.InputSchema, err = json.Marshal(schema)
+	}
+	if err == nil && schema.Type != "object" && !slices.Contains(schema.Types, "object") {
+		err = fmt.Errorf("%w, not %s", ErrInputNotObject, reflect.TypeFor[In]())
 	}
 	if err == nil {
 		t.schema, err = schema.Resolve(nil)

@@ -557,3 +557,16 @@ func TestRun_RefusesInputItsSchemaRefuses(t *testing.T) {
 	}
 	assert.Equal(t, 3, calls)
 }
+
+// SPEC A13 (tool building): a model's tool takes a JSON object, so an input
+// type whose schema describes no object (a string, a number, a slice) is
+// reported by Validate when the agent is built, not by the model's API at
+// the first call.
+func TestNew_ValidateRefusesAnInputTypeThatIsNotAnObject(t *testing.T) {
+	assert.ErrorIs(t, tool.New("s", "", func(context.Context, *tool.Context, string) (string, error) { return "", nil }).Validate(), tool.ErrInputNotObject)
+	assert.ErrorIs(t, tool.New("n", "", func(context.Context, *tool.Context, int) (string, error) { return "", nil }).Validate(), tool.ErrInputNotObject)
+	assert.ErrorIs(t, tool.New("l", "", func(context.Context, *tool.Context, []string) (string, error) { return "", nil }).Validate(), tool.ErrInputNotObject)
+	assert.NoError(t, tool.New("m", "", func(context.Context, *tool.Context, map[string]any) (string, error) { return "", nil }).Validate())
+	assert.NoError(t, tool.New("p", "", func(context.Context, *tool.Context, *deleteIn) (string, error) { return "", nil }).Validate())
+	assert.NoError(t, tool.New("e", "", func(context.Context, *tool.Context, struct{}) (string, error) { return "", nil }).Validate())
+}
