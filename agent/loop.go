@@ -1096,10 +1096,12 @@ func (t *toolTask) misuse(what string) {
 // ExclusiveKey implements tool.ExclusiveTask: the key of the tool the call
 // runs (see tool.Exclusive), as its BeforeToolCall callbacks rewrote it
 // (SetToolUse), also when they stopped it for an interrupt.
-func (t *toolTask) ExclusiveKey() string {
+func (t *toolTask) ExclusiveKey() (key string) {
 	if t.tool == nil {
 		return ""
 	}
+	var stop bool
+	defer t.contain(&stop) // a panic fails the invocation, whose tasks then run nothing
 	return tool.ExclusiveKey(t.tool)
 }
 
@@ -1110,6 +1112,7 @@ func (t *toolTask) ExclusiveKey() string {
 // every tool; a caller gone or a Close leaves it without a result, cut
 // off as by a crash (SPEC S6), and stops the executor.
 func (t *toolTask) Prepare(ctx context.Context) (run, stop bool) {
+	defer t.contain(&stop)
 	if !t.stage.CompareAndSwap(taskNew, taskPreparing) {
 		t.misuse("Prepare called twice")
 		return false, true
@@ -1226,12 +1229,26 @@ func sameTool(got, want tool.Tool) bool {
 // Run runs the tool and AfterToolCall (SPEC A6, A13), once, after a
 // Prepare that said to run it: otherwise it runs nothing and fails the
 // invocation (tool.ErrExecutor).
-func (t *toolTask) Run(ctx context.Context) bool {
+func (t *toolTask) Run(ctx context.Context) (stop bool) {
+	defer t.contain(&stop)
 	if !t.stage.CompareAndSwap(taskReady, taskDone) {
 		t.misuse("Run called twice, or without a Prepare that said to run the tool")
 		return true
 	}
 	return t.run(ctx)
+}
+
+// contain turns a panic in Prepare or Run outside the tool's own Run and
+// the hooks (which tool.Invoke and hook.Run contain), such as one in a
+// custom tool's RunsAtMostOnce or ExclusiveKey, into a failed invocation
+// (SPEC R6): an executor may call them on a goroutine of its own, where a
+// panic would take the process down. It sets *stop so the executor
+// stops.
+func (t *toolTask) contain(stop *bool) {
+	if p := recover(); p != nil {
+		t.cycle.inv.fail(&PanicError{Where: fmt.Sprintf("tool %s (%s)", t.use.Name, t.use.ToolUseID), Value: p})
+		*stop = true
+	}
 }
 
 func (t *toolTask) run(ctx context.Context) bool {
