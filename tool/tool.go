@@ -120,6 +120,7 @@ type Func[In, Out any] func(ctx context.Context, tc *Context, in In) (Out, error
 type FuncTool[In, Out any] struct {
 	spec   model.ToolSpec
 	schema *jsonschema.Resolved
+	quick  *quick // schema's quick form (nil: none)
 	fn     Func[In, Out]
 	err    error
 	opts   options
@@ -154,6 +155,7 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 	}
 	if err == nil {
 		t.schema, err = schema.Resolve(nil)
+		t.quick = compileQuick(t.spec.InputSchema)
 	}
 	if err != nil {
 		t.err = fmt.Errorf("tool %q: input schema: %w", name, err)
@@ -207,8 +209,10 @@ func (t *FuncTool[In, Out]) Run(ctx context.Context, tc *Context, input json.Raw
 		if err := json.Unmarshal(input, &doc); err != nil {
 			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
 		}
-		if err := t.schema.Validate(doc); err != nil {
-			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
+		if t.quick == nil || !t.quick.accepts(doc) {
+			if err := t.schema.Validate(doc); err != nil {
+				return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
+			}
 		}
 		if err := json.Unmarshal(input, &in); err != nil {
 			return nil, fmt.Errorf("%w for %s: %v", ErrBadInput, t.spec.Name, err)
