@@ -901,18 +901,20 @@ func (c *toolCycle) unstart(i int) {
 // (SPEC S1, S6), unless the pair's save carries it (carriedLocked).
 func (c *toolCycle) record(i int, r model.ToolResult) {
 	a := c.inv.a
-	c.mu.Lock()
-	c.results[i] = &r
-	delete(c.started, i)
-	saved := true
-	if a.sess != nil {
+	saved := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock() // a store that panics leaves nothing locked
+		c.results[i] = &r
+		delete(c.started, i)
+		if a.sess == nil {
+			return true
+		}
 		if c.carriedLocked(i) {
 			c.carry = true // no consumer to tell (mayCarry)
-		} else {
-			saved = c.saveLocked(persistence.SaveToolResult)
+			return true
 		}
-	}
-	c.mu.Unlock()
+		return c.saveLocked(persistence.SaveToolResult)
+	}()
 	// A consumer is told only of what is saved (SPEC I9): a result whose
 	// save failed is not sent; the invocation fails with the store's error.
 	if saved && c.inv.emit != nil {
