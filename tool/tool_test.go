@@ -521,7 +521,8 @@ func TestRun_RefusesInputItsSchemaRefuses(t *testing.T) {
 		Inner   *nested           `json:"inner,omitempty"`
 		Any     json.RawMessage   `json:"any,omitempty"`
 		Ignored string            `json:"-"`
-		hidden  int
+		//lint:ignore U1000 an unexported field the schema must leave out
+		hidden int
 	}
 	calls := 0
 	tl := tool.New("typed", "", func(ctx context.Context, tc *tool.Context, v in) (string, error) {
