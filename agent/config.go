@@ -33,7 +33,9 @@ type Config struct {
 	Tools []tool.Tool
 	// Hooks register callbacks on the agent's events.
 	Hooks []hook.Provider
-	// Executor runs the tools of one turn (default tool.Concurrent{}).
+	// Executor runs the tools of one turn (default tool.Concurrent{}). One
+	// that breaks the task contract (tool.Task) fails the invocation with
+	// tool.ErrExecutor.
 	Executor tool.Executor
 	// System is the actor system the agent's actor lives in, and whose
 	// registry knows its identity. Nil is actors.Default(), the process's

@@ -68,6 +68,8 @@ type BeforeModelCallEvent struct {
 }
 
 // Interrupt raises an interrupt with id v1:before_model_call:{u(name)}.
+// Called after the event's callbacks returned, it fails with
+// interrupt.ErrScopeEnded and records nothing.
 func (e *BeforeModelCallEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
 	return e.scope.Interrupt(name, reason, opts...)
 }
@@ -109,6 +111,8 @@ type BeforeToolsEvent struct {
 }
 
 // Interrupt raises an interrupt with id v1:before_tools:{u(name)}.
+// Called after the event's callbacks returned, it fails with
+// interrupt.ErrScopeEnded and records nothing.
 func (e *BeforeToolsEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
 	return e.scope.Interrupt(name, reason, opts...)
 }
@@ -149,8 +153,10 @@ type BeforeToolCallEvent struct {
 // invocation fails with ErrBadInput. The tool-use id stays the model's
 // (tu.ToolUseID is ignored): the tool's result, its interrupt ids
 // (v1:tool_call:{toolUseId}:..), its IdempotencyKey and its at-most-once
-// start mark are all keyed by the id the model sent, so they stay
-// consistent with the history. Callbacks after this one see the rewrite in
+// start mark are all keyed by the id the model sent (or the agent's
+// renaming of one the model repeated in its answer, t1_2, which the
+// history and every hook see too), so they stay consistent with the
+// history. Callbacks after this one see the rewrite in
 // ToolUse and Tool; AfterToolCall and the tool's Context see the call as
 // rewritten. The history keeps the tool use as the model sent it (as
 // Strands does): the model sees its own request and the result of the
@@ -175,6 +181,8 @@ func (e *BeforeToolCallEvent) SetToolUse(tu model.ToolUse) {
 }
 
 // Interrupt raises an interrupt with id v1:before_tool_call:{toolUseId}:{u(name)}.
+// Called after the event's callbacks returned, it fails with
+// interrupt.ErrScopeEnded and records nothing.
 func (e *BeforeToolCallEvent) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
 	return e.scope.Interrupt(name, reason, opts...)
 }

@@ -11,7 +11,10 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: the record changed since the version the save was based
 	// on: another writer saved it, or an earlier save of this writer whose
-	// outcome a lost connection hid was stored after all.
+	// outcome a lost connection hid was stored after all. A call that an
+	// owner refuses on the strength of its state fails with it too when
+	// another writer saved since the owner read that state
+	// (ConflictError.Checked).
 	ErrConflict = errors.New("conflict: the session changed since this writer read it")
 	// ErrDamaged: stored data cannot be read as it was written (invalid or
 	// truncated JSON, unknown or missing fields, inconsistent contents).
@@ -30,7 +33,8 @@ var (
 	ErrClosed = errors.New("store closed")
 )
 
-// ConflictError reports a stale save (SPEC S4).
+// ConflictError reports a stale save (SPEC S4), or, Checked, a stale
+// owner found by Owner.Behind before anything was saved.
 type ConflictError struct {
 	Key      Key
 	Expected int64 // the version the save was based on

@@ -61,7 +61,9 @@ func NewContext(tu model.ToolUse, scope *interrupt.Scope, state KV, invocation m
 // or invocation of the session whose tool-use id the model gave before
 // (a scripted model's fixed ids, a history started over with SetMessages)
 // has the same key as the earlier call, and a tool that deduplicates by
-// it alone takes the new call for a re-run of the old one.
+// it alone takes the new call for a re-run of the old one. (Within one
+// model answer an agent renames a repeated id, t1 then t1_2, so two calls
+// of one turn never share a key.)
 func (c *Context) IdempotencyKey() string { return c.idempotencyKey }
 
 // ScopeFor returns the interrupt scope for a tool call on the owner's state.

@@ -38,7 +38,9 @@ var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 var (
 	// ErrBadName: a tool name must be 1–64 letters, digits, '_' or '-'.
 	ErrBadName = errors.New("tool name must be 1-64 characters of [a-zA-Z0-9_-]")
-	// ErrBadInput: the model sent input that does not decode into the tool's input type.
+	// ErrBadInput: the model sent input that does not decode into the
+	// tool's input type, or, for a tool made by New, that its input schema
+	// refuses.
 	ErrBadInput = errors.New("invalid tool input")
 	// ErrInputNotObject: the input type of a tool made by New is not a
 	// struct or a map, so its schema describes no JSON object, which is
@@ -131,11 +133,11 @@ type FuncTool[In, Out any] struct {
 // The input schema is derived from In, which must be a struct, a map or a
 // pointer to one: a model's tool takes a JSON object (another type is
 // reported by Validate, ErrInputNotObject). A struct's exported fields are
-// the parameters: those without omitempty are required, no other parameter
-// is allowed, and a json.RawMessage parameter takes any JSON value. Run
-// refuses input the schema refuses; a type with its own UnmarshalJSON gets
-// the schema of its Go structure, so use Raw for input the schema cannot
-// describe.
+// the parameters: those without omitempty (or omitzero) are required, no
+// other parameter is allowed, and a json.RawMessage parameter takes any
+// JSON value. Run refuses input the schema refuses; a type with its own
+// UnmarshalJSON gets the schema of its Go structure, so use Raw for input
+// the schema cannot describe.
 //
 // Out is returned to the model as text when it is a string, as a JSON
 // block when it encodes to a JSON object, and as JSON text otherwise. A
