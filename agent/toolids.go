@@ -2,6 +2,7 @@ package agent
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/braidhq/braid/model"
 )
@@ -12,8 +13,15 @@ import (
 // two calls under one id would share them (one approval would let both
 // run). The first use of an id keeps it; each later one gets "<id>_<n>",
 // with n = 2, 3, ... the first that makes an id no use of msg has (digits
-// and '_' are characters every provider's tool-use ids allow). The blocks
+// and '_' are characters every provider's tool-use ids allow). A renamed
+// id is no longer than toolUseIDLimit or the model's id, whichever is
+// longer: the end of the model's id gives way to the suffix, so an id a
+// provider took is not made too long for it when sent back. The blocks
 // changed are replaced, not written through.
+// toolUseIDLimit is the shortest length limit a provider sets on the
+// tool-use ids sent back to it (40 characters; others allow 64).
+const toolUseIDLimit = 40
+
 func uniqueToolUseIDs(msg *model.Message) {
 	n := 0
 	for _, b := range msg.Content {
@@ -40,7 +48,7 @@ func uniqueToolUseIDs(msg *model.Message) {
 		tu := *msg.Content[i].ToolUse
 		base := tu.ToolUseID
 		for k := 2; ; k++ {
-			if id := base + "_" + strconv.Itoa(k); !seen[id] {
+			if id := suffixed(base, "_"+strconv.Itoa(k)); !seen[id] {
 				tu.ToolUseID = id
 				break
 			}
@@ -48,4 +56,15 @@ func uniqueToolUseIDs(msg *model.Message) {
 		seen[tu.ToolUseID] = true
 		msg.Content[i].ToolUse = &tu
 	}
+}
+
+// suffixed returns id with suffix appended, the end of id cut (at a rune
+// boundary) so the result is no longer than toolUseIDLimit or id.
+func suffixed(id, suffix string) string {
+	limit := max(len(id), toolUseIDLimit)
+	keep := min(len(id), limit-len(suffix))
+	for keep > 0 && keep < len(id) && !utf8.RuneStart(id[keep]) {
+		keep--
+	}
+	return id[:max(keep, 0)] + suffix
 }

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -113,4 +114,29 @@ func TestToolUseIDs_RepeatedIDsAreMadeUniqueInHistoryAndKeys(t *testing.T) {
 	assert.Equal(t, want, ids)
 	assert.Equal(t, want, resultIDs)
 	assert.ElementsMatch(t, []string{"s/default/t1", "s/default/t1_2", "s/default/t1_3", "s/default/t2"}, keys)
+}
+
+// SPEC A3: a renamed id is no longer than the providers' tool-use id limits
+// allow when the model's id was within them: at most 40 characters (the
+// shortest limit a provider sets) or the length of the model's id, if
+// longer. Providers refuse a request whose history holds a longer id.
+func TestToolUseIDs_RenamedIDsStayWithinProviderLengthLimits(t *testing.T) {
+	ctx := context.Background()
+	ok := tool.New("echo", "echo", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+		return "ok", nil
+	})
+	id40 := strings.Repeat("a", 40)
+	id64 := strings.Repeat("b", 64)
+	a := newAgent(t, agent.Config{Model: toolThenText("done",
+		model.Call(id40, "echo", pathsIn{}), model.Call(id40, "echo", pathsIn{}),
+		model.Call(id64, "echo", pathsIn{}), model.Call(id64, "echo", pathsIn{}), model.Call(id64, "echo", pathsIn{})),
+		Tools: []tool.Tool{ok}, System: actorstest.System(t)})
+	_, err := a.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	var ids []string
+	for _, u := range agenttest.Messages(t, a)[1].ToolUses() {
+		ids = append(ids, u.ToolUseID)
+	}
+	require.Len(t, ids, 5)
+	assert.Equal(t, []string{id40, id40[:38] + "_2", id64, id64[:62] + "_2", id64[:62] + "_3"}, ids)
 }
