@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/require"
@@ -26,10 +27,39 @@ type quickAll struct {
 	A any             `json:"a,omitempty"`
 }
 
-var quickKeys = []string{"s", "i", "f", "b", "p", "l", "m", "r", "a", "n", "tags", "x", "S"}
+type qtEmb struct {
+	E  int               `json:"e"`
+	EM map[string][]bool `json:"em,omitempty"`
+}
 
-// genJSON returns a random value as encoding/json decodes into any.
-func genJSON(r *rand.Rand, depth int) any {
+type qtEmbP struct {
+	Q string `json:"q,omitempty"`
+}
+
+type qtAll struct {
+	qtEmb
+	*qtEmbP
+	T   time.Time                  `json:"t"`
+	PP  **int                      `json:"pp"`
+	MS  map[string][]int           `json:"ms"`
+	Tag string                     `json:"tag" jsonschema:"a described field"`
+	F32 float32                    `json:"f32"`
+	I   any                        `json:"i,omitempty"`
+	MM  map[string]map[string]bool `json:"mm,omitempty"`
+	D   time.Duration              `json:"d"`
+	PS  *[]*string                 `json:"ps"`
+	N   int64                      `json:"n,omitempty"`
+}
+
+// docGen makes random JSON values (as encoding/json decodes into any)
+// from a set of object keys, numbers and strings.
+type docGen struct {
+	keys    []string
+	numbers []float64
+	strings []string
+}
+
+func (g docGen) gen(r *rand.Rand, depth int) any {
 	n := 7
 	if depth <= 0 {
 		n = 5
@@ -40,36 +70,34 @@ func genJSON(r *rand.Rand, depth int) any {
 	case 1:
 		return r.IntN(2) == 0
 	case 2:
-		return []float64{0, 1, -3, 1.5, 1e300}[r.IntN(5)]
+		return g.numbers[r.IntN(len(g.numbers))]
 	case 3:
-		return []string{"", "x", "7"}[r.IntN(3)]
+		return g.strings[r.IntN(len(g.strings))]
 	case 4:
 		return float64(r.IntN(10))
 	case 5:
 		out := []any{}
 		for range r.IntN(3) {
-			out = append(out, genJSON(r, depth-1))
+			out = append(out, g.gen(r, depth-1))
 		}
 		return out
 	default:
 		out := map[string]any{}
 		for range r.IntN(5) {
-			out[quickKeys[r.IntN(len(quickKeys))]] = genJSON(r, depth-1)
+			out[g.keys[r.IntN(len(g.keys))]] = g.gen(r, depth-1)
 		}
 		return out
 	}
 }
 
 // mutate returns v with one random change somewhere inside it.
-func mutate(r *rand.Rand, v any) any {
+func (g docGen) mutate(r *rand.Rand, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		c := make(map[string]any, len(x))
+		keys := make([]string, 0, len(x))
 		for k, e := range x {
 			c[k] = e
-		}
-		keys := make([]string, 0, len(c))
-		for k := range c {
 			keys = append(keys, k)
 		}
 		switch {
@@ -77,56 +105,54 @@ func mutate(r *rand.Rand, v any) any {
 			delete(c, keys[r.IntN(len(keys))])
 		case len(keys) > 0 && r.IntN(2) == 0:
 			k := keys[r.IntN(len(keys))]
-			c[k] = mutate(r, c[k])
+			c[k] = g.mutate(r, c[k])
 		default:
-			c[quickKeys[r.IntN(len(quickKeys))]] = genJSON(r, 2)
+			c[g.keys[r.IntN(len(g.keys))]] = g.gen(r, 2)
 		}
 		return c
 	case []any:
 		if len(x) == 0 {
-			return []any{genJSON(r, 2)}
+			return []any{g.gen(r, 2)}
 		}
 		c := append([]any(nil), x...)
 		i := r.IntN(len(c))
-		c[i] = mutate(r, c[i])
+		c[i] = g.mutate(r, c[i])
 		return c
 	}
-	return genJSON(r, 2)
+	return g.gen(r, 2)
 }
 
-// The quick check of a tool's input agrees with the schema library on
-// every input, valid or not: it never accepts what the library refuses
-// (Run trusts it then), and accepts what the library accepts (so valid
-// input never pays for the library).
-func TestQuickCheck_AgreesWithTheSchemaLibrary(t *testing.T) {
-	s, err := jsonschema.For[quickAll](schemaOptions())
+// requireAgreement checks that the quick form of schema exists and agrees
+// with the schema library on valid (a value of the input type) and on n
+// inputs made from it and at random: it never accepts what the library
+// refuses (Run trusts it then), and accepts what the library accepts (so
+// valid input never pays for the library).
+func requireAgreement(t *testing.T, schema *jsonschema.Schema, valid any, g docGen, n int) {
+	t.Helper()
+	raw, err := json.Marshal(schema)
 	require.NoError(t, err)
-	raw, err := json.Marshal(s)
-	require.NoError(t, err)
-	lib, err := s.Resolve(nil)
+	lib, err := schema.Resolve(nil)
 	require.NoError(t, err)
 	q := compileQuick(raw)
 	require.NotNil(t, q, "New's schemas have a quick form: %s", raw)
-
-	valid, err := json.Marshal(quickAll{S: "s", I: 3, B: true, P: &quickInner{N: 1, Tags: []string{"a"}},
-		L: []quickInner{{N: 2}}, M: map[string]int{"k": 1}, R: json.RawMessage(`{"any":[1]}`), A: []any{"x"}})
+	b, err := json.Marshal(valid)
 	require.NoError(t, err)
 	var base any
-	require.NoError(t, json.Unmarshal(valid, &base))
-	require.True(t, q.accepts(base))
+	require.NoError(t, json.Unmarshal(b, &base))
+	require.True(t, q.accepts(base), "%s", b)
 	require.NoError(t, lib.Validate(base))
 
 	r := rand.New(rand.NewPCG(7, 8))
 	accepted := 0
-	for i := range 40000 {
+	for i := range n {
 		var doc any
 		if i%2 == 0 {
-			doc = mutate(r, base)
+			doc = g.mutate(r, base)
 			if r.IntN(2) == 0 {
-				doc = mutate(r, doc)
+				doc = g.mutate(r, doc)
 			}
 		} else {
-			doc = genJSON(r, 3)
+			doc = g.gen(r, 3)
 		}
 		libOK := lib.Validate(doc) == nil
 		if libOK {
@@ -137,7 +163,33 @@ func TestQuickCheck_AgreesWithTheSchemaLibrary(t *testing.T) {
 			t.Fatalf("quick %v, library %v on %s", !libOK, libOK, b)
 		}
 	}
-	require.Greater(t, accepted, 1000, "enough valid inputs among those tried")
+	require.Greater(t, accepted, n/40, "enough valid inputs among those tried")
+}
+
+// The quick check of a tool's input agrees with the schema library on
+// every input tried, valid or not.
+func TestQuickCheck_AgreesWithTheSchemaLibrary(t *testing.T) {
+	s, err := jsonschema.For[quickAll](schemaOptions())
+	require.NoError(t, err)
+	valid := quickAll{S: "s", I: 3, B: true, P: &quickInner{N: 1, Tags: []string{"a"}},
+		L: []quickInner{{N: 2}}, M: map[string]int{"k": 1}, R: json.RawMessage(`{"any":[1]}`), A: []any{"x"}}
+	requireAgreement(t, s, valid, docGen{keys: []string{"s", "i", "f", "b", "p", "l", "m", "r", "a", "n", "tags", "x", "S"},
+		numbers: []float64{0, 1, -3, 1.5, 1e300}, strings: []string{"", "x", "7"}}, 40000)
+}
+
+// The same for the schemas of time values, pointers to pointers, maps of
+// slices, embedded structs, tagged fields, float32 and interface fields.
+func TestQuickCheck_AgreesWithTheSchemaLibraryOnMoreTypes(t *testing.T) {
+	s, err := jsonschema.For[qtAll](schemaOptions())
+	require.NoError(t, err)
+	x, str := 3, "s"
+	px, sl := &x, []*string{&str, nil}
+	valid := qtAll{qtEmb: qtEmb{E: 1, EM: map[string][]bool{"a": {true}}}, qtEmbP: &qtEmbP{Q: "q"},
+		T: time.Unix(0, 0), PP: &px, MS: map[string][]int{"a": {1}, "b": nil}, F32: 1.5, I: []any{1},
+		MM: map[string]map[string]bool{"a": {"b": true}}, D: 5, PS: &sl, N: 4}
+	requireAgreement(t, s, valid, docGen{keys: []string{"e", "em", "q", "t", "pp", "ms", "tag", "f32", "i", "mm", "d", "ps", "n", "x", "E", ""},
+		numbers: []float64{0, 1, -3, 1.5, 1e300, -1e308, 9007199254740993, 1e-300, 3.4e39},
+		strings: []string{"", "x", "7", "2020-01-01T00:00:00Z"}}, 100000)
 }
 
 // A schema with a keyword the quick check does not know has no quick
@@ -150,4 +202,23 @@ func TestQuickCheck_UnknownKeywordsHaveNoQuickForm(t *testing.T) {
 	}
 	require.NotNil(t, compileQuick(json.RawMessage(`{"type":["null","array"],"items":{"type":"string"},"description":"d"}`)))
 	require.NotNil(t, compileQuick(json.RawMessage(`{"properties":{"a":true,"b":false},"items":true}`)))
+}
+
+// Types whose schemas bound values or lengths (unsigned and small integers,
+// byte slices, fixed-size arrays) give schemas with no quick form.
+func TestQuickCheck_BoundedTypesHaveNoQuickForm(t *testing.T) {
+	type bounded struct {
+		U   uint   `json:"u"`
+		U8  uint8  `json:"u8"`
+		I8  int8   `json:"i8"`
+		BS  []byte `json:"bs"`
+		Arr [2]int `json:"arr"`
+	}
+	s, err := jsonschema.For[bounded](schemaOptions())
+	require.NoError(t, err)
+	for name, p := range s.Properties {
+		raw, err := json.Marshal(p)
+		require.NoError(t, err)
+		require.Nil(t, compileQuick(raw), "%s: %s", name, raw)
+	}
 }
