@@ -19,8 +19,9 @@
 //     Builder.ResetOnRevisit, starts from its initial history.
 //   - A handoff takes effect only when the cycle that made it is complete
 //     (its tool results are in the agent's history); the last one made in
-//     the node's run wins. A call naming an agent the swarm lacks is an
-//     error result and switches nothing.
+//     the node's run names the next agent, and the contexts of all its
+//     successful calls are shared (a later call's key wins). A call naming
+//     an agent the swarm lacks is an error result and switches nothing.
 //   - Limits end the run FAILED with a message naming the limit: "Max
 //     handoffs reached: N", "Max iterations reached: N", "Execution timed
 //     out: Xs", "Repetitive handoff: U unique nodes out of W recent

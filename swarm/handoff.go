@@ -98,18 +98,23 @@ func decodeHandoff(tu model.ToolUse) (*braidv1.Handoff, bool) {
 // lastHandoff finds the handoff of the node's current run in an agent's
 // history: scanning back from the end to the run's prompt (the last user
 // message that holds no tool results), the last handoff tool use whose
-// result is a success. Because a cycle's tool uses and results enter the
+// result is a success names the next agent and its message. Its context
+// is the contexts of every successful handoff of the run merged in call
+// order (a later call's key wins), as each call told the model that what
+// it shared is kept. Because a cycle's tool uses and results enter the
 // history together, once every tool of the cycle has a result, a handoff
 // made beside an interrupted tool counts only after the resume; and as
 // the history is the agent's durable state, it is found after a restart.
 func lastHandoff(msgs []model.Message) *braidv1.Handoff {
+	var made []*braidv1.Handoff             // latest first
 	var results map[string]model.ToolStatus // of the message after the one looked at
+scan:
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
 		if m.Role == model.RoleUser {
 			trs := m.ToolResults()
 			if len(trs) == 0 {
-				return nil // the run's prompt: no handoff in this run
+				break scan // the run's prompt: the handoffs before it are of earlier runs
 			}
 			results = make(map[string]model.ToolStatus, len(trs))
 			for _, tr := range trs {
@@ -124,12 +129,43 @@ func lastHandoff(msgs []model.Message) *braidv1.Handoff {
 				continue
 			}
 			if h, ok := decodeHandoff(tu); ok {
-				return h
+				made = append(made, h)
 			}
 		}
 		results = nil
 	}
-	return nil
+	if len(made) == 0 {
+		return nil
+	}
+	h := made[0]
+	if len(made) > 1 {
+		h.Context = mergeContexts(made)
+	}
+	return h
+}
+
+// mergeContexts merges the contexts of handoffs listed latest first into
+// one JSON object, a later handoff's key winning; nil when none shared
+// anything.
+func mergeContexts(latestFirst []*braidv1.Handoff) []byte {
+	merged := map[string]json.RawMessage{}
+	for i := len(latestFirst) - 1; i >= 0; i-- {
+		var values map[string]json.RawMessage
+		if json.Unmarshal(latestFirst[i].GetContext(), &values) != nil {
+			continue // no context (decodeHandoff admits only objects)
+		}
+		for k, v := range values {
+			merged[k] = v
+		}
+	}
+	if len(merged) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil { // values read from JSON encode again: cannot happen
+		return latestFirst[0].GetContext()
+	}
+	return raw
 }
 
 // agentNode is a swarm node: an agentnode.Agent whose agent has the

@@ -49,3 +49,31 @@ func TestSwarm_SharedContextOfOneAgentIsMergedAcrossItsHandoffs(t *testing.T) {
 	require.Len(t, r.prompts("c"), 1)
 	assert.Contains(t, r.prompts("c")[0], `- a: {"x":1,"y":2}`, "a's second handoff adds to what it shared")
 }
+
+// SPEC M9: every handoff call the tool answered with success shares its
+// context, not only the one that wins: a's one answer hands off to b
+// sharing x and k, then to c sharing y and a new k; c runs (the last call
+// wins) and is told x, y and the later k.
+func TestSwarm_EverySuccessfulHandoffOfARunSharesItsContext(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	a := model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
+		last, _ := req.LastMessage()
+		if len(last.ToolResults()) > 0 {
+			return model.TextTurn("a done"), nil
+		}
+		return model.ToolTurn(
+			model.Call("h1", swarm.HandoffTool, handoff{to: "b", message: "first", context: map[string]any{"x": 1, "k": "old"}}.args()),
+			model.Call("h2", swarm.HandoffTool, handoff{to: "c", message: "second", context: map[string]any{"y": 2, "k": "new"}}.args()),
+		), nil
+	})
+	b := swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: a}).
+		AddAgent(teamAgent(r, "b", handoff{})).AddAgent(teamAgent(r, "c", handoff{}))
+	res, err := build(t, b, swarm.Config{}).Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, []string{"a", "c"}, res.ExecutionOrder)
+	require.Len(t, r.prompts("c"), 1)
+	assert.Contains(t, r.prompts("c")[0], "Handoff message from a: second")
+	assert.Contains(t, r.prompts("c")[0], `- a: {"k":"new","x":1,"y":2}`, "the first call's context is kept, the later key wins")
+}
