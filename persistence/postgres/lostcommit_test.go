@@ -150,16 +150,7 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 func TestSave_TransactionWhoseCommitNeverArrivedRunsAgainAndIsStoredOnce(t *testing.T) {
 	s, proxy := proxiedStore(t)
 	fresh := newStore(t)
-	session := "lost-" + uuid.NewString()
-	for _, id := range []string{"a", "b"} {
-		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
-			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
-		require.NoError(t, err)
-	}
-	changes := []persistence.Change{
-		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
-		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
-	}
+	changes := storedPair(t, fresh) // a batch: the general path's transaction
 	cut := proxy.armCommit()
 	versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
 	requireClosed(t, cut, "the proxy lost the save's COMMIT")
@@ -190,16 +181,7 @@ func TestSave_LostCommitIsNotReportedDoneFromAServerThatMayHaveRestarted(t *test
 	admin, err := pgx.Connect(bg, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = admin.Close(bg) })
-	session := "lost-" + uuid.NewString()
-	for _, id := range []string{"a", "b"} {
-		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
-			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
-		require.NoError(t, err)
-	}
-	changes := []persistence.Change{ // a batch: the general path's transaction
-		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
-		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
-	}
+	changes := storedPair(t, fresh) // a batch: the general path's transaction
 	var checkpointErr error
 	cut := proxy.armThen(commitReply, func() { _, checkpointErr = admin.Exec(bg, "CHECKPOINT") })
 	versions, err := s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
@@ -230,16 +212,7 @@ func TestSave_LostCommitIsAskedAboutOnAPoolOfOneConnection(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	fresh := newStore(t)
-	session := "lost-" + uuid.NewString()
-	for _, id := range []string{"a", "b"} {
-		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
-			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
-		require.NoError(t, err)
-	}
-	changes := []persistence.Change{ // a batch: the general path's transaction
-		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
-		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
-	}
+	changes := storedPair(t, fresh) // a batch: the general path's transaction
 	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 	defer cancel()
 	cut := proxy.arm(0, commitReply)
@@ -260,22 +233,13 @@ func TestSave_LostCommitWhoseQuestionOutlivesTheContextFailsWithTheContextsError
 	holder, err := pgx.Connect(bg, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = holder.Close(bg) })
-	session := "lost-" + uuid.NewString()
-	for _, id := range []string{"a", "b"} {
-		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
-			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
-		require.NoError(t, err)
-	}
-	changes := []persistence.Change{ // a batch: the general path's transaction
-		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
-		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
-	}
+	changes := storedPair(t, fresh) // a batch: the general path's transaction
 	var held pgx.Tx
 	var holdErr error
 	cut := proxy.armThen(commitReply, func() {
 		// The save's transaction has ended; another takes its session's lock.
 		if held, holdErr = holder.Begin(bg); holdErr == nil {
-			_, holdErr = held.Exec(bg, `SELECT pg_advisory_xact_lock(1651663209, hashtext($1))`, session)
+			_, holdErr = held.Exec(bg, `SELECT pg_advisory_xact_lock(1651663209, hashtext($1))`, changes[0].Key.SessionID)
 		}
 	})
 	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
@@ -454,5 +418,23 @@ func TestSave_CommitThatFailsIsNotRunAgain(t *testing.T) {
 			assert.Equal(t, int64(1), r.Version)
 			assert.Equal(t, rawStrings(change.Messages), rawStrings(r.Messages), "each message once")
 		})
+	}
+}
+
+// storedPair stores agents a and b of a new session through fresh, at
+// version 1 with one message each, and returns a batch that saves both
+// again (version 2, one more message each): a save the general path's
+// transaction makes.
+func storedPair(t *testing.T, fresh persistence.Store) []persistence.Change {
+	t.Helper()
+	session := "lost-" + uuid.NewString()
+	for _, id := range []string{"a", "b"} {
+		_, err := fresh.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: agentKey(session, id),
+			Data: json.RawMessage(`{"n":0}`), Messages: msgs(0, 1), Incarnation: 7})
+		require.NoError(t, err)
+	}
+	return []persistence.Change{
+		{Key: agentKey(session, "a"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 1), Incarnation: 7},
+		{Key: agentKey(session, "b"), Base: 1, Data: json.RawMessage(`{"n":1}`), From: 1, Messages: msgs(1, 2), Incarnation: 7},
 	}
 }
