@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // SPEC R5: a caller whose context ends while the agent's activation waits
@@ -25,7 +25,9 @@ func TestNew_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	st := &slowLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1), release: make(chan struct{})}
+	st := persistencetest.NewGatedLoads("")
+	release := make(chan struct{})
+	st.Gate.Store(&release)
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -34,19 +36,19 @@ func TestNew_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 		_, err := agent.New(ctx, agent.Config{ID: "a", System: sys, Session: sm, Model: model.Scripted(model.TextTurn("hi"))})
 		built <- err
 	}()
-	<-st.loading
+	<-st.Loading
 	cancel()
 	select {
 	case err := <-built:
 		assert.ErrorIs(t, err, context.Canceled)
 	case <-time.After(10 * time.Second):
-		close(st.release)
+		close(release)
 		t.Fatal("New waited for the blocked load after its context was cancelled")
 	}
-	close(st.release)
+	close(release)
 	lc.AwaitNoneLive(t) // the cut-short activation ends with its load
 	go func() {
-		for range st.loading { // later loads go through
+		for range st.Loading { // later loads go through
 		}
 	}()
 	a, err := agent.New(deadline(t), agent.Config{ID: "a", System: sys, Session: sm, Model: model.Scripted(model.TextTurn("hi"))})
@@ -66,22 +68,6 @@ func deadline(t *testing.T) context.Context {
 	return ctx
 }
 
-// gatedLoads is a memory store whose loads, while gate holds a channel,
-// report on loading and wait for that channel to close.
-type gatedLoads struct {
-	*persistence.MemoryStore
-	gate    atomic.Pointer[chan struct{}]
-	loading chan struct{}
-}
-
-func (s *gatedLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	if g := s.gate.Load(); g != nil {
-		s.loading <- struct{}{}
-		<-*g
-	}
-	return s.MemoryStore.Load(ctx, key)
-}
-
 // SPEC R4, R5: a call to a passivated agent whose re-activation waits for
 // a blocked load ends with its context's error as soon as the context
 // ends; once the store answers, the agent is back with its history.
@@ -90,7 +76,7 @@ func TestStatus_R5_ACancelledContextEndsTheWaitForABlockedReactivation(t *testin
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	st := &gatedLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	st := persistencetest.NewGatedLoads("")
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)
 	a, err := agent.New(deadline(t), agent.Config{ID: "a", System: sys, Session: sm, IdleTimeout: time.Millisecond,
@@ -102,11 +88,11 @@ func TestStatus_R5_ACancelledContextEndsTheWaitForABlockedReactivation(t *testin
 	lc.AwaitNoneLive(t)
 
 	release := make(chan struct{})
-	st.gate.Store(&release)
+	st.Gate.Store(&release)
 	ctx, cancel := context.WithCancel(context.Background())
 	asked := make(chan error, 1)
 	go func() { _, err := a.Status(ctx); asked <- err }()
-	<-st.loading
+	<-st.Loading
 	cancel()
 	select {
 	case err := <-asked:
@@ -115,7 +101,7 @@ func TestStatus_R5_ACancelledContextEndsTheWaitForABlockedReactivation(t *testin
 		close(release)
 		t.Fatal("Status waited for the blocked load after its context was cancelled")
 	}
-	st.gate.Store(nil)
+	st.Gate.Store(nil)
 	close(release)
 	s, err := a.Status(deadline(t))
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // stubbornStream is a model that yields one delta, reports on started,
@@ -151,24 +152,13 @@ func TestInvoke_CompletingWhileItsAgentClosesKeepsItsOutcome(t *testing.T) {
 	require.Zero(t, lost, "the job completed with a success every time")
 }
 
-// slowLoads is a memory store whose loads report on loading and wait
-// for release.
-type slowLoads struct {
-	*persistence.MemoryStore
-	loading, release chan struct{}
-}
-
-func (s *slowLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	s.loading <- struct{}{}
-	<-s.release
-	return s.MemoryStore.Load(ctx, key)
-}
-
 // SPEC R3: an agent's session load runs off the registry's goroutine: a
 // slow store does not hold up the other agents of the System.
 func TestAgent_SlowSessionLoadDoesNotHoldUpTheSystem(t *testing.T) {
 	sys := actorstest.System(t)
-	st := &slowLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1), release: make(chan struct{})}
+	st := persistencetest.NewGatedLoads("")
+	release := make(chan struct{})
+	st.Gate.Store(&release)
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)
 	built := make(chan error, 1)
@@ -179,12 +169,12 @@ func TestAgent_SlowSessionLoadDoesNotHoldUpTheSystem(t *testing.T) {
 		}
 		built <- err
 	}()
-	<-st.loading
+	<-st.Loading
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	other, err := agent.New(ctx, agent.Config{ID: "other", System: sys, Model: model.Scripted()})
 	require.NoError(t, err, "built while the other agent's load waits")
 	require.NoError(t, other.Close(ctx))
-	close(st.release)
+	close(release)
 	require.NoError(t, <-built)
 }

@@ -2,7 +2,6 @@ package graph_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,24 +16,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
 )
-
-// gatedRunLoads is a memory store whose loads of orchestrator records,
-// while gate holds a channel, report on loading and wait for that
-// channel to close.
-type gatedRunLoads struct {
-	*persistence.MemoryStore
-	gate    atomic.Pointer[chan struct{}]
-	loading chan struct{}
-}
-
-func (s *gatedRunLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
-	if g := s.gate.Load(); g != nil && key.Kind == persistence.KindMultiAgent {
-		s.loading <- struct{}{}
-		<-*g
-	}
-	return s.MemoryStore.Load(ctx, key)
-}
 
 // SPEC R5: a Build whose context ends while the graph's activation waits
 // for its store (the run's load blocked) returns the context's error at
@@ -45,9 +28,9 @@ func TestBuild_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	st := &gatedRunLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	st := persistencetest.NewGatedLoads(persistence.KindMultiAgent)
 	release := make(chan struct{})
-	st.gate.Store(&release)
+	st.Gate.Store(&release)
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)
 	builder := func() *graph.Builder {
@@ -61,7 +44,7 @@ func TestBuild_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 		_, err := builder().Build(ctx, graph.Config{ID: "g", System: sys, Session: sm})
 		built <- err
 	}()
-	<-st.loading
+	<-st.Loading
 	cancel()
 	select {
 	case err := <-built:
@@ -70,7 +53,7 @@ func TestBuild_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 		close(release)
 		t.Fatal("Build waited for the blocked load after its context was cancelled")
 	}
-	st.gate.Store(nil)
+	st.Gate.Store(nil)
 	close(release)
 	lc.AwaitNoneLive(t)
 
