@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -75,10 +76,32 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 	// for answers, or was cut off) from a parent's run that is over: that
 	// run is dropped, and the prompt starts a fresh one.
 	res, err := r.call(ctx, in, fresh, emit)
+	if err != nil && r.stale(ctx, err) {
+		// The nested orchestrator's run was stale (loaded before another
+		// runtime ran this node): it refused the input or lost its first
+		// save, running no node, and holds the stored run now, which
+		// this run goes on from.
+		res, err = r.call(ctx, in, fresh, emit)
+	}
 	if err != nil {
 		return FailedResult(run.GetNodeId(), err)
 	}
 	return nestedResult(res)
+}
+
+// stale reports whether the nested run failed only because the nested
+// orchestrator's state was stale, so that it may run again: it refused
+// the input for its interrupt state and found another writer's save (a
+// Checked *persistence.ConflictError), or its first save was lost to one
+// (staleStartError); either way no node of it ran, and it took the
+// stored run. The parent launched this run after a save of its own (its
+// claim on the run, SPEC S4) and routes the input by the run it holds,
+// so the input is the stored run's to judge; no other writer runs the
+// node meanwhile.
+func (r *NestedRunner) stale(ctx context.Context, err error) bool {
+	var ce *persistence.ConflictError
+	var ss *staleStartError
+	return ctx.Err() == nil && (errors.As(err, &ss) || errors.As(err, &ce) && ce.Checked)
 }
 
 // pendingAnswers is the part of a resume's input that answers interrupts

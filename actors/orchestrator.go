@@ -660,6 +660,7 @@ type orchActor struct {
 	saveErr   error // a save failed: the invocation ends with it
 	runErr    error // the policy panicked: the invocation ends with it, once saved
 	stale     bool  // a save failed: reload the stored run before the next invocation
+	ranNodes  bool  // the invocation sent a node a run (its launch save held)
 	dirty     []*nodeRec
 	rewrite   bool       // a fresh run: the next save rewrites the record's log
 	joint     []Deferred // nodes' executors whose saves the next save takes and commits
@@ -1019,7 +1020,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	}
 	x.cur = inv
 	x.began = time.Now()
-	x.inflight = 0
+	x.inflight, x.ranNodes = 0, false
 	x.stopping, x.canceled = false, false
 	x.resuming = resume || cutOff
 	x.carrying = cutOff
@@ -1474,6 +1475,7 @@ func (x *orchActor) launch(c actor.Context, starts []NodeStart, then func(saved 
 // while that save ran found their nodes EXECUTING but not yet running
 // (a node not running ignores a cancel): it is sent again behind them.
 func (x *orchActor) send(c actor.Context, runs []*braidv1.NodeRun) {
+	x.ranNodes = true
 	for _, r := range runs {
 		n := x.nodes[r.GetNodeId()]
 		var events *actor.PID
@@ -1978,6 +1980,8 @@ func (x *orchActor) replied(c actor.Context, inv *orchInvoke, hookErr, saveErr e
 	err := saveErr
 	if err == nil {
 		err = x.runErr
+	} else if !x.ranNodes && x.owner != nil && conflictsOn(err, x.owner.Key()) {
+		err = &staleStartError{err: err}
 	}
 	x.saveErr, x.runErr = nil, nil
 	x.cur, x.phase = nil, 0

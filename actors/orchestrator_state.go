@@ -469,6 +469,25 @@ func (x *orchActor) behind(refusal error) error {
 		x.cfg.Kind, x.cfg.ID, cerr, refusal)
 }
 
+// staleStartError is an invocation's error when its first save was lost
+// to another writer (a *persistence.ConflictError naming the
+// orchestrator's record, SPEC S4) before any node ran: the orchestrator's
+// run was stale, nothing but its hooks ran, and it takes the stored run
+// before the next invocation. A parent's NestedRunner, whose own run
+// claimed the node with a save, runs the nested orchestrator once more
+// (see NestedRunner.runNode); every other caller sees the conflict.
+type staleStartError struct{ err error }
+
+func (e *staleStartError) Error() string { return e.err.Error() }
+func (e *staleStartError) Unwrap() error { return e.err }
+
+// conflictsOn reports whether err is a *persistence.ConflictError naming
+// key.
+func conflictsOn(err error, key persistence.Key) bool {
+	var ce *persistence.ConflictError
+	return errors.As(err, &ce) && ce.Key == key
+}
+
 // refusedByInterrupts reports whether err refuses an input for the
 // owner's interrupt state (SPEC I7, M5) in a way a stale state could
 // cause: responses while it waits for none, an id it does not have, or

@@ -60,19 +60,30 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 	fresh := !in.IsResume() && !a.interrupts.Activated() && a.pendingCopy() == nil
 	before := len(a.history())
 	res, err := a.passes(ctx, in, values, emit)
-	if err != nil && fresh && !a.interrupts.Activated() && !(closedCut(ctx) && a.began(before+len(in.messages))) {
+	if err != nil && fresh && !a.interrupts.Activated() && !a.lostSave(err) && !(closedCut(ctx) && a.began(before+len(in.messages))) {
 		// A fresh invocation that fails leaves the history as it was
 		// (SPEC A3): what it appended is taken back, in the session too.
 		// Not one a Close cut off after its prompt: like a crash, that
 		// leaves what was saved for the run to be carried on (SPEC S6:
 		// its finished tools are not run again, an at-most-once tool it
-		// started asks first).
+		// started asks first). Not one that lost a save to another
+		// writer either: the agent takes the stored state after the job
+		// (reload), and a take-back save would be lost the same way, or,
+		// parked for an orchestrator's commit, make that commit fail.
 		a.takeBack(ctx, before)
 	}
 	if res != nil {
 		res.History = len(a.history())
 	}
 	return res, err
+}
+
+// lostSave reports whether err is the loss of one of this agent's saves
+// to another writer (a *persistence.ConflictError naming its record, SPEC
+// S4): its state is stale.
+func (a *job) lostSave(err error) bool {
+	var ce *persistence.ConflictError
+	return a.sess != nil && errors.As(err, &ce) && ce.Key == a.sess.Key()
 }
 
 // awaitsModel reports whether a history ends with a message the model has
@@ -138,7 +149,9 @@ func (a *job) passes(ctx context.Context, in Input, values map[string]any, emit 
 		if herr := hook.Run(ctx, a.hooks, after); herr != nil && err == nil {
 			res, err = nil, fmt.Errorf("AfterInvocation hook: %w", herr)
 		}
-		if serr := a.save(ctx, persistence.SaveInvocation); serr != nil && err == nil {
+		if a.lostSave(err) {
+			// Stale: a save would be lost the same way (see invoke).
+		} else if serr := a.save(ctx, persistence.SaveInvocation); serr != nil && err == nil {
 			res, err = nil, serr
 		}
 		if err != nil {

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
@@ -84,6 +86,12 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 	if env.Session != nil {
 		cfg.Session = &jointSession{SessionManager: env.Session, r: r}
 		cfg.IdleTimeout = env.IdleTimeout
+		// Counts the agent's model calls, so that a run can tell whether
+		// an invocation that failed got as far as one (staleStart).
+		cfg.Hooks = append(slices.Clip(cfg.Hooks), hook.Func(func(context.Context, *agent.BeforeModelCallEvent) error {
+			r.modelCalls.Add(1)
+			return nil
+		}))
 	}
 	a, err := agent.New(ctx, cfg)
 	if err != nil {
@@ -111,6 +119,8 @@ type agentRunner struct {
 	// (agent.Result.History), for the Progress that follows the run; -1:
 	// none, Progress asks the agent.
 	count atomic.Int64
+	// modelCalls counts the agent's model calls (with a session only).
+	modelCalls atomic.Int64
 }
 
 // jointSession gives a node's agent the orchestrator's session, with its
@@ -241,11 +251,13 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			return waiting(st)
 		}
 	}
+	calls := r.modelCalls.Load()
 	res, err := r.invoke(ctx, in, emit)
-	if err != nil && r.session && reloaded(ctx, err) {
+	if err != nil && r.session && (reloaded(ctx, err) || r.staleStart(ctx, err, run, in, calls)) {
 		// The agent's state was stale (loaded before another runtime ran
-		// this node): it refused the input, running nothing, and holds
-		// the stored state now, which the orchestrator's run goes on from.
+		// this node): it refused the input, or lost its prompt's save,
+		// running nothing, and holds the stored state now, which the
+		// orchestrator's run goes on from.
 		res, err = r.invoke(ctx, in, emit)
 	}
 	if err != nil && !in.IsResume() && !run.GetRecover() && heldUnfinished(err) {
@@ -323,6 +335,22 @@ func (r *agentRunner) reset(ctx context.Context) error {
 func reloaded(ctx context.Context, err error) bool {
 	var ce *persistence.ConflictError
 	return ctx.Err() == nil && errors.As(err, &ce) && ce.Checked
+}
+
+// staleStart reports whether the invocation of a prompt failed only
+// because the agent's state was stale when it began: its first save, the
+// prompt's, lost to another writer (a *persistence.ConflictError), before
+// any model call (calls is the count before the invocation), so nothing
+// but its BeforeInvocation and MessageAdded hooks ran, and the agent took
+// the stored state (SPEC S4). That happens to a node agent that believed
+// itself idle when another runtime had run the node since it loaded: its
+// orchestrator, stale the same way, has taken the stored run and claimed
+// this run with a save of its own (see reloaded), so the prompt is the
+// stored state's to take. A resume's or a recovery's first save is a
+// claim on the agent's own state, which reloaded covers.
+func (r *agentRunner) staleStart(ctx context.Context, err error, run *braidv1.NodeRun, in agent.Input, calls int64) bool {
+	var ce *persistence.ConflictError
+	return ctx.Err() == nil && !in.IsResume() && !run.GetRecover() && errors.As(err, &ce) && r.modelCalls.Load() == calls
 }
 
 // heldUnfinished reports whether err is an agent's refusal of a prompt

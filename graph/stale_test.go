@@ -191,3 +191,111 @@ func TestGraphSession_S4_AStaleGraphAndNodeAgentTakeTheStoredRunSoTheRetryResume
 		})
 	}
 }
+
+// SPEC S4, M10: two runtimes built the same graph of one session before
+// anything ran; the first runs it to the end. The second, whose run and
+// node agents are the empty ones they loaded, is given a prompt: its
+// launch save fails with ErrConflict and the graph takes the stored run.
+// The retry must run: the nodes' agents, stale like the run was, take
+// their stored histories rather than failing the node on their first
+// save, and every agent's history holds both runs, each prompt once.
+func TestGraphSession_S4_AStaleGraphsRetriedPromptRunsOnItsNodeAgentsStoredHistories(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st1, st2 := stores.Open(t)
+			r := newRecorder()
+			mk := func(st persistence.Store) *graph.Graph {
+				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
+				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
+			}
+			g1, g2 := mk(st1), mk(st2)
+			res, err := g1.Invoke(ctx, agent.Text("go"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCompleted, res.Status)
+
+			_, err = g2.Invoke(ctx, agent.Text("again"))
+			requireGraphConflict(t, st2, err, 0)
+			res, err = g2.Invoke(ctx, agent.Text("again"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+			assert.Equal(t, 2, r.count("model:a"))
+			assert.Equal(t, 2, r.count("model:b"))
+			for _, id := range []string{"a", "b"} {
+				rec, err := st1.Load(ctx, persistence.Key{SessionID: "shared", Kind: persistence.KindAgent, ID: "g:" + id + ":" + id})
+				require.NoError(t, err, id)
+				assert.Len(t, rec.Messages, 4, "node %s's agent holds both runs", id)
+			}
+		})
+	}
+}
+
+// SPEC S4, M10, M11: the same for a nested graph. Two runtimes built
+// top: a → inner{x → y} of one session; the first runs it to the end.
+// The second, stale at every level, gets ErrConflict for a prompt and
+// takes the stored run; the retried prompt runs at every level: the
+// nested graph and its agents take their stored runs and histories
+// rather than failing the node on their first save.
+func TestGraphSession_S4_AStaleNestedGraphsRetriedPromptRunsAtEveryLevel(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st1, st2 := stores.Open(t)
+			r := newRecorder()
+			mk := func(st persistence.Store) *graph.Graph {
+				inner := graph.NewBuilder().AddNode("x", textAgent(r, "x")).AddNode("y", textAgent(r, "y")).AddEdge("x", "y")
+				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
+				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
+			}
+			g1, g2 := mk(st1), mk(st2)
+			res, err := g1.Invoke(ctx, agent.Text("go"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCompleted, res.Status)
+
+			_, err = g2.Invoke(ctx, agent.Text("again"))
+			requireGraphConflict(t, st2, err, 0)
+			res, err = g2.Invoke(ctx, agent.Text("again"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+			for _, n := range []string{"a", "x", "y"} {
+				assert.Equal(t, 2, r.count("model:"+n), "node %s ran once a run", n)
+			}
+		})
+	}
+}
+
+// SPEC S4, M5, M11: the same for a resume routed into a nested graph. Two
+// runtimes built top: a → inner{ask} of one session; in the first, ask's
+// agent stops for an answer from its tool. The second, stale at every
+// level, gets ErrConflict for the answer and takes the stored run; the
+// retry routes the answer into the nested graph, which, stale too, takes
+// its stored run rather than failing the node as "not interrupted", and
+// ask's agent resumes. The tool runs exactly once.
+func TestGraphSession_S4_AStaleNestedGraphTakesItsStoredRunSoTheRetriedAnswerResumes(t *testing.T) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st1, st2 := stores.Open(t)
+			r := newRecorder()
+			mk := func(st persistence.Store) *graph.Graph {
+				inner := graph.NewBuilder().AddNode("ask", toolAgent(r, "ask", "lookup", "which"))
+				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
+				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
+			}
+			g1, g2 := mk(st1), mk(st2)
+			res, err := g1.Invoke(ctx, agent.Text("go"))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusInterrupted, res.Status)
+			require.Len(t, res.Interrupts, 1)
+			in := res.Interrupts[0]
+
+			_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+			requireGraphConflict(t, st2, err, 0)
+			res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+			require.NoError(t, err)
+			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+			assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
+			assert.Equal(t, 1, r.count("model:a"))
+		})
+	}
+}

@@ -57,3 +57,33 @@ func TestSwarmSession_S4_AStaleSwarmRefusingAResumeTakesTheStoredRunSoTheRetryPr
 	assert.Equal(t, 1, r.count("tool:b"), "the answered tool ran exactly once")
 	assert.Equal(t, 1, r.count("model:c"), "the node after the handoff ran once")
 }
+
+// SPEC S4, M10: two runtimes built the same swarm of one session before
+// anything ran; the first runs it to the end. The second, whose run and
+// agents are the empty ones they loaded, is given a prompt: its launch
+// save fails with ErrConflict and the swarm takes the stored run. The
+// retry runs: the entry agent, stale like the run was, takes its stored
+// history rather than failing the node on its prompt's save.
+func TestSwarmSession_S4_AStaleSwarmsRetriedPromptRunsOnItsAgentsStoredHistories(t *testing.T) {
+	ctx := context.Background()
+	st := persistence.NewMemoryStore()
+	r := newRecorder()
+	cfg := func() swarm.Config {
+		return swarm.Config{Session: manager(t, st, "shared"), System: actorstest.System(t)}
+	}
+	s1, s2 := build(t, researchSwarm(r), cfg()), build(t, researchSwarm(r), cfg())
+	res, err := s1.Invoke(ctx, agent.Text("find the answer"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 1)
+	res, err = s1.Invoke(ctx, agent.Resume(interrupt.Respond(res.Interrupts[0].ID, "42")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusCompleted, res.Status, res.Message)
+
+	_, err = s2.Invoke(ctx, agent.Text("find it again"))
+	require.ErrorIs(t, err, persistence.ErrConflict)
+	res, err = s2.Invoke(ctx, agent.Text("find it again"))
+	require.NoError(t, err, "the retried prompt runs on the stored run")
+	assert.Equal(t, multiagent.StatusInterrupted, res.Status, res.Message)
+	assert.Equal(t, 1, r.count("tool:b"))
+}
