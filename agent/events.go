@@ -154,8 +154,9 @@ type BeforeToolCallEvent struct {
 // (tu.ToolUseID is ignored): the tool's result, its interrupt ids
 // (v1:tool_call:{toolUseId}:..), its IdempotencyKey and its at-most-once
 // start mark are all keyed by the id the model sent (or the agent's
-// renaming of one the model repeated in its answer, t1_2, which the
-// history and every hook see too), so they stay consistent with the
+// renaming of one the model repeated in its answer, t1_2, or gave in
+// bytes that are not UTF-8, which the history and every hook see too),
+// so they stay consistent with the
 // history. Callbacks after this one see the rewrite in
 // ToolUse and Tool; AfterToolCall and the tool's Context see the call as
 // rewritten. The history keeps the tool use as the model sent it (as
