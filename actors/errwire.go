@@ -60,6 +60,7 @@ func builtinCodes() []ErrorCode {
 		{"interrupt.ErrNoReason", interrupt.ErrNoReason},
 		{"interrupt.ErrEmptyID", interrupt.ErrEmptyID},
 		{"interrupt.ErrEmptyName", interrupt.ErrEmptyName},
+		{"interrupt.ErrNotUTF8", interrupt.ErrNotUTF8},
 		{"interrupt.ErrNotInterruptible", interrupt.ErrNotInterruptible},
 		{"persistence.ErrNotFound", persistence.ErrNotFound},
 		{"persistence.ErrConflict", persistence.ErrConflict},

@@ -24,7 +24,7 @@ var builtinSentinels = []error{
 	interrupt.ErrMixedInput, interrupt.ErrEmptyResume, interrupt.ErrUnknownID,
 	interrupt.ErrMissingResponse, interrupt.ErrDuplicateResponse, interrupt.ErrDuplicateName,
 	interrupt.ErrReason, interrupt.ErrAnswer, interrupt.ErrNoAnswer, interrupt.ErrNoReason,
-	interrupt.ErrEmptyID, interrupt.ErrEmptyName, interrupt.ErrNotInterruptible,
+	interrupt.ErrEmptyID, interrupt.ErrEmptyName, interrupt.ErrNotUTF8, interrupt.ErrNotInterruptible,
 	persistence.ErrNotFound, persistence.ErrConflict, persistence.ErrDamaged,
 	persistence.ErrSchemaVersion, persistence.ErrBadID, persistence.ErrBadSave, persistence.ErrClosed,
 	context.Canceled, context.DeadlineExceeded,

@@ -124,3 +124,18 @@ func TestToolUseIDs_ValidIDsWinOverIDsMadeValid(t *testing.T) {
 	}
 	assert.Equal(t, []string{"t_1_2", "t_1", id40[:38] + "_2", id40 + "_"}, got)
 }
+
+// SPEC I3, R2: a hook that raises an interrupt whose name is not valid
+// UTF-8 fails the invocation with interrupt.ErrNotUTF8 (matched by
+// errors.Is on the caller's side), and the tool it guards does not run.
+func TestInterrupt_NameThatIsNotUTF8FailsTheInvocation(t *testing.T) {
+	ctx := context.Background()
+	del, runs := countingTool("delete_files")
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{})),
+		Tools: []tool.Tool{del}, Hooks: []hook.Provider{approveHook("delete_files", "approv\xe9")},
+		System: actorstest.System(t)})
+	_, err := a.Invoke(ctx, agent.Text("delete"))
+	require.ErrorIs(t, err, interrupt.ErrNotUTF8)
+	assert.Contains(t, err.Error(), `"approv\xe9"`)
+	assert.Equal(t, 0, runs.total())
+}

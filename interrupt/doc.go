@@ -15,7 +15,9 @@
 //     has an answer, the answer is returned; otherwise the call returns an
 //     error matching ErrInterrupted, which the callback returns. When the
 //     callbacks or the tool have returned, the runtime ends the Scope
-//     (Scope.End): a later call fails with ErrScopeEnded.
+//     (Scope.End): a later call fails with ErrScopeEnded. Names and ids
+//     must be valid UTF-8 (ErrNotUTF8): a session stores JSON, which
+//     could not keep them as given.
 //  2. The owner stops, calls State.Activate and reports State.Unanswered.
 //  3. The caller answers with []Response (see ParseResponses). State.Resume
 //     validates all of them before changing anything and stores the answers.

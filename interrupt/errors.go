@@ -41,6 +41,11 @@ var (
 	ErrEmptyID = errors.New("empty interrupt id")
 	// ErrEmptyName: Interrupt was called with an empty name.
 	ErrEmptyName = errors.New("empty interrupt name")
+	// ErrNotUTF8: Interrupt was called with a name, or for an id, that is
+	// not valid UTF-8. Sessions store JSON, whose writers replace such
+	// bytes, so the interrupt would not read back as the caller was given
+	// it (a fresh runtime would not know its id). Nothing is recorded.
+	ErrNotUTF8 = errors.New("interrupt name or id is not valid UTF-8: use UTF-8 text")
 	// ErrNotInterruptible: Interrupt was called where interrupts are not
 	// supported, such as a direct tool call.
 	ErrNotInterruptible = errors.New("interrupts are not supported here")

@@ -3,6 +3,7 @@ package interrupt
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // Scope raises interrupts for one event dispatch (all the callbacks of one
@@ -151,14 +152,26 @@ func (s *Scope) End() {
 // returned with a nil error. Otherwise the interrupt is recorded and a
 // *RaisedError matching ErrInterrupted is returned: return it from the hook
 // or tool. reason may be nil (no reason) or any JSON-encodable value; one
-// that cannot be encoded is an error here, not at save time. After End it
-// fails with ErrScopeEnded and records nothing.
+// that cannot be encoded is an error here, not at save time (a string in
+// it that is not valid UTF-8 is stored, and returned in the *RaisedError,
+// with U+FFFD for each stray byte, as JSON writers do, so the caller and a
+// fresh runtime read the same reason). A name, or the id made from it, that
+// is not valid UTF-8 fails with ErrNotUTF8 and records nothing: JSON could
+// not keep it as given. After End it fails with ErrScopeEnded and records
+// nothing.
 func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, error) {
 	if s == nil || s.state == nil {
 		return Value{}, ErrNotInterruptible
 	}
 	if name == "" {
 		return Value{}, ErrEmptyName
+	}
+	if !utf8.ValidString(name) {
+		return Value{}, fmt.Errorf("interrupt_name=%q | %w", name, ErrNotUTF8)
+	}
+	id := s.idFor(name)
+	if !utf8.ValidString(id) {
+		return Value{}, fmt.Errorf("interrupt_name=%q interrupt_id=%q | %w", name, id, ErrNotUTF8)
 	}
 	var o raiseOptions
 	for _, opt := range opts {
@@ -181,7 +194,6 @@ func (s *Scope) Interrupt(name string, reason any, opts ...RaiseOption) (Value, 
 		// answer would be stored.
 		preemptive, preemptiveErr = ValueOf(o.preemptive)
 	}
-	id := s.idFor(name)
 	// Held to the end (the State's lock is taken inside it, never the
 	// other way round), so that End waits for a raise under way.
 	s.mu.Lock()

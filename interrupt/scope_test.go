@@ -249,6 +249,35 @@ func TestScope_Interrupt_RejectsEmptyName(t *testing.T) {
 	assert.False(t, sc.Interrupted())
 }
 
+func TestScope_Interrupt_RejectsNamesAndIDsThatAreNotUTF8(t *testing.T) {
+	// SPEC I3, I7, S1: a session stores JSON, whose writers replace bytes
+	// that are not UTF-8, so a name or id holding them would not read back
+	// as the caller was given it. It is refused at the raise, with the
+	// name quoted, before anything is recorded; an answer already stored
+	// does not change that.
+	for _, tc := range []struct {
+		desc  string
+		name  string
+		idFor func(string) string
+	}{
+		{"name", "approve\xff", func(name string) string { return ToolCallID("t1", name) }},
+		{"cut rune in name", "caf\xc3", func(name string) string { return ToolCallID("t1", name) }},
+		{"id", "approve", func(name string) string { return ToolCallID("t\xfe1", name) }},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			st := NewState()
+			sc := NewScope(st, SourceTool, tc.idFor)
+			_, err := sc.Interrupt(tc.name, "reason", Preemptive("y"))
+			require.ErrorIs(t, err, ErrNotUTF8)
+			assert.NotErrorIs(t, err, ErrInterrupted)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%q", tc.name))
+			assert.Equal(t, 0, st.Len())
+			assert.False(t, sc.Interrupted())
+			assert.NoError(t, sc.Err())
+		})
+	}
+}
+
 func TestScope_Interrupt_NotInterruptibleWithoutState(t *testing.T) {
 	// SPEC I3: direct tool calls cannot interrupt.
 	_, err := NewScope(nil, SourceTool, BeforeToolsID).Interrupt("approve", nil)

@@ -13,7 +13,8 @@ type Value struct {
 }
 
 // JSON returns a Value for the given JSON text. It returns an error if raw is
-// not one valid JSON value.
+// not one valid JSON value. Bytes that are not UTF-8 are replaced by U+FFFD,
+// as for ValueOf.
 func JSON(raw []byte) (Value, error) {
 	c, err := compactRaw(raw)
 	if err != nil {
@@ -24,7 +25,9 @@ func JSON(raw []byte) (Value, error) {
 
 // ValueOf encodes v as JSON. Strings, numbers, bools, nil (JSON null), maps,
 // slices and structs all work; a value encoding/json cannot encode is an
-// error.
+// error. A string that is not valid UTF-8 is encoded with U+FFFD for each
+// stray byte, as encoding/json writes it: the Value holds what a session
+// stores, so an answer reads the same before and after a restart.
 func ValueOf(v any) (Value, error) {
 	raw, err := encodeJSON(v)
 	if err != nil {

@@ -76,7 +76,8 @@ func ScopeFor(state *interrupt.State, toolUseID string) *interrupt.Scope {
 // Interrupt raises an interrupt from the tool (SPEC I3). If it has an answer,
 // the answer is returned; otherwise return the error from the tool, and the
 // call is run again from the start once the interrupt is answered. Names
-// need only be unique within one tool. Called after the tool returned (from
+// need only be unique within one tool, and must be valid UTF-8 (else
+// interrupt.ErrNotUTF8, nothing recorded). Called after the tool returned (from
 // a goroutine it left running, say), it fails with interrupt.ErrScopeEnded
 // and records nothing.
 func (c *Context) Interrupt(name string, reason any, opts ...interrupt.RaiseOption) (interrupt.Value, error) {
