@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,8 +164,11 @@ func (t *turn) start(tc *toolCall) {
 	}
 	if tc.id == "" {
 		// A server that sends no id: one no other tool use has, since the
-		// agent keys idempotency and at-most-once marks by it (SPEC S6).
-		tc.id = "call_" + uuid.NewString()
+		// agent keys idempotency and at-most-once marks by it (SPEC S6),
+		// and one every provider takes back: 37 characters of letters,
+		// digits and '_' (the Chat Completions API allows 40).
+		u := uuid.New()
+		tc.id = "call_" + hex.EncodeToString(u[:])
 	}
 	t.events = append(t.events, &model.ToolUseStart{ToolUseID: tc.id, Name: tc.name})
 	t.open = true

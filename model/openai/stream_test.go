@@ -476,6 +476,20 @@ func TestStream_TimeoutBoundsTheWaitsBetweenAttempts(t *testing.T) {
 // session has: the agent keys a tool's idempotency key and at-most-once
 // start mark by it, so ids that repeat across turns (call_0 in every
 // turn) would make a new call look like one that ran already.
+// A tool-use id the provider makes up for a server that sent none is one
+// every provider takes back in a later request: at most 40 characters (the
+// Chat Completions API's limit on tool_call ids) of letters, digits, '_'
+// and '-' (the only characters Anthropic's and Bedrock's ids allow).
+func TestStream_ToolCallWithoutIDGetsAnIDEveryProviderAccepts(t *testing.T) {
+	m := newModel(t, newInline(t, sse(toolStart(0, "", "get_weather", `{}`), finish("tool_calls"), done)))
+	msg, _ := complete(t, m, userRequest())
+	uses := msg.ToolUses()
+	require.Len(t, uses, 1)
+	id := uses[0].ToolUseID
+	assert.LessOrEqual(t, len(id), 40, "id %q", id)
+	assert.Regexp(t, `^[a-zA-Z0-9_-]+$`, id)
+}
+
 func TestStream_ToolCallsWithoutIDsGetIDsUniqueAcrossTurns(t *testing.T) {
 	turn := sse(toolStart(0, "", "get_weather", `{}`), toolStart(1, "", "get_time", `{}`), finish("tool_calls"), done)
 	m := newModel(t, newInline(t, turn, turn))
