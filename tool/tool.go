@@ -132,7 +132,9 @@ type FuncTool[In, Out any] struct {
 //
 // The input schema is derived from In, which must be a struct, a map or a
 // pointer to one: a model's tool takes a JSON object (another type is
-// reported by Validate, ErrInputNotObject). A struct's exported fields are
+// reported by Validate, ErrInputNotObject); the schema in Spec has "type":
+// "object" at the top, as the providers require, even for a pointer (whose
+// input may also be null). A struct's exported fields are
 // the parameters: those without omitempty (or omitzero) are required, no
 // other parameter is allowed, and a json.RawMessage parameter takes any
 // JSON value. Run refuses input the schema refuses; a type with its own
@@ -149,11 +151,11 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 		o(&t.opts)
 	}
 	schema, err := jsonschema.For[In](schemaOptions())
-	if err == nil {
-		t.spec.InputSchema, err = json.Marshal(schema)
-	}
 	if err == nil && schema.Type != "object" && !slices.Contains(schema.Types, "object") {
 		err = fmt.Errorf("%w, not %s", ErrInputNotObject, reflect.TypeFor[In]())
+	}
+	if err == nil {
+		t.spec.InputSchema, err = json.Marshal(modelSchema(schema))
 	}
 	if err == nil {
 		t.schema, err = schema.Resolve(nil)
@@ -171,6 +173,20 @@ func New[In, Out any](name, description string, fn Func[In, Out], opts ...Option
 		t.err = ValidateSpec(t.spec)
 	}
 	return t
+}
+
+// modelSchema returns the schema the model is given for an input whose
+// schema describes an object: one whose top-level type is "object" alone,
+// which every provider requires of a tool's input schema. A pointer input
+// type's schema also allows null ("type": ["null", "object"]); the tool
+// itself still takes null (Run validates against schema).
+func modelSchema(schema *jsonschema.Schema) *jsonschema.Schema {
+	if schema.Type == "object" {
+		return schema
+	}
+	s := *schema
+	s.Type, s.Types = "object", nil
+	return &s
 }
 
 // schemaOptions returns the options New derives input schemas with: a

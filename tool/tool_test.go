@@ -571,3 +571,28 @@ func TestNew_ValidateRefusesAnInputTypeThatIsNotAnObject(t *testing.T) {
 	assert.NoError(t, tool.New("p", "", func(context.Context, *tool.Context, *deleteIn) (string, error) { return "", nil }).Validate())
 	assert.NoError(t, tool.New("e", "", func(context.Context, *tool.Context, struct{}) (string, error) { return "", nil }).Validate())
 }
+
+// SPEC A13 (tool building): the schema a tool gives the model has "type":
+// "object" at the top, as every provider requires of a tool's input
+// schema, also for a pointer input type (whose Go schema also allows
+// null); the tool itself still takes null for it.
+func TestNew_SchemaForTheModelIsAnObjectAtTheTop(t *testing.T) {
+	var got *deleteIn
+	p := tool.New("p", "", func(ctx context.Context, tc *tool.Context, in *deleteIn) (string, error) {
+		got = in
+		return "ok", nil
+	})
+	require.NoError(t, p.Validate())
+	var schema map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(p.Spec().InputSchema, &schema))
+	assert.JSONEq(t, `"object"`, string(schema["type"]))
+	assert.Contains(t, schema, "properties")
+
+	_, err := p.Run(context.Background(), nil, json.RawMessage(`null`))
+	require.NoError(t, err)
+	assert.Nil(t, got)
+	_, err = p.Run(context.Background(), nil, json.RawMessage(`{"paths":["a"]}`))
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	assert.Equal(t, []string{"a"}, got.Paths)
+}
