@@ -29,7 +29,8 @@
 // blocks written as JSON text, joined by newlines, with "Error: " in front
 // when its status is error); the text of a user message follows its tool
 // results. Tool specs become function tools whose parameters are their JSON
-// schemas. Temperature and max_tokens are sent when configured. Of the
+// schemas ("type": "object" added at the top when a schema has no type, as
+// the API requires). Temperature and max_tokens are sent when configured. Of the
 // blocks Braid keeps as raw JSON, a user message's images (inline png, jpeg,
 // gif, webp) and pdf documents are sent as image_url and file parts with
 // data URLs; reasoning and cache points are left out; anything else fails

@@ -38,7 +38,8 @@ const ErrorPrefix = "Error: "
 //     or an image or document in an assistant message, fails the request
 //     with model.ErrBadRequest before anything is sent;
 //   - each model.ToolSpec becomes a function tool whose parameters are its
-//     JSON schema.
+//     JSON schema, with "type": "object" added when the schema has no
+//     type (the API requires it at the top).
 func (m *Model) params(req *model.Request) (sdk.ChatCompletionNewParams, error) {
 	p := sdk.ChatCompletionNewParams{
 		Model:         shared.ChatModel(m.cfg.Model),
@@ -219,9 +220,14 @@ func functionTool(spec model.ToolSpec) (sdk.ChatCompletionToolUnionParam, error)
 		if err := json.Unmarshal(spec.InputSchema, &fields); err != nil || fields == nil {
 			return sdk.ChatCompletionToolUnionParam{}, fmt.Errorf("tool %q: input schema is not a JSON object", spec.Name)
 		}
-		def.Parameters = make(shared.FunctionParameters, len(fields))
+		def.Parameters = make(shared.FunctionParameters, len(fields)+1)
 		for k, v := range fields {
 			def.Parameters[k] = v
+		}
+		if _, ok := fields["type"]; !ok {
+			// The API refuses parameters without "type": "object" at the
+			// top; a schema that leaves it out describes an object anyway.
+			def.Parameters["type"] = "object"
 		}
 	}
 	return sdk.ChatCompletionFunctionTool(def), nil

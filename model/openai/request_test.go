@@ -315,3 +315,31 @@ func TestRequest_InvalidMessagesFailWithoutSending(t *testing.T) {
 		})
 	}
 }
+
+// A tool's parameters have "type": "object" at the top, which the Chat
+// Completions API requires ("schema must be a JSON Schema of 'type:
+// "object"'"), also when the tool's schema leaves the type out; the rest
+// of the schema is sent as it is, and a tool without a schema sends no
+// parameters.
+func TestRequest_ToolParametersAreAnObjectAtTheTop(t *testing.T) {
+	r := newInline(t, sse(text("ok"), finish("stop"), done))
+	req := userRequest()
+	req.Tools = []model.ToolSpec{
+		{Name: "untyped", Description: "d", InputSchema: json.RawMessage(`{"properties":{"city":{"type":"string"}},"required":["city"]}`)},
+		{Name: "typed", Description: "d", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
+		{Name: "none", Description: "d"},
+	}
+	complete(t, newModel(t, r), req)
+	reqs := r.requestBodies()
+	require.Len(t, reqs, 1)
+	tools := decode(t, reqs[0])["tools"].([]any)
+	require.Len(t, tools, 3)
+	params := func(i int) string {
+		b, err := json.Marshal(tools[i].(map[string]any)["function"].(map[string]any)["parameters"])
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.JSONEq(t, `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`, params(0))
+	assert.JSONEq(t, `{"type":"object","properties":{}}`, params(1))
+	assert.NotContains(t, tools[2].(map[string]any)["function"], "parameters")
+}
