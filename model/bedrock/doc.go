@@ -5,7 +5,8 @@
 // Braid's messages already have the Converse JSON shapes, so a request maps
 // one to one: the system prompt is one system text block, each message its
 // text, toolUse and toolResult blocks (tool inputs and JSON results as
-// documents), each tool a toolSpec with a JSON input schema, and
+// documents), each tool a toolSpec with a JSON input schema ("type":
+// "object" added at the top when the schema has no type), and
 // Config.Temperature and Config.MaxTokens the inferenceConfig. Text blocks
 // that are empty or whitespace alone, which Converse refuses as blank, are
 // left out (a message left with nothing is skipped). Converse

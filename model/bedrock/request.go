@@ -21,8 +21,9 @@ var errNilRequest = errors.New("nil request")
 
 // input builds the ConverseStream request: the model id, the system prompt
 // as one text block, the messages, the tools as toolSpecs with JSON input
-// schemas (or, for a request without tools whose messages hold tool uses
-// or results, the noop tool), and the inference settings that are set.
+// schemas ("type": "object" added at the top of a schema without a type;
+// or, for a request without tools whose messages hold tool uses or
+// results, the noop tool), and the inference settings that are set.
 func (m *Model) input(req *model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 	if req == nil {
 		return nil, errNilRequest
@@ -108,6 +109,15 @@ func toolSpec(spec model.ToolSpec) (types.Tool, error) {
 	schema := spec.InputSchema
 	if len(bytes.TrimSpace(schema)) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(schema, &top) == nil && top != nil && top["type"] == nil {
+		// The models behind Converse refuse a tool schema without "type":
+		// "object" at the top; one that leaves it out describes an object.
+		top["type"] = json.RawMessage(`"object"`)
+		if typed, err := json.Marshal(top); err == nil {
+			schema = typed
+		}
 	}
 	doc, err := jsonDocument(schema)
 	if err != nil {

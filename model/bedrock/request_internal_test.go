@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
@@ -48,4 +49,29 @@ func TestInput_NoToolsAndNoToolBlocksSendNoToolConfig(t *testing.T) {
 	in, err := m.input(&model.Request{Messages: []model.Message{model.UserText("hi")}})
 	require.NoError(t, err)
 	assert.Nil(t, in.ToolConfig)
+}
+
+// A tool's input schema has "type": "object" at the top, which the models
+// behind Converse require of a tool's schema, also when the tool's schema
+// leaves the type out; a schema with a type is sent as it is.
+func TestInput_ToolSchemaIsAnObjectAtTheTop(t *testing.T) {
+	m := &Model{cfg: Config{Model: "m"}}
+	in, err := m.input(&model.Request{Messages: []model.Message{model.UserText("hi")}, Tools: []model.ToolSpec{
+		{Name: "untyped", InputSchema: json.RawMessage(`{"properties":{"city":{"type":"string"}},"required":["city"]}`)},
+		{Name: "typed", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+		{Name: "none"},
+	}})
+	require.NoError(t, err)
+	require.NotNil(t, in.ToolConfig)
+	var got []string
+	for _, tl := range in.ToolConfig.Tools {
+		doc := tl.(*types.ToolMemberToolSpec).Value.InputSchema.(*types.ToolInputSchemaMemberJson).Value
+		raw, err := doc.MarshalSmithyDocument()
+		require.NoError(t, err)
+		got = append(got, string(raw))
+	}
+	require.Len(t, got, 3)
+	assert.JSONEq(t, `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`, got[0])
+	assert.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}}}`, got[1])
+	assert.JSONEq(t, `{"type":"object"}`, got[2])
 }
