@@ -9,9 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/proto/braidv1"
+	"github.com/braidhq/braid/tool"
 )
 
 // ErrRemote is matched by every error ErrorCodec.Decode returns: the error
@@ -62,6 +65,8 @@ func builtinCodes() []ErrorCode {
 		{"interrupt.ErrEmptyName", interrupt.ErrEmptyName},
 		{"interrupt.ErrNotUTF8", interrupt.ErrNotUTF8},
 		{"interrupt.ErrNotInterruptible", interrupt.ErrNotInterruptible},
+		{"interrupt.ErrScopeEnded", interrupt.ErrScopeEnded},
+		{"interrupt.ErrOwnerPath", interrupt.ErrOwnerPath},
 		{"persistence.ErrNotFound", persistence.ErrNotFound},
 		{"persistence.ErrConflict", persistence.ErrConflict},
 		{"persistence.ErrDamaged", persistence.ErrDamaged},
@@ -69,6 +74,24 @@ func builtinCodes() []ErrorCode {
 		{"persistence.ErrBadID", persistence.ErrBadID},
 		{"persistence.ErrBadSave", persistence.ErrBadSave},
 		{"persistence.ErrClosed", persistence.ErrClosed},
+		{"persistence.ErrTooLarge", persistence.ErrTooLarge},
+		{"model.ErrAuth", model.ErrAuth},
+		{"model.ErrUnknownModel", model.ErrUnknownModel},
+		{"model.ErrRateLimited", model.ErrRateLimited},
+		{"model.ErrContextWindow", model.ErrContextWindow},
+		{"model.ErrServer", model.ErrServer},
+		{"model.ErrBadRequest", model.ErrBadRequest},
+		{"model.ErrIncompleteStream", model.ErrIncompleteStream},
+		{"model.ErrMaxTokensInToolUse", model.ErrMaxTokensInToolUse},
+		{"model.ErrEmptyBlock", model.ErrEmptyBlock},
+		{"model.ErrScriptExhausted", model.ErrScriptExhausted},
+		{"tool.ErrExecutor", tool.ErrExecutor},
+		{"tool.ErrBadName", tool.ErrBadName},
+		{"tool.ErrBadInput", tool.ErrBadInput},
+		{"tool.ErrInputNotObject", tool.ErrInputNotObject},
+		{"hook.ErrNilCallback", hook.ErrNilCallback},
+		{"hook.ErrNotFired", hook.ErrNotFired},
+		{"hook.ErrForeignInterrupt", hook.ErrForeignInterrupt},
 		{"context.Canceled", context.Canceled},
 		{"context.DeadlineExceeded", context.DeadlineExceeded},
 		{"actors.ErrClosed", ErrClosed},
@@ -82,13 +105,19 @@ func builtinCodes() []ErrorCode {
 		{"actors.ErrBadTask", ErrBadTask},
 		{"actors.ErrReentrant", ErrReentrant},
 		{"actors.ErrUnknownMessage", ErrUnknownMessage},
+		{"actors.ErrCutOff", ErrCutOff},
+		{"actors.ErrStreamStopped", ErrStreamStopped},
+		{"actors.ErrBound", ErrBound},
+		{"actors.ErrUnbound", ErrUnbound},
+		{"actors.ErrBadErrorCode", ErrBadErrorCode},
 	}
 }
 
 // ErrorCodec turns errors into braidv1.Error and back, so that errors.Is
 // and errors.As match on the receiving side as they did on the sender's
-// (SPEC R2, I7). It knows the sentinels of packages interrupt, persistence,
-// context and actors, plus those given to NewErrorCodec, and carries the
+// (SPEC R2, I7). It knows every sentinel of packages interrupt,
+// persistence, model, tool, hook, context and actors (what any owner's
+// work can fail with), plus those given to NewErrorCodec, and carries the
 // fields of *interrupt.IDError, *interrupt.ContentError,
 // *interrupt.DuplicateNameError and *persistence.DamageError. Other typed
 // errors (such as *persistence.ConflictError) keep their message and the

@@ -255,6 +255,29 @@ func TestAgentActor_RejectionsSurviveTheWire(t *testing.T) {
 	assert.Equal(t, agent.StopEndTurn, asResult(t, d.next(t)).StopReason)
 }
 
+// failingModel fails every call with err.
+type failingModel struct{ err error }
+
+func (m failingModel) Stream(context.Context, *model.Request) iter.Seq2[model.StreamEvent, error] {
+	return func(yield func(model.StreamEvent, error) bool) { yield(nil, m.err) }
+}
+
+// SPEC R2: an invocation that fails with a sentinel of a lower package (a
+// model's rate limit, a broken tool executor) fails a protobuf caller with
+// an error that still matches it.
+func TestAgentActor_FailuresOfLowerPackagesSurviveTheWire(t *testing.T) {
+	for _, sentinel := range []error{model.ErrRateLimited, model.ErrContextWindow, tool.ErrExecutor, persistence.ErrTooLarge} {
+		t.Run(sentinel.Error(), func(t *testing.T) {
+			sys := actorstest.System(t)
+			a := newAgent(t, agent.Config{System: sys, Model: failingModel{err: fmt.Errorf("provider said no: %w", sentinel)}})
+			d := newDriver(t, sys)
+			d.send(t, a, wirePrompt(t, "hi"))
+			err := asError(t, d.next(t))
+			assert.ErrorIs(t, err, sentinel)
+		})
+	}
+}
+
 // SPEC R3: while a tool blocks, the actor answers Cancel, Snapshot and
 // Status at once: every reply comes before the tool returns. The snapshot
 // is the last saved point (the cycle in flight, saved before the tool
