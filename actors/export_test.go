@@ -35,3 +35,10 @@ func IdleTick() any { return idleTick{} }
 // Routed is the number of the binding's messages the registry holds or
 // has not delivered yet.
 func (b *Binding) Routed() int32 { return b.live.routed.Load() }
+
+// LiveNoWait is the first half of Live.
+func (b *Binding) LiveNoWait() <-chan bool {
+	reply := make(chan bool, 1)
+	b.r.sys.Root().Send(b.r.pid, &liveReq{id: b.id, live: b.live, reply: reply})
+	return reply
+}

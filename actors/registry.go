@@ -324,7 +324,9 @@ func (b *Binding) Err() error {
 	return ErrUnbound
 }
 
-// Live reports whether the identity's actor is live (not passivated).
+// Live reports whether the identity's actor is live (not passivated). Asked
+// while a passivation is under way, it answers once the actor has stopped
+// or refused to (it was busy again).
 func (b *Binding) Live(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -466,8 +468,11 @@ func (x *registryActor) entryOf(id Identity, live *liveRef) (*entry, bool) {
 // dropHeld drops the held routes and answers the held activations.
 func dropHeld(e *entry) {
 	for _, h := range e.held {
-		if a, ok := h.msg.(*activateReq); ok {
+		switch a := h.msg.(type) {
+		case *activateReq:
 			a.reply <- nil
+		case *liveReq:
+			a.reply <- false
 		}
 		if h.counted {
 			e.live.routed.Add(-1)
@@ -533,7 +538,13 @@ func (x *registryActor) Receive(c actor.Context) {
 		m.reply <- x.live(c, m.id, e, nil)
 	case *liveReq:
 		e, ok := x.entryOf(m.id, m.live)
-		m.reply <- ok && e.pid != nil && !e.stopping
+		if ok && e.stopping && e.unbinding == nil {
+			// Answered once the passivation is over, in order: the
+			// actor may yet refuse it and stay live.
+			e.held = append(e.held, &route{id: m.id, live: m.live, msg: m})
+			return
+		}
+		m.reply <- ok && e.pid != nil && e.unbinding == nil
 	case *unbindReq:
 		e, ok := x.entryOf(m.id, m.live)
 		if !ok {
@@ -707,8 +718,12 @@ func (x *registryActor) passivateWhenDrained(c actor.Context, id Identity, e *en
 }
 
 func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route) {
-	if a, ok := m.msg.(*activateReq); ok {
+	switch a := m.msg.(type) {
+	case *activateReq:
 		a.reply <- x.live(c, id, e, nil)
+		return
+	case *liveReq:
+		a.reply <- e.pid != nil
 		return
 	}
 	var handTo func(func())

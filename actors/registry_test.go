@@ -667,6 +667,34 @@ func TestPassivation_RefusedByAnActorBusyAgainKeepsItLive(t *testing.T) {
 	assert.Equal(t, event{1, "stopping"}, next(t, p.events, "passivation once idle"))
 }
 
+// SPEC R4: Live asked while a passivation is under way answers how it
+// ended: an actor that refuses it (busy again) is live, and one that
+// stops is not; neither is reported passivated before it has decided.
+func TestLive_DuringAPassivationAnswersItsOutcome(t *testing.T) {
+	for _, refuse := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refused=%v", refuse), func(t *testing.T) {
+			sys := newSystem(t)
+			p := newProbe(t, true)
+			gate := make(chan struct{})
+			p.idle = func(call int) bool {
+				if call == 2 { // the passivation request: the registry waits for the answer
+					<-gate
+					return !refuse
+				}
+				return call == 1
+			}
+			b := bind(t, sys, ident("a"), p.config(idle))
+			b.Send(msg{seq: 1})
+			next(t, p.got, "first message")
+			next(t, p.idles, "idle report")
+			next(t, p.idles, "passivation request")
+			asked := b.LiveNoWait() // queued behind the passivation's outcome
+			close(gate)
+			assert.Equal(t, refuse, next(t, asked, "Live's answer"))
+		})
+	}
+}
+
 // SPEC R4: passivation and re-activation are transparent: while the actor
 // keeps passivating, every message sent through Send and Ask by many
 // goroutines arrives exactly once, and each goroutine's in the order sent.
@@ -1649,9 +1677,8 @@ func TestUnbind_EndsTheAskOfARequestItDropped(t *testing.T) {
 	b, gate := passivating(t)
 	asked := make(chan error, 1)
 	go func() { _, err := b.Ask(context.Background(), msg{seq: 2}); asked <- err }()
-	require.Eventually(t, func() bool { // the Ask's request is held: passivating
-		live, err := b.Live(ctxT(t))
-		return err == nil && !live
+	require.Eventually(t, func() bool { // the Ask's request goes to the registry, which holds it: passivating
+		return b.Routed() == 1
 	}, limit, time.Millisecond)
 	unbound := b.UnbindNoWait()
 	close(gate)
