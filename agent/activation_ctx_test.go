@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/persistence/persistencetest"
@@ -106,4 +108,52 @@ func TestStatus_R5_ACancelledContextEndsTheWaitForABlockedReactivation(t *testin
 	s, err := a.Status(deadline(t))
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.Messages)
+}
+
+// SPEC R5: an invocation whose caller's context ended while the agent's
+// re-activation waited for its store never runs: the caller was told the
+// context's error before the agent took the request, so no hook fires and
+// the history does not change.
+func TestInvoke_R5_AbandonedWhileTheActivationWaitsNeverRuns(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := persistencetest.NewGatedLoads("")
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	var invocations atomic.Int32
+	counted := hook.Func(func(context.Context, *agent.BeforeInvocationEvent) error { invocations.Add(1); return nil })
+	a, err := agent.New(deadline(t), agent.Config{ID: "a", System: sys, Session: sm, IdleTimeout: time.Millisecond,
+		Hooks: []hook.Provider{counted},
+		Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) { return model.TextTurn("hi"), nil })})
+	require.NoError(t, err)
+	defer func() { _ = a.Close(context.Background()) }()
+	_, err = a.Invoke(deadline(t), agent.Text("hello"))
+	require.NoError(t, err)
+	lc.AwaitNoneLive(t)
+
+	release := make(chan struct{})
+	st.Gate.Store(&release)
+	ctx, cancel := context.WithCancel(context.Background())
+	invoked := make(chan error, 1)
+	go func() { _, err := a.Invoke(ctx, agent.Text("never mind")); invoked <- err }()
+	<-st.Loading
+	cancel()
+	select {
+	case err := <-invoked:
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("Invoke waited for the blocked load after its context was cancelled")
+	}
+	st.Gate.Store(nil)
+	close(release)
+
+	_, err = a.Invoke(deadline(t), agent.Text("again")) // runs after anything before it
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, invocations.Load(), "the abandoned invocation fired no hook")
+	s, err := a.Status(deadline(t))
+	require.NoError(t, err)
+	assert.Equal(t, 4, s.Messages, "the abandoned invocation left nothing in the history")
 }

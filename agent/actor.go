@@ -388,9 +388,23 @@ func (x *agentActor) enqueue(c actor.Context, r *request) {
 		r.reply.finish(nil, ErrClosed)
 	case x.running != nil:
 		x.queue = append(x.queue, r)
+	case x.abandoned(r):
 	default:
 		x.start(c, r)
 	}
+}
+
+// abandoned answers r, and reports true, if its in-process caller's
+// context has ended before the job could start (the caller has its error
+// already, and its localAbandon is on its way): such a job never starts,
+// as a queued one is dropped, so no hook fires and nothing is saved for a
+// call its caller gave up (an activation that waited for its store, say).
+func (x *agentActor) abandoned(r *request) bool {
+	if r.caller == nil || r.caller.Err() == nil {
+		return false
+	}
+	r.reply.finish(nil, abandonCause(r.caller))
+	return true
 }
 
 // start runs r as the job, on a goroutine of its own.
@@ -533,11 +547,14 @@ func (x *agentActor) done(c actor.Context, m *jobDone) {
 		x.closers = nil
 		return
 	}
-	if len(x.queue) > 0 {
+	for len(x.queue) > 0 {
 		next := x.queue[0]
 		x.queue[0] = nil
 		x.queue = x.queue[1:]
-		x.start(c, next)
+		if !x.abandoned(next) {
+			x.start(c, next)
+			return
+		}
 	}
 }
 
