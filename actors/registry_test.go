@@ -1544,6 +1544,35 @@ func TestInbox_ReceivesTheRespondOfAnActor(t *testing.T) {
 
 // ---- System ----------------------------------------------------------------
 
+// SPEC R5: a Close that finds another Close of the System under way waits
+// for it (or for its own context): it never reports the System closed
+// while its actors may still run. Its context bounds only its wait.
+func TestSystem_ASecondCloseWaitsForTheFirst(t *testing.T) {
+	sys := newSystem(t)
+	p := newProbe(t, false)
+	b := bind(t, sys, ident("a"), p.config(0))
+	b.Send(msg{seq: 1})
+	next(t, p.got, "message")
+	release := blockRegistry(t, sys) // the first Close waits for the registry
+	first := make(chan error, 1)
+	go func() { first <- sys.Close(context.Background()) }()
+	next(t, sys.Done(), "the first Close to begin")
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, sys.Close(gone), context.Canceled, "a second Close while the first still stops the actors")
+	select {
+	case <-b.Released():
+		t.Fatal("the identity was released while the registry was held")
+	default:
+	}
+
+	release()
+	assert.NoError(t, next(t, first, "the first Close"))
+	assert.NoError(t, sys.Close(ctxT(t)), "a Close after the first ended")
+	next(t, b.Released(), "the identity released")
+}
+
 func TestSystem_CloseStopsTheRegistrysActors(t *testing.T) {
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)

@@ -61,6 +61,8 @@ type System struct {
 	pids     map[*actor.PID]struct{}
 	closed   bool
 	done     chan struct{} // closed by Close
+	stopped  chan struct{} // closed when the first Close has ended
+	closeErr error         // the first Close's, set before stopped is closed
 }
 
 // ErrClosed reports that the system was closed.
@@ -75,7 +77,7 @@ func NewSystem(cfg Config) (*System, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256), done: make(chan struct{})}
+	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256), done: make(chan struct{}), stopped: make(chan struct{})}
 	r, err := newRegistry(s, cfg.Observer)
 	if err != nil {
 		return nil, err
@@ -148,16 +150,36 @@ func stopAndWait(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID) er
 	}
 }
 
-// Close stops every tracked actor and shuts the system down.
+// Close stops every tracked actor and shuts the system down. It waits
+// for that until ctx ends, and then returns ctx's error. A Close while
+// another is under way waits for the same (or for its ctx) and returns its
+// error; one after it returns that error at once.
 func (s *System) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		select {
+		case <-s.stopped:
+			return s.closeErr
+		default:
+		}
+		select {
+		case <-s.stopped:
+			return s.closeErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	s.closed = true
 	close(s.done)
 	s.mu.Unlock()
+	defer close(s.stopped)
+	s.closeErr = s.shutdown(ctx)
+	return s.closeErr
+}
+
+// shutdown is the first Close's work.
+func (s *System) shutdown(ctx context.Context) error {
 	// The owners first (the registry's, spawned from the root), then the
 	// actors spawned through Spawn, the registry's own included.
 	pids, err := s.registry.shutdown(ctx)
