@@ -215,6 +215,10 @@ type orchInvoke struct {
 	// a resume or was cut off (a nested orchestrator's parent only, in
 	// process: NestedRunner; the protobuf MultiAgentInvoke has no such mark).
 	fresh bool
+	// gone: the caller drops the invocation (orchAbandon) if its context
+	// ends while it waits, so it never starts once caller has ended (a
+	// handle's Invoke or Stream; a nested run's parent cancels it instead).
+	gone bool
 }
 
 // streamEnd ends a streamed invocation.
@@ -337,7 +341,8 @@ func (o *Orchestrator) closeNodes(ctx context.Context) error {
 // Invoke runs (a prompt) or resumes (interrupt responses) the orchestrator
 // and waits for the run's result, or for ctx to end (SPEC R5). A context
 // that has ended already sends nothing; one that ends while the
-// invocation waits behind another drops it; one that ends while it runs
+// invocation waits behind another, or for the orchestrator's activation,
+// drops it; one that ends while it runs
 // leaves the run going to its end, as a Stream whose reader stops does
 // (Cancel stops it), and Status or a resume sees it. Called from the
 // orchestrator's own run (a node or hook of it, at any depth), it returns
@@ -354,7 +359,7 @@ func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) 
 		return nil, nil, err
 	}
 	reply := make(chan orchReply, 1)
-	inv := &orchInvoke{in: in, reply: reply, caller: withRun(ctx, o)}
+	inv := &orchInvoke{in: in, reply: reply, caller: withRun(ctx, o), gone: true}
 	o.binding.Send(inv)
 	r, err := o.wait(ctx, reply)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -454,7 +459,7 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 	}()
 	inbox := NewInbox(o.sys)
 	defer inbox.Close()
-	inv := &orchInvoke{in: in, events: inbox.PID(), caller: ctx}
+	inv := &orchInvoke{in: in, events: inbox.PID(), caller: ctx, gone: true}
 	o.binding.Send(inv)
 	for {
 		m, err := inbox.Receive(ctx)
@@ -933,6 +938,14 @@ func (x *orchActor) activate(c actor.Context) {
 func (x *orchActor) next(c actor.Context) {
 	for x.cur == nil && len(x.queue) > 0 {
 		inv := x.queue[0]
+		if inv.gone && inv.caller.Err() != nil {
+			// Its caller left before its turn came (an activation that
+			// waited for its store, say): dropped, as if still queued.
+			x.queue[0] = nil
+			x.queue = x.queue[1:]
+			inv.answer(x.sys, orchReply{err: inv.caller.Err()})
+			continue
+		}
 		err := x.begin(c, inv)
 		x.queue[0] = nil
 		x.queue = x.queue[1:]

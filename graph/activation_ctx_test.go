@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,4 +66,43 @@ func TestBuild_R5_ACancelledContextEndsTheWaitForABlockedLoad(t *testing.T) {
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+}
+
+// SPEC R5: an invocation whose caller's context ended while the graph's
+// re-activation waited for its store never runs: its caller had the
+// context's error before the graph took it, as for one that waits behind
+// another run.
+func TestInvoke_R5_AbandonedWhileTheActivationWaitsNeverRuns(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := persistencetest.NewGatedLoads(persistence.KindMultiAgent)
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	var runs atomic.Int32
+	g, err := graph.NewBuilder().AddNode("n", agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) {
+		runs.Add(1)
+		return []model.ContentBlock{model.Text("done")}, nil
+	})).Build(context.Background(), graph.Config{ID: "g", System: sys, Session: sm, IdleTimeout: time.Millisecond})
+	require.NoError(t, err)
+	defer func() { _ = g.Close(context.Background()) }()
+	_, err = g.Invoke(context.Background(), agent.Text("go"))
+	require.NoError(t, err)
+	lc.AwaitNoneLive(t)
+
+	release := make(chan struct{})
+	st.Gate.Store(&release)
+	ctx, cancel := context.WithCancel(context.Background())
+	invoked := make(chan error, 1)
+	go func() { _, err := g.Invoke(ctx, agent.Text("never mind")); invoked <- err }()
+	<-st.Loading
+	cancel()
+	assert.ErrorIs(t, <-invoked, context.Canceled)
+	st.Gate.Store(nil)
+	close(release)
+
+	_, err = g.Invoke(context.Background(), agent.Text("again")) // after anything sent before it
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, runs.Load(), "the abandoned invocation ran no node")
 }
