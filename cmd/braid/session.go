@@ -43,6 +43,9 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
                    a demo's folder: give its .braid folder)
   delete <id>      deletes every record of a session, damaged ones included
 
+  list, show and export only read: they open the SQLite store read-only,
+  create nothing, and work beside a running writer.
+
 flags (before or after the argument):
   -dir DIR         the SQLite store's folder, holding braid.db (default
                    $BRAID_STORE_DIR, else .braid)
@@ -130,7 +133,14 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	store, err := openStore(ctx, *dir, *dsn, sub == "import")
+	mode := readOnly
+	switch sub {
+	case "import":
+		mode = create
+	case "delete":
+		mode = write
+	}
+	store, err := openStore(ctx, *dir, *dsn, mode)
 	if err != nil {
 		return err
 	}
@@ -164,15 +174,26 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	return showSession(exp, stdout)
 }
 
+// How openStore opens a SQLite store.
+const (
+	// readOnly: an existing store, read-only (sqlite.Config.ReadOnly):
+	// nothing is created or changed, no write lock is taken.
+	readOnly = iota
+	// write: an existing store, to write to.
+	write
+	// create: a store that is created if missing.
+	create
+)
+
 // openStore opens the store: postgres when a DSN is given, else the
-// SQLite store in dir, which must exist unless create is set (reading
-// creates nothing). Only a store that does not exist is "no store"; one
+// SQLite store in dir, which must exist unless mode is create (reading
+// creates nothing), read-only in mode readOnly. Only a store that does not exist is "no store"; one
 // that cannot be looked at (permission denied, a path through a file) is
 // reported as it is. A dir without a store that is a demo's workspace
 // (its store is in dir/.braid) is refused, create or not, saying which
 // -dir to give: a store created beside the demo's would hold sessions
 // the demo never finds.
-func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.Store, error) {
+func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Store, error) {
 	if dsn != "" {
 		return postgres.New(ctx, postgres.Config{DSN: dsn})
 	}
@@ -184,13 +205,18 @@ func openStore(ctx context.Context, dir, dsn string, create bool) (persistence.S
 		if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
 			return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, shellWord(inner), err)
 		}
-		if !create {
+		if mode != create {
 			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
 		}
-	case err != nil && !create:
+	case err != nil && mode != create:
 		return nil, fmt.Errorf("store in %s: %w", dir, err)
 	}
-	return sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir, ReadOnly: mode == readOnly})
+	if errors.Is(err, fs.ErrNotExist) {
+		// A braid.db that holds no Braid tables yet (created empty).
+		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+	}
+	return st, err
 }
 
 // readExport reads an exported session from file ("-": standard input),

@@ -591,3 +591,36 @@ func TestSession_ImportIntoAWorkspaceDirPointsToItsStore(t *testing.T) {
 	require.Equal(t, 0, code, se)
 	assert.NotContains(t, so, "demo", "nothing imported")
 }
+
+// `braid session list`, `show` and `export` open the store read-only: in
+// a folder whose braid.db holds no tables (an empty file) they say there
+// is no store and leave the file as it was, and they read beside a writer
+// that holds SQLite's write lock, without waiting for it.
+func TestSession_InspectionOpensTheStoreReadOnly(t *testing.T) {
+	empty := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(empty, sqlite.FileName), nil, 0o600))
+	code, _, se := cli("list", "-dir", empty)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, se, "no store in "+empty)
+	fi, err := os.Stat(filepath.Join(empty, sqlite.FileName))
+	require.NoError(t, err)
+	assert.Zero(t, fi.Size(), "no tables created")
+
+	_, store := waitingDemo(t)
+	db, err := sql.Open("sqlite", filepath.Join(store, sqlite.FileName))
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(context.Background(), "BEGIN IMMEDIATE") // another writer's write lock
+	require.NoError(t, err)
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // under the 10s busy timeout
+	defer cancel()
+	for _, args := range [][]string{{"list", "-status"}, {"show", "demo"}, {"export", "demo"}} {
+		var so, se bytes.Buffer
+		assert.Equal(t, 0, run(ctx, append([]string{"session", args[0], "-dir", store}, args[1:]...), nil, &so, &se), "%v: %s", args, se.String())
+		assert.Contains(t, so.String(), "demo", "%v", args)
+	}
+}

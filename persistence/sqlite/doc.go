@@ -42,4 +42,15 @@
 // then failing with ErrBusy) and checks the versions it writes over inside
 // it. Keep one Store per process and folder, so that its saves are grouped,
 // and Close it on shutdown.
+//
+// Config.ReadOnly opens an existing store for inspection (braid session
+// list, show, export): SQLite's mode=ro, no write connection, nothing
+// created, migrated or locked for writing; writes fail with ErrReadOnly.
+// SQLite reads a WAL database through its -wal and -shm files, which it
+// creates (and leaves, empty) when they are missing and the folder is
+// writable. In a folder it may not write, it reads the database when they
+// exist (a writer is running, or was killed), or, when no -wal is left (the
+// last writer closed cleanly, so braid.db holds every commit), reads
+// braid.db as immutable: without locks, so a writer that starts meanwhile
+// in that folder (another user's) is not seen.
 package sqlite

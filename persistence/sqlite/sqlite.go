@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,6 +46,22 @@ type Config struct {
 	// NoFsync turns every fsync off, durable saves and Sync included: for
 	// benchmarks only. A machine crash may then lose any saves.
 	NoFsync bool
+	// ReadOnly opens an existing store for reading only, as an inspection
+	// tool does: Dir and its braid.db must exist (else an error matching
+	// fs.ErrNotExist: nothing is created), the database is opened with
+	// SQLite's mode=ro and never takes the write lock, so it reads beside
+	// a running writer and never waits for one; its tables are neither
+	// created nor brought to this build's layout (a database of another
+	// layout is an error matching persistence.ErrSchemaVersion, one
+	// without Braid's tables an error matching fs.ErrNotExist). Save,
+	// Delete, DeleteSession and Sync fail with ErrReadOnly.
+	// SQLite reads a WAL database through its -wal and -shm files: it
+	// creates them beside braid.db when they are missing and the folder
+	// is writable (they stay after Close: a read-only connection does not
+	// remove them); in a folder it may not write, it reads a database
+	// whose -wal and -shm exist, or one closed cleanly (no -wal left),
+	// which it then reads as immutable (see the package doc).
+	ReadOnly bool
 }
 
 // DefaultConfig returns the defaults (no Dir).
@@ -139,15 +156,29 @@ func (r *request) abandon() bool {
 	return r.state.CompareAndSwap(queued, abandoned) || r.state.CompareAndSwap(taken, abandoned)
 }
 
-// Open opens (creating it if needed) the database in cfg.Dir, with the
-// defaults for cfg's zero fields.
+// ErrReadOnly reports a write (Save, Delete, DeleteSession) to a Store
+// opened with Config.ReadOnly: nothing was written.
+var ErrReadOnly = errors.New("the store was opened read-only")
+
+// Open opens (creating it if needed, unless cfg.ReadOnly) the database in
+// cfg.Dir, with the defaults for cfg's zero fields.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.ReadOnly {
+		return openReadOnly(ctx, cfg)
+	}
 	s, w, err := open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.token <- w
 	return s, nil
+}
+
+// dialect returns SQLite's form of the shared tables.
+func dialect() sqlstore.Dialect {
+	return sqlstore.Dialect{Text: "text", Options: " WITHOUT ROWID",
+		Columns: `SELECT name FROM pragma_table_info('braid_records')`,
+		Exists:  `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`}
 }
 
 // open opens the store, creates the tables and returns the writer's state.
@@ -200,9 +231,7 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 	if w.conn, err = s.w.Conn(ctx); err == nil {
 		q := querier{s: s, db: w.conn, stmts: w.stmts}
 		if err = q.Exec(ctx, "BEGIN IMMEDIATE"); err == nil {
-			if err = sqlstore.Init(ctx, q, sqlstore.Dialect{Text: "text", Options: " WITHOUT ROWID",
-				Columns: `SELECT name FROM pragma_table_info('braid_records')`,
-				Exists:  `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`}); err == nil {
+			if err = sqlstore.Init(ctx, q, dialect()); err == nil {
 				err = q.Exec(ctx, "COMMIT")
 			}
 		}
@@ -229,6 +258,71 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 		return nil, nil, s.wrap("open", err)
 	}
 	return s, w, nil
+}
+
+// openReadOnly opens the existing store in cfg.Dir for reading only
+// (Config.ReadOnly): loads run on the read pool, whose connections are
+// opened with mode=ro; there is no write connection.
+func openReadOnly(ctx context.Context, cfg Config) (*Store, error) {
+	d := DefaultConfig()
+	cfg.BusyTimeout = cmp.Or(cfg.BusyTimeout, d.BusyTimeout)
+	cfg.ReadConns, cfg.MaxGroup = cmp.Or(cfg.ReadConns, d.ReadConns), cmp.Or(cfg.MaxGroup, d.MaxGroup)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, token: make(chan *writer, 1), done: make(chan struct{}), drained: make(chan struct{}),
+		reads: map[string]*sql.Stmt{}}
+	var err error
+	if s.path, err = filepath.Abs(filepath.Join(cfg.Dir, FileName)); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
+	// Stat first: SQLite's mode=ro creates nothing either, but says only
+	// "unable to open database file".
+	if _, err := os.Stat(s.path); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
+	err = s.openReads(ctx, "mode=ro")
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_READONLY_DIRECTORY {
+		// SQLite reads a WAL database through its -wal and -shm files, and
+		// may not create them in this folder: with no -wal, the database
+		// was closed cleanly (or a writer has not written yet), so braid.db
+		// holds every commit; it is read as a file that does not change.
+		if _, werr := os.Stat(s.path + "-wal"); errors.Is(werr, fs.ErrNotExist) {
+			s.r.Close()
+			err = s.openReads(ctx, "mode=ro&immutable=1")
+		}
+	}
+	if err == nil {
+		err = sqlstore.CheckLayout(ctx, querier{s: s, db: s.r, stmts: map[string]*sql.Stmt{}}, dialect())
+		if errors.Is(err, sqlstore.ErrNoTables) {
+			err = fmt.Errorf("sqlite store %s: %w (%w)", s.path, err, fs.ErrNotExist)
+		} else if err != nil {
+			err = s.wrap("open", err)
+		}
+	}
+	for _, query := range sqlstore.Reads() {
+		if err == nil {
+			if s.reads[query], err = s.r.PrepareContext(ctx, query); err != nil {
+				err = s.wrap("open", err)
+			}
+		}
+	}
+	if err != nil {
+		closeStmts(s.reads)
+		s.r.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openReads opens the read pool of a read-only store with the URI
+// parameters mode and checks the file (checkForeign).
+func (s *Store) openReads(ctx context.Context, mode string) error {
+	s.r, _ = sql.Open("sqlite", s.dsn(mode+"&_pragma=query_only(1)")) // sql.Open only checks the driver's name
+	s.r.SetMaxOpenConns(s.cfg.ReadConns)
+	s.r.SetMaxIdleConns(s.cfg.ReadConns)
+	return s.checkForeign(ctx)
 }
 
 // ErrForeign reports that the folder's database file holds tables, none of
@@ -574,6 +668,9 @@ func (s *Store) Save(ctx context.Context, opts persistence.SaveOptions, changes 
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
 	}
+	if s.cfg.ReadOnly {
+		return nil, s.readOnly("save")
+	}
 	if opts.Durable {
 		if err := s.wal.failed(); err != nil {
 			return nil, err
@@ -601,6 +698,9 @@ func (s *Store) Sync(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.cfg.ReadOnly {
+		return s.readOnly("sync")
 	}
 	if s.cfg.NoFsync {
 		return nil
@@ -630,6 +730,9 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
+	if s.cfg.ReadOnly {
+		return s.readOnly("delete")
+	}
 	return s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) error {
 		return sqlstore.Delete(ctx, q, key)
 	})
@@ -639,6 +742,9 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err error) {
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
+	}
+	if s.cfg.ReadOnly {
+		return 0, s.readOnly("delete")
 	}
 	err = s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) (err error) {
 		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
@@ -657,6 +763,11 @@ func (s *Store) Close() (err error) {
 	s.once.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
+		if s.cfg.ReadOnly { // no writer, nothing queued
+			close(s.drained)
+			err = errors.Join(closeStmts(s.reads), s.r.Close())
+			return
+		}
 		w := <-s.token // the committing caller is done
 		// Durable saves that committed and wait for an fsync get it (an
 		// fsync that failed before was reported to them already).
@@ -681,6 +792,15 @@ func (s *Store) Close() (err error) {
 		err = errors.Join(serr, werr, closeStmts(w.stmts), w.conn.Close(), s.w.Close(), closeStmts(s.reads), s.r.Close())
 	})
 	return err
+}
+
+// readOnly returns the error of a write (what) to a read-only store,
+// after the checks of closed stores that every call makes.
+func (s *Store) readOnly(what string) error {
+	if s.closed.Load() {
+		return persistence.ErrClosed
+	}
+	return fmt.Errorf("sqlite store %s: %s: %w", s.path, what, ErrReadOnly)
 }
 
 // closeStmts closes the prepared statements of stmts: a connection that

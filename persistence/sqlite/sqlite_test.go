@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -745,4 +746,73 @@ func TestOpen_NewStoreFilesAreTheOwnersAlone(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, "braid.db"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "an existing database keeps its mode")
+}
+
+// A store opened with Config.ReadOnly creates nothing (no folder, no
+// braid.db, no tables in an empty braid.db: errors matching
+// fs.ErrNotExist), refuses every write with ErrReadOnly and writes
+// nothing, reads what a writer committed while that writer holds the
+// write lock, and refuses tables of another layout (ErrSchemaVersion)
+// without bringing them to this build's.
+func TestOpen_ReadOnlyCreatesNothingAndRefusesWrites(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	_, err := sqlite.Open(bg, sqlite.Config{Dir: missing, ReadOnly: true})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.NoDirExists(t, missing)
+	emptyDir := t.TempDir()
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: emptyDir, ReadOnly: true})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.NoFileExists(t, filepath.Join(emptyDir, sqlite.FileName))
+	require.NoError(t, os.WriteFile(filepath.Join(emptyDir, sqlite.FileName), nil, 0o600))
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: emptyDir, ReadOnly: true})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	fi, err := os.Stat(filepath.Join(emptyDir, sqlite.FileName))
+	require.NoError(t, err)
+	assert.Zero(t, fi.Size())
+
+	dir := t.TempDir()
+	w, err := sqlite.Open(bg, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	key := persistence.Key{SessionID: "s", Kind: persistence.KindAgent, ID: "a"}
+	_, err = w.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: key, Data: json.RawMessage(`{"n":1}`), Incarnation: 1})
+	require.NoError(t, err)
+	db, err := sqlite.RawDB(dir)
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(bg)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(bg, "BEGIN IMMEDIATE") // another writer holds the write lock
+	require.NoError(t, err)
+	r, err := sqlite.Open(bg, sqlite.Config{Dir: dir, ReadOnly: true, BusyTimeout: time.Millisecond})
+	require.NoError(t, err)
+	rec, err := r.Load(bg, key)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":1}`, string(rec.Data))
+	_, err = r.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: key, Base: 1, Data: json.RawMessage(`{"n":2}`), From: 0, Incarnation: 1})
+	assert.ErrorIs(t, err, sqlite.ErrReadOnly)
+	assert.ErrorIs(t, r.Delete(bg, key), sqlite.ErrReadOnly)
+	_, err = r.DeleteSession(bg, "s")
+	assert.ErrorIs(t, err, sqlite.ErrReadOnly)
+	assert.ErrorIs(t, r.Sync(bg), sqlite.ErrReadOnly)
+	require.NoError(t, r.Close())
+	assert.ErrorIs(t, r.Delete(bg, key), persistence.ErrClosed)
+	_, err = conn.ExecContext(bg, "ROLLBACK")
+	require.NoError(t, err)
+	rec, err = w.Load(bg, key)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rec.Version, "nothing written")
+	require.NoError(t, w.Close())
+
+	_, err = db.ExecContext(bg, `UPDATE braid_meta SET value = 3 WHERE name = 'layout'`)
+	require.NoError(t, err)
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir, ReadOnly: true})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	_, err = db.ExecContext(bg, `UPDATE braid_meta SET value = 1 WHERE name = 'layout'`)
+	require.NoError(t, err)
+	_, err = sqlite.Open(bg, sqlite.Config{Dir: dir, ReadOnly: true})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	var layout int
+	require.NoError(t, db.QueryRowContext(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
+	assert.Equal(t, 1, layout, "not brought to this build's layout")
 }

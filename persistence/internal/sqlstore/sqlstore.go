@@ -80,21 +80,12 @@ type Dialect struct {
 // rolls back). Tables of this build's layout are only read: a role
 // that may not create tables opens a database that has them.
 func Init(ctx context.Context, q Querier, d Dialect) error {
-	var meta int64
-	if _, err := queryRow(ctx, q, d.Exists, []any{"braid_meta"}, &meta); err != nil {
-		return err
-	}
-	var layout int64
-	found := false
-	if meta > 0 {
-		var err error
-		if found, err = queryRow(ctx, q, layoutSQL, []any{"layout"}, &layout); err != nil {
-			return err
-		}
-	}
+	found, layout, err := readLayout(ctx, q, d)
 	switch {
+	case err != nil:
+		return err
 	case found && (layout < 1 || layout > Layout):
-		return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layouts 1 to %d only", persistence.ErrSchemaVersion, layout, Layout)
+		return newerLayout(layout)
 	case found && layout == Layout:
 		return nil
 	}
@@ -114,6 +105,48 @@ func Init(ctx context.Context, q Querier, d Dialect) error {
 		}
 	}
 	return q.Exec(ctx, setLayoutSQL, Layout)
+}
+
+// ErrNoTables: the database holds none of Braid's tables (CheckLayout).
+var ErrNoTables = errors.New("the database holds no Braid tables")
+
+// CheckLayout checks, reading only, that the database's tables are of
+// this build's layout, for a store opened read-only, which neither
+// creates nor upgrades them: ErrNoTables when there are none, an error
+// matching persistence.ErrSchemaVersion for another layout (an earlier
+// one: a store opened for writing brings it to this build's).
+func CheckLayout(ctx context.Context, q Querier, d Dialect) error {
+	found, layout, err := readLayout(ctx, q, d)
+	if err != nil || found && layout == Layout {
+		return err
+	}
+	if found && (layout < 1 || layout > Layout) {
+		return newerLayout(layout)
+	}
+	var records int64
+	if _, err := queryRow(ctx, q, d.Exists, []any{"braid_records"}, &records); err != nil {
+		return err
+	}
+	if records == 0 {
+		return ErrNoTables
+	}
+	return fmt.Errorf("%w: the database's tables are of an earlier layout than this build's (%d), which opening the store for writing brings them to",
+		persistence.ErrSchemaVersion, Layout)
+}
+
+// readLayout returns the layout that braid_meta records, if it does.
+func readLayout(ctx context.Context, q Querier, d Dialect) (found bool, layout int64, err error) {
+	var meta int64
+	if _, err := queryRow(ctx, q, d.Exists, []any{"braid_meta"}, &meta); err != nil || meta == 0 {
+		return false, 0, err
+	}
+	found, err = queryRow(ctx, q, layoutSQL, []any{"layout"}, &layout)
+	return found, layout, err
+}
+
+// newerLayout is the error for a database of a layout this build does not know.
+func newerLayout(layout int64) error {
+	return fmt.Errorf("%w: the database's tables are of layout %d, and this build knows layouts 1 to %d only", persistence.ErrSchemaVersion, layout, Layout)
 }
 
 // columns returns the names the query lists.
