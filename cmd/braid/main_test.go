@@ -44,7 +44,7 @@ func TestRun_UsageErrorsExitTwoAndRunNothing(t *testing.T) {
 		{[]string{"session", "nope"}, `unknown subcommand "nope"`},
 		{[]string{"session", "show", "-dir", store}, "show takes one session id"},
 		{[]string{"session", "show", "-dir", store, "x", "y"}, "show takes one session id"},
-		{[]string{"session", "show", "-dir", store, "a/b"}, "invalid id"},
+		{[]string{"session", "show", "-dir", store, ""}, "show takes one session id, got an empty one"},
 		{[]string{"session", "list", "-dir", store, "x"}, `list takes no argument, got "x"`},
 		{[]string{"session", "import", "-dir", store}, "import takes one file"},
 		{[]string{"session", "list", "-dir", store, "-bogus"}, "flag provided but not defined: -bogus"},

@@ -44,7 +44,11 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
   delete <id>      deletes every record of a session, damaged ones included
 
   list, show and export only read: they open the SQLite store read-only,
-  create nothing, and work beside a running writer.
+  create nothing, and work beside a running writer. An id that list
+  prints in double quotes (Go's escapes, for a character a terminal does
+  not show as itself or a byte that is not UTF-8) is typed back quoted:
+  braid session delete '"\xff"'. A session stored by hand under an id no
+  save writes is listed as damaged; show says why, delete removes it.
 
 flags (before or after the argument):
   -dir DIR         the SQLite store's folder, holding braid.db (default
@@ -65,7 +69,7 @@ exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
 // sessionSubs are the subcommands of "braid session".
 var sessionSubs = []string{"list", "show", "export", "import", "delete"}
 
-func runSession(ctx context.Context, args []string, stdout io.Writer) error {
+func runSession(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	if len(args) == 0 {
 		return usageErr(sessionUsage, "missing subcommand")
 	}
@@ -122,9 +126,8 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 		if len(pos) != 1 {
 			return bad("%s takes one session id", sub)
 		}
-		id = pos[0]
-		if err := persistence.ValidateID("session", id); err != nil {
-			return bad("%w", err)
+		if id = sessionArg(pos[0]); id == "" && pos[0] == "" {
+			return bad("%s takes one session id, got an empty one", sub)
 		}
 	}
 	var exp *persistence.SessionExport
@@ -145,6 +148,14 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	defer func() {
+		if errors.Is(err, persistence.ErrNotFound) {
+			err = fmt.Errorf("%w (in %s)", err, storeName(*dir, *dsn))
+		}
+	}()
+	if idErr := persistence.ValidateID("session", id); id != "" && idErr != nil {
+		return badIDSession(ctx, store, sub, id, idErr, stdout)
+	}
 	switch sub {
 	case "list":
 		return listSessions(ctx, store, *withStatus, stdout)
@@ -159,7 +170,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 	case "export":
 		exp, err := persistence.Export(ctx, store, id)
 		if err != nil {
-			return err
+			return readErr(id, err)
 		}
 		b, err := json.MarshalIndent(exp, "", "  ")
 		if err != nil {
@@ -169,9 +180,85 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if exp, err = persistence.Export(ctx, store, id); err != nil {
-		return err
+		return readErr(id, err)
 	}
 	return showSession(exp, stdout)
+}
+
+// storeName names the store a command used, for its messages.
+func storeName(dir, dsn string) string {
+	if dsn != "" {
+		return "the PostgreSQL store"
+	}
+	return "the store in " + dir
+}
+
+// readErr is err, show's or export's for session id, saying how to remove
+// the session when a record of it is damaged; a record of a newer schema
+// version is not damaged for the build that wrote it, which reads it.
+func readErr(id string, err error) error {
+	switch {
+	case errors.Is(err, persistence.ErrSchemaVersion):
+		return fmt.Errorf("%w (written by a newer Braid: read it with that build)", err)
+	case errors.Is(err, persistence.ErrDamaged):
+		return fmt.Errorf("%w (braid session delete %s removes the session)", err, shellWord(shownID(id)))
+	}
+	return err
+}
+
+// sessionArg returns the session id an argument names: the argument as
+// it is, or, when it is in double quotes and reads as a Go string
+// literal, what that literal holds. list and show print an id quoted that
+// way when it holds a character a terminal does not show as itself
+// (shownID), so every id they print, one that no save writes included,
+// can be typed back.
+func sessionArg(arg string) string {
+	if len(arg) >= 2 && arg[0] == '"' {
+		if id, err := strconv.Unquote(arg); err == nil {
+			return id
+		}
+	}
+	return arg
+}
+
+// storedSessionDeleter is a store that deletes a session stored under an
+// id no save writes (sqlite.Store, postgres.Store).
+type storedSessionDeleter interface {
+	DeleteStoredSession(ctx context.Context, sessionID string) (int, error)
+}
+
+// badIDSession runs show, export or delete for a session id that
+// ValidateID refuses (idErr): rows written by hand can hold one (list
+// marks them damaged). delete removes exactly that session's records and
+// messages; show and export say that it is damaged and why, and how to
+// remove it. An id no session is stored under is not found.
+func badIDSession(ctx context.Context, store persistence.Store, sub, id string, idErr error, w io.Writer) error {
+	if sub == "delete" {
+		d, ok := store.(storedSessionDeleter)
+		if !ok {
+			return fmt.Errorf("session %s: this store cannot delete a session under an id no save writes: %w", shownID(id), idErr)
+		}
+		n, err := d.DeleteStoredSession(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
+		}
+		_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", shownID(id), n)
+		return err
+	}
+	infos, err := store.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		if in.SessionID == id {
+			return fmt.Errorf("session %s: %w: its %d records are stored under an id no save writes (%w); braid session delete %s removes them",
+				shownID(id), persistence.ErrDamaged, in.Records, idErr, shellWord(shownID(id)))
+		}
+	}
+	return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
 }
 
 // How openStore opens a SQLite store.
@@ -301,9 +388,11 @@ func listSessions(ctx context.Context, store persistence.Store, withStatus bool,
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s", shownID(in.SessionID), in.Records, updated)
 		if withStatus {
-			st, err := sessionStatus(ctx, store, in.SessionID)
-			if err != nil {
-				return err
+			st := "damaged" // an id no save writes, which Session refuses
+			if persistence.ValidateID("session", in.SessionID) == nil {
+				if st, err = sessionStatus(ctx, store, in.SessionID); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(tw, "\t%s", st)
 		}
@@ -380,10 +469,11 @@ func sessionStatus(ctx context.Context, store persistence.Store, id string) (str
 
 // shownID is an id as the command prints it: as it is, or quoted with
 // Go's escapes when it holds a character a terminal does not show as
-// itself (a line separator, a bidirectional override, a quote), so that
-// the printed id names that id alone and cannot rearrange the line.
+// itself (a line separator, a bidirectional override, a quote, a byte
+// that is not UTF-8) or is empty, so that the printed id names that id
+// alone and cannot rearrange the line; sessionArg reads it back.
 func shownID(id string) string {
-	if q := strconv.Quote(id); q[1:len(q)-1] != id {
+	if q := strconv.Quote(id); q[1:len(q)-1] != id || id == "" {
 		return q
 	}
 	return id

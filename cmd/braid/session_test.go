@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -590,6 +591,84 @@ func TestSession_ImportIntoAWorkspaceDirPointsToItsStore(t *testing.T) {
 	code, so, se := cli("list", "-dir", store)
 	require.Equal(t, 0, code, se)
 	assert.NotContains(t, so, "demo", "nothing imported")
+}
+
+// SPEC S5: a session stored under an id no save writes (rows copied by
+// hand with SQL: a '/', a byte that is not UTF-8, a control character) or
+// holding a record of a kind no save writes is listed as damaged (list
+// -status too, which goes on with the others), and can be shown (exit 1,
+// saying it is damaged, why, and the command that removes it) and deleted
+// by the id as list prints it; deleting one removes its rows alone: every
+// other session, the one it was copied from included, keeps its records
+// and messages. A record of a newer schema version is not called damage
+// to delete: a newer build reads it.
+func TestSession_ShowAndDeleteReachSessionsUnderIdsNoSaveWrites(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	_, err = st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+		Key:      persistence.Key{SessionID: "keep", Kind: persistence.KindAgent, ID: "a"},
+		Data:     json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`),
+		Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[{"text":"hi"}]}`)}})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	_, kept, se := cli("export", "-dir", dir, "keep")
+	require.Empty(t, se)
+	for _, id := range []string{`'a/b'`, `CAST(X'ff' AS TEXT)`, `'ctl' || char(7)`} {
+		for _, table := range []string{"braid_records", "braid_messages"} {
+			execSQL(t, dir, `INSERT INTO `+table+` SELECT `+id+`, kind, id, `+
+				map[string]string{"braid_records": "schema_version, version, updated_at, data, messages, incarnation", "braid_messages": "seq, data"}[table]+
+				` FROM `+table+` WHERE session_id = 'keep'`)
+		}
+	}
+	execSQL(t, dir, `INSERT INTO braid_records SELECT 'kinds', 'tool', id, schema_version, version, updated_at, data, 0, incarnation FROM braid_records WHERE session_id = 'keep'`)
+	execSQL(t, dir, `INSERT INTO braid_records SELECT 'newer', kind, id, 2, version, updated_at, data, 0, incarnation FROM braid_records WHERE session_id = 'keep'`)
+
+	shown := []string{"a/b", `"\xff"`, `"ctl\a"`, "kinds"}
+	code, so, se := cli("list", "-status", "-dir", dir)
+	require.Equal(t, 0, code, se)
+	for _, id := range shown {
+		assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(id)+`\s+1\s+\(damaged\)\s+damaged$`, so)
+	}
+	assert.Regexp(t, `(?m)^keep\s+1\s.*\sincomplete$`, so)
+
+	for _, id := range shown {
+		for _, sub := range []string{"show", "export"} {
+			code, so, se = cli(sub, "-dir", dir, id)
+			assert.Equal(t, 1, code, "%s %s: %s", sub, id, se)
+			assert.Empty(t, so)
+			assert.Contains(t, se, "damaged", "%s %s", sub, id)
+			assert.Contains(t, se, "braid session delete "+shellWord(id), "%s %s", sub, id)
+		}
+	}
+	_, _, se = cli("show", "-dir", dir, `"\xff"`)
+	assert.Contains(t, se, "not valid UTF-8")
+	_, _, se = cli("show", "-dir", dir, "kinds")
+	assert.Contains(t, se, `kind id "tool"`)
+	// A record of a newer schema version is a newer build's to read, not
+	// damage to delete.
+	code, _, se = cli("show", "-dir", dir, "newer")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, se, "schema version 2")
+	assert.Contains(t, se, "newer Braid")
+	assert.NotContains(t, se, "braid session delete")
+
+	for _, id := range shown {
+		code, so, se = cli("delete", "-dir", dir, id)
+		require.Equal(t, 0, code, "%s: %s", id, se)
+		assert.Equal(t, "deleted session "+id+": 1 records\n", so)
+		code, _, se = cli("delete", "-dir", dir, id)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, se, "not found")
+		assert.Contains(t, se, "in the store in "+dir)
+	}
+	code, so, se = cli("list", "-dir", dir)
+	require.Equal(t, 0, code, se)
+	assert.Equal(t, 3, strings.Count(so, "\n"), "the header, keep and newer: %s", so)
+	_, export, se := cli("export", "-dir", dir, "keep")
+	assert.Empty(t, se)
+	assert.Equal(t, kept, export, "keep's records and messages are as they were")
 }
 
 // `braid session list`, `show` and `export` open the store read-only: in

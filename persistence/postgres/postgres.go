@@ -574,6 +574,24 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err
 	return n, nil
 }
 
+// DeleteStoredSession is DeleteSession for a session stored under an id
+// that ValidateID refuses (a row written by hand: SPEC S5), which
+// DeleteSession, like every call, refuses with ErrBadID before any I/O:
+// it deletes the records and messages stored under exactly sessionID,
+// byte for byte, whatever it holds, and no other session's, and returns
+// how many records it deleted (0: none). It is how an operator clears
+// such a session; applications use DeleteSession.
+func (s *Store) DeleteStoredSession(ctx context.Context, sessionID string) (n int, err error) {
+	err = s.write(ctx, true, sessionID, func(q sqlstore.Querier) (err error) {
+		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // Close closes the connection pool; later calls fail with
 // persistence.ErrClosed.
 func (s *Store) Close() error {

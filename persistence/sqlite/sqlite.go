@@ -756,6 +756,27 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err
 	return n, nil
 }
 
+// DeleteStoredSession is DeleteSession for a session stored under an id
+// that ValidateID refuses (a row written by hand: SPEC S5), which
+// DeleteSession, like every call, refuses with ErrBadID before any I/O:
+// it deletes the records and messages stored under exactly sessionID,
+// byte for byte, whatever it holds, and no other session's, and returns
+// how many records it deleted (0: none). It is how an operator clears
+// such a session; applications use DeleteSession.
+func (s *Store) DeleteStoredSession(ctx context.Context, sessionID string) (n int, err error) {
+	if s.cfg.ReadOnly {
+		return 0, s.readOnly("delete")
+	}
+	err = s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) (err error) {
+		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 // Close waits for the group being committed, fails the saves still
 // queued with persistence.ErrClosed, and closes the database. Later calls
 // fail with persistence.ErrClosed.

@@ -794,6 +794,8 @@ func TestOpen_ReadOnlyCreatesNothingAndRefusesWrites(t *testing.T) {
 	assert.ErrorIs(t, r.Delete(bg, key), sqlite.ErrReadOnly)
 	_, err = r.DeleteSession(bg, "s")
 	assert.ErrorIs(t, err, sqlite.ErrReadOnly)
+	_, err = r.DeleteStoredSession(bg, "s")
+	assert.ErrorIs(t, err, sqlite.ErrReadOnly)
 	assert.ErrorIs(t, r.Sync(bg), sqlite.ErrReadOnly)
 	require.NoError(t, r.Close())
 	assert.ErrorIs(t, r.Delete(bg, key), persistence.ErrClosed)
