@@ -40,6 +40,7 @@ var lowerSentinels = map[string]error{
 	"interrupt.ErrEmptyID":           interrupt.ErrEmptyID,
 	"interrupt.ErrEmptyName":         interrupt.ErrEmptyName,
 	"interrupt.ErrNotInterruptible":  interrupt.ErrNotInterruptible,
+	"interrupt.ErrNotUTF8":           interrupt.ErrNotUTF8,
 	"interrupt.ErrScopeEnded":        interrupt.ErrScopeEnded,
 	"interrupt.ErrOwnerPath":         interrupt.ErrOwnerPath,
 	"persistence.ErrNotFound":        persistence.ErrNotFound,
