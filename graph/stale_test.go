@@ -51,6 +51,25 @@ func graphVersion(t *testing.T, st persistence.Store) int64 {
 	return rec.Version
 }
 
+// inTwoRuntimes runs body for each pair of stores of one session
+// (twostores): g1 and g2 are the graph b makes with id "g", on session
+// "shared" of st1 and st2, each in a System of its own (two processes),
+// both built before either runs.
+func inTwoRuntimes(t *testing.T, b func(r *recorder) *graph.Builder,
+	body func(t *testing.T, r *recorder, g1, g2 *graph.Graph, st1, st2 persistence.Store)) {
+	for _, stores := range twostores.Pairs() {
+		t.Run(stores.Name, func(t *testing.T) {
+			st1, st2 := stores.Open(t)
+			r := newRecorder()
+			mk := func(st persistence.Store) *graph.Graph {
+				return build(t, b(r), graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
+			}
+			g1, g2 := mk(st1), mk(st2)
+			body(t, r, g1, g2, st1, st2)
+		})
+	}
+}
+
 // SPEC S4, M5, R4: two runtimes (two processes) built the same graph of
 // one session before anything ran. The first stops at b's gate; the
 // second, holding the empty run it loaded, is given the answer. It finds
@@ -157,39 +176,32 @@ func TestGraphSession_S4_AStaleInterruptedGraphTakesAPromptAfterTheConflict(t *t
 // once overall; the first runtime, stale in its turn, gets ErrConflict,
 // and then is refused as waiting for nothing.
 func TestGraphSession_S4_AStaleGraphAndNodeAgentTakeTheStoredRunSoTheRetryResumesTheAgent(t *testing.T) {
-	for _, stores := range twostores.Pairs() {
-		t.Run(stores.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st1, st2 := stores.Open(t)
-			r := newRecorder()
-			mk := func(st persistence.Store) *graph.Graph {
-				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("ask", toolAgent(r, "ask", "lookup", "which")).
-					AddEdge("a", "ask")
-				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
-			}
-			g1, g2 := mk(st1), mk(st2)
-			res, err := g1.Invoke(ctx, agent.Text("go"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status)
-			require.Len(t, res.Interrupts, 1)
-			in := res.Interrupts[0]
+	inTwoRuntimes(t, func(r *recorder) *graph.Builder {
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("ask", toolAgent(r, "ask", "lookup", "which")).
+			AddEdge("a", "ask")
+	}, func(t *testing.T, r *recorder, g1, g2 *graph.Graph, _, st2 persistence.Store) {
+		ctx := context.Background()
+		res, err := g1.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status)
+		require.Len(t, res.Interrupts, 1)
+		in := res.Interrupts[0]
 
-			_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			requireGraphConflict(t, st2, err, 0)
-			res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
-			assert.Equal(t, 1, r.count("tool:ask"))
+		_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		requireGraphConflict(t, st2, err, 0)
+		res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+		assert.Equal(t, 1, r.count("tool:ask"))
 
-			_, err = g1.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			require.ErrorIs(t, err, persistence.ErrConflict)
-			_, err = g1.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			require.ErrorIs(t, err, interrupt.ErrNotInterrupted)
-			assert.NotErrorIs(t, err, persistence.ErrConflict)
-			assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
-			assert.Equal(t, 1, r.count("model:a"))
-		})
-	}
+		_, err = g1.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		require.ErrorIs(t, err, persistence.ErrConflict)
+		_, err = g1.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		require.ErrorIs(t, err, interrupt.ErrNotInterrupted)
+		assert.NotErrorIs(t, err, persistence.ErrConflict)
+		assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
+		assert.Equal(t, 1, r.count("model:a"))
+	})
 }
 
 // SPEC S4, M10: two runtimes built the same graph of one session before
@@ -200,34 +212,27 @@ func TestGraphSession_S4_AStaleGraphAndNodeAgentTakeTheStoredRunSoTheRetryResume
 // their stored histories rather than failing the node on their first
 // save, and every agent's history holds both runs, each prompt once.
 func TestGraphSession_S4_AStaleGraphsRetriedPromptRunsOnItsNodeAgentsStoredHistories(t *testing.T) {
-	for _, stores := range twostores.Pairs() {
-		t.Run(stores.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st1, st2 := stores.Open(t)
-			r := newRecorder()
-			mk := func(st persistence.Store) *graph.Graph {
-				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
-				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
-			}
-			g1, g2 := mk(st1), mk(st2)
-			res, err := g1.Invoke(ctx, agent.Text("go"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status)
+	inTwoRuntimes(t, func(r *recorder) *graph.Builder {
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
+	}, func(t *testing.T, r *recorder, g1, g2 *graph.Graph, st1, st2 persistence.Store) {
+		ctx := context.Background()
+		res, err := g1.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status)
 
-			_, err = g2.Invoke(ctx, agent.Text("again"))
-			requireGraphConflict(t, st2, err, 0)
-			res, err = g2.Invoke(ctx, agent.Text("again"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
-			assert.Equal(t, 2, r.count("model:a"))
-			assert.Equal(t, 2, r.count("model:b"))
-			for _, id := range []string{"a", "b"} {
-				rec, err := st1.Load(ctx, persistence.Key{SessionID: "shared", Kind: persistence.KindAgent, ID: "g:" + id + ":" + id})
-				require.NoError(t, err, id)
-				assert.Len(t, rec.Messages, 4, "node %s's agent holds both runs", id)
-			}
-		})
-	}
+		_, err = g2.Invoke(ctx, agent.Text("again"))
+		requireGraphConflict(t, st2, err, 0)
+		res, err = g2.Invoke(ctx, agent.Text("again"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+		assert.Equal(t, 2, r.count("model:a"))
+		assert.Equal(t, 2, r.count("model:b"))
+		for _, id := range []string{"a", "b"} {
+			rec, err := st1.Load(ctx, persistence.Key{SessionID: "shared", Kind: persistence.KindAgent, ID: "g:" + id + ":" + id})
+			require.NoError(t, err, id)
+			assert.Len(t, rec.Messages, 4, "node %s's agent holds both runs", id)
+		}
+	})
 }
 
 // SPEC S4, M10, M11: the same for a nested graph. Two runtimes built
@@ -237,31 +242,24 @@ func TestGraphSession_S4_AStaleGraphsRetriedPromptRunsOnItsNodeAgentsStoredHisto
 // nested graph and its agents take their stored runs and histories
 // rather than failing the node on their first save.
 func TestGraphSession_S4_AStaleNestedGraphsRetriedPromptRunsAtEveryLevel(t *testing.T) {
-	for _, stores := range twostores.Pairs() {
-		t.Run(stores.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st1, st2 := stores.Open(t)
-			r := newRecorder()
-			mk := func(st persistence.Store) *graph.Graph {
-				inner := graph.NewBuilder().AddNode("x", textAgent(r, "x")).AddNode("y", textAgent(r, "y")).AddEdge("x", "y")
-				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
-				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
-			}
-			g1, g2 := mk(st1), mk(st2)
-			res, err := g1.Invoke(ctx, agent.Text("go"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status)
+	inTwoRuntimes(t, func(r *recorder) *graph.Builder {
+		inner := graph.NewBuilder().AddNode("x", textAgent(r, "x")).AddNode("y", textAgent(r, "y")).AddEdge("x", "y")
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
+	}, func(t *testing.T, r *recorder, g1, g2 *graph.Graph, _, st2 persistence.Store) {
+		ctx := context.Background()
+		res, err := g1.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status)
 
-			_, err = g2.Invoke(ctx, agent.Text("again"))
-			requireGraphConflict(t, st2, err, 0)
-			res, err = g2.Invoke(ctx, agent.Text("again"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
-			for _, n := range []string{"a", "x", "y"} {
-				assert.Equal(t, 2, r.count("model:"+n), "node %s ran once a run", n)
-			}
-		})
-	}
+		_, err = g2.Invoke(ctx, agent.Text("again"))
+		requireGraphConflict(t, st2, err, 0)
+		res, err = g2.Invoke(ctx, agent.Text("again"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+		for _, n := range []string{"a", "x", "y"} {
+			assert.Equal(t, 2, r.count("model:"+n), "node %s ran once a run", n)
+		}
+	})
 }
 
 // SPEC S4, M5, M11: the same for a resume routed into a nested graph. Two
@@ -272,30 +270,23 @@ func TestGraphSession_S4_AStaleNestedGraphsRetriedPromptRunsAtEveryLevel(t *test
 // its stored run rather than failing the node as "not interrupted", and
 // ask's agent resumes. The tool runs exactly once.
 func TestGraphSession_S4_AStaleNestedGraphTakesItsStoredRunSoTheRetriedAnswerResumes(t *testing.T) {
-	for _, stores := range twostores.Pairs() {
-		t.Run(stores.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st1, st2 := stores.Open(t)
-			r := newRecorder()
-			mk := func(st persistence.Store) *graph.Graph {
-				inner := graph.NewBuilder().AddNode("ask", toolAgent(r, "ask", "lookup", "which"))
-				b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
-				return build(t, b, graph.Config{ID: "g", Session: manager(t, st, "shared"), System: actorstest.System(t)})
-			}
-			g1, g2 := mk(st1), mk(st2)
-			res, err := g1.Invoke(ctx, agent.Text("go"))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusInterrupted, res.Status)
-			require.Len(t, res.Interrupts, 1)
-			in := res.Interrupts[0]
+	inTwoRuntimes(t, func(r *recorder) *graph.Builder {
+		inner := graph.NewBuilder().AddNode("ask", toolAgent(r, "ask", "lookup", "which"))
+		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("inner", inner.AsNode(graph.Config{})).AddEdge("a", "inner")
+	}, func(t *testing.T, r *recorder, g1, g2 *graph.Graph, _, st2 persistence.Store) {
+		ctx := context.Background()
+		res, err := g1.Invoke(ctx, agent.Text("go"))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusInterrupted, res.Status)
+		require.Len(t, res.Interrupts, 1)
+		in := res.Interrupts[0]
 
-			_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			requireGraphConflict(t, st2, err, 0)
-			res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
-			require.NoError(t, err)
-			require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
-			assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
-			assert.Equal(t, 1, r.count("model:a"))
-		})
-	}
+		_, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		requireGraphConflict(t, st2, err, 0)
+		res, err = g2.Invoke(ctx, agent.Resume(interrupt.Respond(in.ID, "y")))
+		require.NoError(t, err)
+		require.Equal(t, multiagent.StatusCompleted, res.Status, "%+v", res.Results)
+		assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
+		assert.Equal(t, 1, r.count("model:a"))
+	})
 }
