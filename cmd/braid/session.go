@@ -207,14 +207,16 @@ func readErr(id string, err error) error {
 }
 
 // sessionArg returns the session id an argument names: the argument as
-// it is, or, when it is in double quotes and reads as a Go string
-// literal, what that literal holds. list and show print an id quoted that
-// way when it holds a character a terminal does not show as itself
-// (shownID), so every id they print, one that no save writes included,
-// can be typed back.
+// it is, or, when it is the double-quoted form shownID prints for an id
+// (Go's escapes, for a character a terminal does not show as itself, or
+// an empty id), that id. So every id list and show print, one that no
+// save writes included, can be typed back, and an argument names one
+// session only: an id that saves write may itself be in double quotes
+// ("a", quotes included), and names that session, not a; list prints it
+// as "\"a\"".
 func sessionArg(arg string) string {
 	if len(arg) >= 2 && arg[0] == '"' {
-		if id, err := strconv.Unquote(arg); err == nil {
+		if id, err := strconv.Unquote(arg); err == nil && shownID(id) == arg {
 			return id
 		}
 	}

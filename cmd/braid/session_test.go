@@ -703,3 +703,43 @@ func TestSession_InspectionOpensTheStoreReadOnly(t *testing.T) {
 		assert.Contains(t, so.String(), "demo", "%v", args)
 	}
 }
+
+// SPEC S2, S5: an id that saves write may itself be in double quotes
+// ("a", with the quotes, is a valid session id). Such an argument names
+// that session, as it did before quoted ids were read back: only the form
+// list prints for an id (shownID) is read as a Go string literal. show
+// and delete of "a" reach "a", never the session a; the quoted form list
+// prints for "a" reaches it too.
+func TestSession_AQuotedIdThatSavesWriteNamesThatSessionNotAnother(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	for _, id := range []string{"a", `"a"`, `"b"`} {
+		_, err := st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+			Key:      persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "x"},
+			Data:     json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`),
+			Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[{"text":"hi"}]}`)}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	_, keptA, se := cli("export", "-dir", dir, "a")
+	require.Empty(t, se)
+
+	code, so, se := cli("export", "-dir", dir, `"a"`)
+	require.Equal(t, 0, code, se)
+	assert.Contains(t, so, `"\"a\""`, "the export is of the session \"a\"")
+
+	code, so, se = cli("delete", "-dir", dir, `"a"`)
+	require.Equal(t, 0, code, se)
+	assert.Equal(t, `deleted session "\"a\"": 1 records`+"\n", so)
+	code, _, se = cli("delete", "-dir", dir, `"\"b\""`)
+	require.Equal(t, 0, code, "the form list prints for \"b\" names it: %s", se)
+
+	code, so, se = cli("list", "-dir", dir)
+	require.Equal(t, 0, code, se)
+	assert.Equal(t, 2, strings.Count(so, "\n"), "the header and a: %s", so)
+	_, export, se := cli("export", "-dir", dir, "a")
+	assert.Empty(t, se)
+	assert.Equal(t, keptA, export, "the session a is as it was")
+}
