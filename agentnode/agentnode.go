@@ -339,7 +339,9 @@ func reloaded(ctx context.Context, err error) bool {
 
 // staleStart reports whether the invocation of a prompt failed only
 // because the agent's state was stale when it began: its first save, the
-// prompt's, lost to another writer (a *persistence.ConflictError), before
+// prompt's, lost to another writer (a *persistence.ConflictError naming
+// the agent's own record: a conflict on another one, a hook's, is that
+// writer's and fails the node), before
 // any model call (calls is the count before the invocation), so nothing
 // but its BeforeInvocation and MessageAdded hooks ran, and the agent took
 // the stored state (SPEC S4). That happens to a node agent that believed
@@ -350,7 +352,11 @@ func reloaded(ctx context.Context, err error) bool {
 // claim on the agent's own state, which reloaded covers.
 func (r *agentRunner) staleStart(ctx context.Context, err error, run *braidv1.NodeRun, in agent.Input, calls int64) bool {
 	var ce *persistence.ConflictError
-	return ctx.Err() == nil && !in.IsResume() && !run.GetRecover() && errors.As(err, &ce) && r.modelCalls.Load() == calls
+	if ctx.Err() != nil || in.IsResume() || run.GetRecover() || !errors.As(err, &ce) || r.modelCalls.Load() != calls {
+		return false
+	}
+	s := r.sess.Load()
+	return s != nil && ce.Key == s.Key()
 }
 
 // heldUnfinished reports whether err is an agent's refusal of a prompt

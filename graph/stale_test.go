@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,10 +10,12 @@ import (
 
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/internal/twostores"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
 )
@@ -289,4 +292,32 @@ func TestGraphSession_S4_AStaleNestedGraphTakesItsStoredRunSoTheRetriedAnswerRes
 		assert.Equal(t, 1, r.count("tool:ask"), "the answered tool ran exactly once")
 		assert.Equal(t, 1, r.count("model:a"))
 	})
+}
+
+// SPEC S4, M10: a node agent runs a prompt once more only when the
+// prompt's first save, its own record's, was lost to another writer (a
+// stale state, see above). A conflict on any other record before the
+// model call (a BeforeInvocation hook that saves a record of its own and
+// finds another writer's) is that writer's conflict: the node fails with
+// it, and the hook is not run again.
+func TestGraphSession_S4_ANodeAgentsConflictOnAnotherRecordFailsTheNode(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	other := persistence.Key{SessionID: "shared", Kind: persistence.KindAgent, ID: "audit"}
+	audit := hook.Func(func(context.Context, *agent.BeforeInvocationEvent) error {
+		r.add("hook:a")
+		return fmt.Errorf("audit: %w", &persistence.ConflictError{Key: other, Expected: 1, Actual: 2})
+	})
+	b := graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Hooks: []hook.Provider{audit},
+		Model: model.ScriptedFunc(func(*model.Request) (model.Turn, error) {
+			r.add("model:a")
+			return model.TextTurn("a done"), nil
+		})}))
+	g := build(t, b, graph.Config{ID: "g", Session: manager(t, persistence.NewMemoryStore(), "shared"), System: actorstest.System(t)})
+
+	res, err := g.Invoke(ctx, agent.Text("go"))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusFailed, res.Status, "%+v", res.Results)
+	assert.Equal(t, 1, r.count("hook:a"), "the hook ran once")
+	assert.Equal(t, 0, r.count("model:a"))
 }
