@@ -153,7 +153,9 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 			err = fmt.Errorf("%w (in %s)", err, storeName(*dir, *dsn))
 		}
 	}()
-	if idErr := persistence.ValidateID("session", id); id != "" && idErr != nil {
+	// show, export and delete name a session; the empty id ("" typed
+	// back as list prints it) is one no save writes, as a '/' is.
+	if idErr := persistence.ValidateID("session", id); sub != "list" && sub != "import" && idErr != nil {
 		return badIDSession(ctx, store, sub, id, idErr, stdout)
 	}
 	switch sub {

@@ -743,3 +743,41 @@ func TestSession_AQuotedIdThatSavesWriteNamesThatSessionNotAnother(t *testing.T)
 	assert.Empty(t, se)
 	assert.Equal(t, keptA, export, "the session a is as it was")
 }
+
+// SPEC S5: a session stored by hand under the empty id, which no save
+// writes, is listed with its id as "" (quoted, so that the line shows it),
+// and that form reaches it: show says it is damaged and how to remove it,
+// delete removes its rows alone.
+func TestSession_ShowAndDeleteReachASessionUnderTheEmptyID(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	_, err = st.Save(ctx, persistence.SaveOptions{}, persistence.Change{
+		Key:      persistence.Key{SessionID: "keep", Kind: persistence.KindAgent, ID: "a"},
+		Data:     json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`),
+		Messages: []json.RawMessage{json.RawMessage(`{"role":"user","content":[{"text":"hi"}]}`)}})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	_, kept, se := cli("export", "-dir", dir, "keep")
+	require.Empty(t, se)
+	execSQL(t, dir, `INSERT INTO braid_records SELECT '', kind, id, schema_version, version, updated_at, data, messages, incarnation FROM braid_records WHERE session_id = 'keep'`)
+	execSQL(t, dir, `INSERT INTO braid_messages SELECT '', kind, id, seq, data FROM braid_messages WHERE session_id = 'keep'`)
+
+	code, so, se := cli("list", "-status", "-dir", dir)
+	require.Equal(t, 0, code, se)
+	assert.Regexp(t, `(?m)^""\s+1\s+\(damaged\)\s+damaged$`, so)
+
+	code, so, se = cli("show", "-dir", dir, `""`)
+	assert.Equal(t, 1, code, se)
+	assert.Empty(t, so)
+	assert.Contains(t, se, "damaged")
+	assert.Contains(t, se, "braid session delete "+shellWord(`""`))
+
+	code, so, se = cli("delete", "-dir", dir, `""`)
+	require.Equal(t, 0, code, se)
+	assert.Equal(t, `deleted session "": 1 records`+"\n", so)
+	_, export, se := cli("export", "-dir", dir, "keep")
+	assert.Empty(t, se)
+	assert.Equal(t, kept, export, "keep's records and messages are as they were")
+}
