@@ -107,7 +107,8 @@ func Init(ctx context.Context, q Querier, d Dialect) error {
 	return q.Exec(ctx, setLayoutSQL, Layout)
 }
 
-// ErrNoTables: the database holds none of Braid's tables (CheckLayout).
+// ErrNoTables reports that the database holds none of Braid's tables
+// (CheckLayout).
 var ErrNoTables = errors.New("the database holds no Braid tables")
 
 // CheckLayout checks, reading only, that the database's tables are of
