@@ -14,7 +14,10 @@
 // database apart with the DSN's search_path. As with SQLite, New refuses
 // tables of a layout this build does not know (persistence.ErrSchemaVersion)
 // and writes nothing to them, and brings tables of an earlier layout to
-// this build's.
+// this build's. New also refuses a server that takes no writes (a hot
+// standby, or default_transaction_read_only on) with ErrServerReadOnly,
+// and a write that later meets one (a primary turned standby) fails with
+// that error too, having written nothing.
 //
 // A save is one transaction that first takes an advisory lock on its
 // session, so that its version checks and writes are one step for every

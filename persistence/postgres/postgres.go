@@ -45,6 +45,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// ErrServerReadOnly reports a server that takes no writes: a hot standby
+// (connect to the primary), or one whose transactions are read-only by
+// default (default_transaction_read_only on, for the server, the
+// database, the role or the DSN). New refuses such a server; a write
+// that meets one later (a primary turned standby, the setting changed
+// under an open store) fails with it, and nothing of it was written.
+var ErrServerReadOnly = errors.New("the server is read-only (a hot standby, or default_transaction_read_only on): it takes no writes")
+
+// readOnlySQLTransaction is the SQLSTATE of a write refused by a
+// read-only transaction or a server in recovery.
+const readOnlySQLTransaction = "25006"
+
 // Store is a persistence.Store on PostgreSQL. Safe for concurrent use, by
 // several goroutines, processes and machines.
 type Store struct {
@@ -119,16 +131,28 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	var num int
 	var version string
-	var run bool
+	var run, readOnly bool
 	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
   pg_catalog.current_setting('server_version'),
-  pg_catalog.has_function_privilege('pg_catalog.pg_control_checkpoint()', 'EXECUTE')`).Scan(&num, &version, &run); err != nil {
+  pg_catalog.has_function_privilege('pg_catalog.pg_control_checkpoint()', 'EXECUTE'),
+  pg_catalog.current_setting('transaction_read_only')::bool`).Scan(&num, &version, &run, &readOnly); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	if err := checkServerVersion(num, version); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if readOnly {
+		// Which of the two, if the role may ask (an operator may revoke
+		// pg_is_in_recovery from PUBLIC).
+		var standby bool
+		_ = pool.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby)
+		pool.Close()
+		if standby {
+			return nil, fmt.Errorf("postgres store: %w: it is a hot standby; connect to the primary", ErrServerReadOnly)
+		}
+		return nil, fmt.Errorf("postgres store: %w: default_transaction_read_only is on for this connection", ErrServerReadOnly)
 	}
 	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL}
 	if !run {
@@ -382,10 +406,16 @@ func (l *lazyConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 // wrap gives err the store's context. An error of a statement whose
-// context ended (the server cancelled it) matches the context's error too.
+// context ended (the server cancelled it) matches the context's error
+// too, and the server's refusal of a write as read-only matches
+// ErrServerReadOnly.
 func (s *Store) wrap(ctx context.Context, what string, err error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == readOnlySQLTransaction {
+		err = fmt.Errorf("%w: %w", ErrServerReadOnly, err)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres store: %s: %w: %w", what, cerr, err)

@@ -1,0 +1,99 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/persistencetest"
+	"github.com/braidhq/braid/persistence/postgres"
+)
+
+// SPEC S3: a store does not open on a server that takes no writes (a hot
+// standby, or default_transaction_read_only on, here from the DSN): New
+// fails with ErrServerReadOnly, saying so, even where Braid's tables are
+// there already and opening would only read them.
+func TestNew_RefusesAServerThatTakesNoWrites(t *testing.T) {
+	_ = newStore(t) // the tables are there
+	u, err := url.Parse(persistencetest.PostgresDSN(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("default_transaction_read_only", "on")
+	u.RawQuery = q.Encode()
+
+	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	if s != nil {
+		_ = s.Close()
+	}
+	require.ErrorIs(t, err, postgres.ErrServerReadOnly)
+	assert.Contains(t, err.Error(), "read-only")
+}
+
+// SPEC S3, S4: a server that stops taking writes under an open store (a
+// primary turned standby, an operator's default_transaction_read_only)
+// fails every write with ErrServerReadOnly, whichever path it takes (the
+// one-round-trip append, a batch's transaction, a delete, a sync), and
+// nothing of it is stored; reads go on. The database is one of the
+// test's own, made read-only for new connections, and the store's
+// connections are ended so that it takes new ones.
+func TestSave_OnAServerThatTurnedReadOnlyFailsSayingSo(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	admin, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	defer admin.Close(bg)
+	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
+
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.Path = "/" + db
+	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	require.NoError(t, err)
+	defer s.Close()
+	k := persistence.Key{SessionID: "ro-" + uuid.NewString(), Kind: persistence.KindAgent, ID: "a"}
+	_, err = s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+
+	_, err = admin.Exec(bg, `ALTER DATABASE `+db+` SET default_transaction_read_only = on`)
+	require.NoError(t, err)
+	_, err = admin.Exec(bg, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = $1`, db)
+	require.NoError(t, err)
+
+	other := k
+	other.ID = "b"
+	writes := map[string]func() error{
+		"append": func() error {
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: json.RawMessage(`{"n":2}`),
+				Messages: []json.RawMessage{json.RawMessage(`{"m":1}`)}})
+			return err
+		},
+		"batch": func() error {
+			_, err := s.Save(bg, persistence.SaveOptions{Durable: true},
+				persistence.Change{Key: k, Base: 1, Data: json.RawMessage(`{"n":2}`)},
+				persistence.Change{Key: other, Data: json.RawMessage(`{"n":1}`)})
+			return err
+		},
+		"delete": func() error { return s.Delete(bg, k) },
+		"sync":   func() error { return s.Sync(bg) },
+	}
+	for name, write := range writes {
+		err := write()
+		require.ErrorIs(t, err, postgres.ErrServerReadOnly, name)
+		assert.Contains(t, err.Error(), "read-only", name)
+	}
+	r, err := s.Load(bg, k)
+	require.NoError(t, err, "reads go on")
+	assert.Equal(t, int64(1), r.Version)
+	assert.Empty(t, r.Messages)
+	_, err = s.Load(bg, other)
+	assert.ErrorIs(t, err, persistence.ErrNotFound)
+}
