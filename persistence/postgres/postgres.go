@@ -23,7 +23,11 @@ type Config struct {
 	DSN string
 	// MaxConns bounds the connection pool (default 8).
 	MaxConns int32
-	// ConnectTimeout bounds connecting and creating the tables (default 15s).
+	// ConnectTimeout bounds New (connecting and creating the tables), and
+	// each connect the pool makes later, whatever the context of the call
+	// that needs it: a server that does not answer fails the call after
+	// this long (default 15s). A connect_timeout in the DSN bounds the
+	// later connects instead.
 	ConnectTimeout time.Duration
 }
 
@@ -113,6 +117,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		// Without it a connect the pool makes for a call waits as long
+		// as the call's context, which may never end.
+		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	}
 	// A context that ends mid-statement sends the server a cancel request
 	// and waits for the statement to fail, rather than closing the socket
 	// at once: a closed socket leaves the backend running what it already
