@@ -36,8 +36,18 @@ func DefaultConfig() Config {
 	return Config{MaxConns: 8, ConnectTimeout: 15 * time.Second}
 }
 
-// Validate checks the configuration.
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	c.MaxConns = cmp.Or(c.MaxConns, d.MaxConns)
+	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, d.ConnectTimeout)
+	return c
+}
+
+// Validate checks the configuration as New does: a zero field is its
+// default, so it refuses only what New refuses.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	switch {
 	case c.DSN == "":
 		return errors.New("postgres store: empty DSN")
@@ -102,13 +112,7 @@ func synchronousCommit(durable bool) string {
 // tables if they do not exist (see the package doc for the role this
 // takes).
 func New(ctx context.Context, cfg Config) (*Store, error) {
-	d := DefaultConfig()
-	if cfg.MaxConns == 0 {
-		cfg.MaxConns = d.MaxConns
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = d.ConnectTimeout
-	}
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,14 @@ func TestConfig_Errors(t *testing.T) {
 	assert.NoError(t, d.Validate())
 }
 
+// Validate judges a Config as New does: a zero field is its default, so
+// a Config with only its DSN is valid.
+func TestConfigValidate_TakesZeroFieldsAsTheirDefaults(t *testing.T) {
+	assert.NoError(t, postgres.Config{DSN: "postgres://localhost/x"}.Validate())
+	assert.Error(t, postgres.Config{DSN: "postgres://localhost/x", MaxConns: -1}.Validate())
+	assert.Error(t, postgres.Config{DSN: "postgres://localhost/x", ConnectTimeout: -1}.Validate())
+}
+
 // SPEC S3: stores starting together (as processes would) create the
 // tables once, without failing.
 func TestNew_ConcurrentStarts(t *testing.T) {

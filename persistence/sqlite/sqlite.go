@@ -69,8 +69,18 @@ func DefaultConfig() Config {
 	return Config{BusyTimeout: 10 * time.Second, ReadConns: 4, MaxGroup: 128}
 }
 
-// Validate checks the configuration.
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	c.BusyTimeout = cmp.Or(c.BusyTimeout, d.BusyTimeout)
+	c.ReadConns, c.MaxGroup = cmp.Or(c.ReadConns, d.ReadConns), cmp.Or(c.MaxGroup, d.MaxGroup)
+	return c
+}
+
+// Validate checks the configuration as Open does: a zero field is its
+// default, so it refuses only what Open refuses.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	switch {
 	case c.Dir == "":
 		return errors.New("sqlite store: empty Dir")
@@ -183,9 +193,7 @@ func dialect() sqlstore.Dialect {
 
 // open opens the store, creates the tables and returns the writer's state.
 func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
-	d := DefaultConfig()
-	cfg.BusyTimeout = cmp.Or(cfg.BusyTimeout, d.BusyTimeout)
-	cfg.ReadConns, cfg.MaxGroup = cmp.Or(cfg.ReadConns, d.ReadConns), cmp.Or(cfg.MaxGroup, d.MaxGroup)
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -264,9 +272,7 @@ func open(ctx context.Context, cfg Config) (_ *Store, _ *writer, err error) {
 // (Config.ReadOnly): loads run on the read pool, whose connections are
 // opened with mode=ro; there is no write connection.
 func openReadOnly(ctx context.Context, cfg Config) (*Store, error) {
-	d := DefaultConfig()
-	cfg.BusyTimeout = cmp.Or(cfg.BusyTimeout, d.BusyTimeout)
-	cfg.ReadConns, cfg.MaxGroup = cmp.Or(cfg.ReadConns, d.ReadConns), cmp.Or(cfg.MaxGroup, d.MaxGroup)
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -58,11 +58,27 @@ func TestConfig_DefaultsAndValidate(t *testing.T) {
 	assert.Error(t, d.Validate(), "no Dir")
 	d.Dir = "x"
 	assert.NoError(t, d.Validate())
-	for _, c := range []sqlite.Config{{Dir: "x", BusyTimeout: -1, ReadConns: 1, MaxGroup: 1}, {Dir: "x", BusyTimeout: 1e9, ReadConns: 0, MaxGroup: 1}} {
+	for _, c := range []sqlite.Config{{Dir: "x", BusyTimeout: -1, ReadConns: 1, MaxGroup: 1}, {Dir: "x", BusyTimeout: 1e9, ReadConns: -1, MaxGroup: 1}} {
 		assert.Error(t, c.Validate(), "%+v", c)
 	}
 	_, err := sqlite.Open(bg, sqlite.Config{})
 	assert.Error(t, err)
+}
+
+// Validate judges a Config as Open does: a zero field is its default, so
+// the Config the README shows (only Dir) is valid, and Validate refuses
+// only what Open refuses.
+func TestConfigValidate_TakesZeroFieldsAsTheirDefaults(t *testing.T) {
+	cfg := sqlite.Config{Dir: t.TempDir()}
+	require.NoError(t, cfg.Validate())
+	s, err := sqlite.Open(bg, cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	for _, bad := range []sqlite.Config{{Dir: "x", BusyTimeout: -1}, {Dir: "x", ReadConns: -1}, {Dir: "x", MaxGroup: -1}} {
+		assert.Error(t, bad.Validate(), "%+v", bad)
+		_, err := sqlite.Open(bg, sqlite.Config{Dir: t.TempDir(), BusyTimeout: bad.BusyTimeout, ReadConns: bad.ReadConns, MaxGroup: bad.MaxGroup})
+		assert.Error(t, err, "%+v", bad)
+	}
 }
 
 // SPEC S2: one braid.db per folder, which Open creates private, wherever
