@@ -55,7 +55,10 @@ func ValidateSpec(s model.ToolSpec) error {
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(s.InputSchema, &obj); err != nil {
-		return fmt.Errorf("tool %q: input schema is not a JSON object: %w", s.Name, err)
+		return fmt.Errorf("tool %q: input schema is not a JSON object (give one such as {\"type\":\"object\"}): %w", s.Name, err)
+	}
+	if obj == nil { // JSON null decodes into a map without an error
+		return fmt.Errorf("tool %q: input schema is null, not a JSON object: give one such as {\"type\":\"object\"}", s.Name)
 	}
 	return nil
 }

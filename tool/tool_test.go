@@ -596,3 +596,19 @@ func TestNew_SchemaForTheModelIsAnObjectAtTheTop(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, []string{"a"}, got.Paths)
 }
+
+// SPEC A13 (tool building): a tool's input schema is a JSON object, which
+// every provider requires; JSON null, an array, a string or nothing at all
+// is refused when the tool is checked (and so by agent.New), not sent to
+// a model.
+func TestValidateSpec_RefusesAnInputSchemaThatIsNotAnObject(t *testing.T) {
+	for _, schema := range []string{"null", " null ", "[]", `"object"`, ""} {
+		spec := model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)}
+		assert.Error(t, tool.ValidateSpec(spec), "schema %q", schema)
+		raw := &tool.Raw{ToolSpec: spec, Fn: func(ctx context.Context, tc *tool.Context, in json.RawMessage) ([]model.ToolResultContent, error) {
+			return nil, nil
+		}}
+		assert.Error(t, raw.Validate(), "schema %q", schema)
+	}
+	assert.NoError(t, tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(`{"type":"object"}`)}))
+}
