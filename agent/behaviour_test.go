@@ -1153,6 +1153,10 @@ func TestNew_ConfigErrors(t *testing.T) {
 		})
 	}
 
+	// A new user's first mistake says what to set.
+	_, err := agent.New(context.Background(), agent.Config{})
+	assert.ErrorContains(t, err, "no model: set Config.Model")
+
 	a, err := agent.New(context.Background(), agent.Config{Model: model.Scripted(), Tools: []tool.Tool{ok("a"), ok("b")}})
 	require.NoError(t, err, "a valid config is accepted")
 	require.NoError(t, a.Close(context.Background()))

@@ -129,7 +129,7 @@ func (c *Config) withDefaults() {
 func (c Config) Validate() error {
 	c.withDefaults()
 	if c.Model == nil {
-		return fmt.Errorf("%w: no model", ErrConfig)
+		return fmt.Errorf("%w: no model: set Config.Model (model.Scripted for a fixed script, or a provider's model: openai.New, anthropic.New, bedrock.New)", ErrConfig)
 	}
 	for _, l := range []struct {
 		name  string
