@@ -42,6 +42,21 @@ func Agent(cfg agent.Config, opts ...Option) actors.Node {
 	return n
 }
 
+// orchestratorField names the first field of cfg that the orchestrator
+// decides and cfg sets, with what to do instead.
+func orchestratorField(cfg agent.Config) (field, hint string) {
+	switch {
+	case cfg.Session != nil:
+		return "Session", "give the session to graph.Config.Session or swarm.Config.Session"
+	case cfg.System != nil:
+		return "System", "give the system to graph.Config.System or swarm.Config.System"
+	case cfg.Restore != nil:
+		return "Restore", "a node's agent is restored from its orchestrator's session"
+	default:
+		return "OwnerPath", "the node's path in its orchestrator is its owner path"
+	}
+}
+
 // Option tweaks an agent node.
 type Option func(*agentNode)
 
@@ -67,7 +82,9 @@ func (n *agentNode) OpenNode(ctx context.Context, env actors.NodeEnv) (actors.No
 	cfg := n.cfg
 	switch {
 	case cfg.OwnerPath != "" || cfg.System != nil || cfg.Session != nil || cfg.Restore != nil:
-		return nil, fmt.Errorf("%w: node %q: OwnerPath, System, Session and Restore are set by the orchestrator", ErrConfig, env.NodeID)
+		field, hint := orchestratorField(cfg)
+		return nil, fmt.Errorf("%w: node %q: its agent config sets %s: leave it empty (%s); OwnerPath, System, Session and Restore are set by the orchestrator",
+			ErrConfig, env.NodeID, field, hint)
 	case strings.Contains(cfg.ID, ":"):
 		return nil, fmt.Errorf("%w: node %q: agent id %q contains \":\"", ErrConfig, env.NodeID, cfg.ID)
 	case len(cfg.Messages) > 0 && cfg.Messages[len(cfg.Messages)-1].Role == model.RoleUser:

@@ -106,6 +106,9 @@ func TestGraph_BuildErrors(t *testing.T) {
 		"two conds": {graph.NewBuilder().AddNode("a", fn(r, "a", nil)).AddEdge("a", "a", nil, nil), "one condition"},
 		"agent with a path": {graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Model: model.Scripted(), OwnerPath: "x"})),
 			"set by the orchestrator"},
+		// The message names the field set and where the session goes.
+		"agent with a session": {graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Model: model.Scripted(), Session: nodeSession(t)})),
+			"sets Session: leave it empty (give the session to graph.Config.Session or swarm.Config.Session)"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -202,4 +205,13 @@ func TestGraph_ResetOnRevisitStartsTheAgentAfresh(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeSession is a session manager over a memory store, for a node's
+// agent config that wrongly sets one.
+func nodeSession(t *testing.T) *persistence.SessionManager {
+	t.Helper()
+	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	require.NoError(t, err)
+	return sm
 }
