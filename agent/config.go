@@ -57,7 +57,9 @@ type Config struct {
 	// LoadTimeout bounds the load of the session when the actor activates
 	// (default 30s).
 	LoadTimeout time.Duration
-	// Messages is the initial history (copied). Ignored when Restore is set.
+	// Messages is the initial history (copied). Ignored when Restore is
+	// set, and when Session already holds this agent (the stored history
+	// wins): it seeds a new agent only.
 	// One that ends with a user message waits for the model's answer: the
 	// agent is Incomplete, and its first Invoke takes the empty Input.
 	Messages []model.Message

@@ -14,7 +14,8 @@ import (
 type Node struct {
 	// Agent configures the node's agent. Its ID (else its Name) is the
 	// node's id; the swarm sets OwnerPath, System, Session and IdleTimeout,
-	// so leave them empty. It must not have a tool named HandoffTool.
+	// and restores it from its own session, so leave those and Restore
+	// empty (agentnode.Agent). It must not have a tool named HandoffTool.
 	Agent agent.Config
 	// Description tells the other agents what this one is for (default:
 	// the first line of Agent.SystemPrompt).
