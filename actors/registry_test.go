@@ -289,6 +289,7 @@ func TestBind_RefusesASecondBindingOfOneIdentity(t *testing.T) {
 	_, err := sys.Registry().Bind(ctxT(t), ident("a"), p.config(0))
 	require.ErrorIs(t, err, actors.ErrBound)
 	assert.Contains(t, err.Error(), ident("a").String())
+	assert.Contains(t, err.Error(), "close the live one first, or use it", "the message says what to do")
 
 	// Another identity is not affected.
 	bind(t, sys, ident("b"), p.config(0))
