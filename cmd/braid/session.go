@@ -165,7 +165,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 		if err := importSession(ctx, store, exp); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(stdout, "imported session %s: %d records\n", shownID(exp.SessionID), len(exp.Records))
+		_, err = fmt.Fprintf(stdout, "imported session %s: %s\n", shownID(exp.SessionID), recordCount(len(exp.Records)))
 		return err
 	case "delete":
 		return deleteSession(ctx, store, id, stdout)
@@ -249,7 +249,7 @@ func badIDSession(ctx context.Context, store persistence.Store, sub, id string, 
 		case n == 0:
 			return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
 		}
-		_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", shownID(id), n)
+		_, err = fmt.Fprintf(w, "deleted session %s: %s\n", shownID(id), recordCount(n))
 		return err
 	}
 	infos, err := store.Sessions(ctx)
@@ -370,7 +370,7 @@ func deleteSession(ctx context.Context, store persistence.Store, id string, w io
 	case n == 0:
 		return fmt.Errorf("session %q: %w", id, persistence.ErrNotFound)
 	}
-	_, err = fmt.Fprintf(w, "deleted session %s: %d records\n", shownID(id), n)
+	_, err = fmt.Fprintf(w, "deleted session %s: %s\n", shownID(id), recordCount(n))
 	return err
 }
 
@@ -639,4 +639,12 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// recordCount is "1 record" or "<n> records".
+func recordCount(n int) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return strconv.Itoa(n) + " records"
 }

@@ -92,7 +92,7 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 
 	code, so, se := cli("delete", "-dir", store, "demo")
 	require.Equal(t, 0, code, se)
-	assert.Equal(t, "deleted session demo: 1 records\n", so)
+	assert.Equal(t, "deleted session demo: 1 record\n", so)
 	code, so, _ = cli("list", "-dir", store)
 	require.Equal(t, 0, code)
 	assert.NotContains(t, so, "demo")
@@ -104,7 +104,7 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	for _, dir := range []string{other, store} {
 		code, so, se = cli("import", "-dir", dir, file)
 		require.Equal(t, 0, code, se)
-		assert.Equal(t, "imported session demo: 1 records\n", so)
+		assert.Equal(t, "imported session demo: 1 record\n", so)
 		code, so, se = cli("export", "-dir", dir, "demo")
 		require.Equal(t, 0, code, se)
 		assert.Equal(t, recordsOf(t, exported), recordsOf(t, so), "the records as exported (versions start again)")
@@ -231,7 +231,7 @@ func TestSession_DeleteWorksWhateverTheDamage(t *testing.T) {
 	for _, id := range []string{"good", "bad"} {
 		var so, se bytes.Buffer
 		require.Equal(t, 0, run(ctx, []string{"session", "delete", "-dir", dir, id}, nil, &so, &se), se.String())
-		assert.Equal(t, "deleted session "+id+": 1 records\n", so.String())
+		assert.Equal(t, "deleted session "+id+": 1 record\n", so.String())
 	}
 	var so, se bytes.Buffer
 	require.Equal(t, 0, run(ctx, []string{"session", "list", "-dir", dir}, nil, &so, &se), se.String())
@@ -657,7 +657,7 @@ func TestSession_ShowAndDeleteReachSessionsUnderIdsNoSaveWrites(t *testing.T) {
 	for _, id := range shown {
 		code, so, se = cli("delete", "-dir", dir, id)
 		require.Equal(t, 0, code, "%s: %s", id, se)
-		assert.Equal(t, "deleted session "+id+": 1 records\n", so)
+		assert.Equal(t, "deleted session "+id+": 1 record\n", so)
 		code, _, se = cli("delete", "-dir", dir, id)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, se, "not found")
@@ -732,7 +732,7 @@ func TestSession_AQuotedIdThatSavesWriteNamesThatSessionNotAnother(t *testing.T)
 
 	code, so, se = cli("delete", "-dir", dir, `"a"`)
 	require.Equal(t, 0, code, se)
-	assert.Equal(t, `deleted session "\"a\"": 1 records`+"\n", so)
+	assert.Equal(t, `deleted session "\"a\"": 1 record`+"\n", so)
 	code, _, se = cli("delete", "-dir", dir, `"\"b\""`)
 	require.Equal(t, 0, code, "the form list prints for \"b\" names it: %s", se)
 
@@ -776,7 +776,7 @@ func TestSession_ShowAndDeleteReachASessionUnderTheEmptyID(t *testing.T) {
 
 	code, so, se = cli("delete", "-dir", dir, `""`)
 	require.Equal(t, 0, code, se)
-	assert.Equal(t, `deleted session "": 1 records`+"\n", so)
+	assert.Equal(t, `deleted session "": 1 record`+"\n", so)
 	_, export, se := cli("export", "-dir", dir, "keep")
 	assert.Empty(t, se)
 	assert.Equal(t, kept, export, "keep's records and messages are as they were")
