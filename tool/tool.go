@@ -48,7 +48,9 @@ var (
 	ErrInputNotObject = errors.New("tool input type must be a struct or a map (a JSON object)")
 )
 
-// ValidateSpec checks a tool spec: its name, and that the schema is a JSON object.
+// ValidateSpec checks a tool spec: its name, and that the schema is a JSON
+// object that describes an object (its "type", if it has one, is
+// "object"), as every provider requires of a tool's input schema.
 func ValidateSpec(s model.ToolSpec) error {
 	if !namePattern.MatchString(s.Name) {
 		return fmt.Errorf("tool %q: %w", s.Name, ErrBadName)
@@ -59,6 +61,10 @@ func ValidateSpec(s model.ToolSpec) error {
 	}
 	if obj == nil { // JSON null decodes into a map without an error
 		return fmt.Errorf("tool %q: input schema is null, not a JSON object: give one such as {\"type\":\"object\"}", s.Name)
+	}
+	if typ, ok := obj["type"]; ok && typ != "object" {
+		typJSON, _ := json.Marshal(typ)
+		return fmt.Errorf("tool %q: input schema has \"type\": %s, but a tool takes an object: give \"type\":\"object\" and describe the input in its \"properties\"", s.Name, typJSON)
 	}
 	return nil
 }

@@ -612,3 +612,19 @@ func TestValidateSpec_RefusesAnInputSchemaThatIsNotAnObject(t *testing.T) {
 	}
 	assert.NoError(t, tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(`{"type":"object"}`)}))
 }
+
+// SPEC A13 (tool building): a tool's input schema that is an object but
+// describes something other than an object ("type" other than "object")
+// is refused when the tool is checked, as a provider would refuse it at
+// every model call; a schema without "type" describes an object and is
+// taken.
+func TestValidateSpec_RefusesASchemaWhoseTypeIsNotObject(t *testing.T) {
+	for _, schema := range []string{`{"type":"array"}`, `{"type":"string"}`, `{"type":null}`, `{"type":["object","null"]}`, `{"type":1}`} {
+		err := tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)})
+		require.Error(t, err, "schema %s", schema)
+		assert.Contains(t, err.Error(), `"type":"object"`, "the message says what to give")
+	}
+	for _, schema := range []string{`{}`, `{"type":"object","properties":{"a":{"type":"string"}}}`} {
+		assert.NoError(t, tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)}), "schema %s", schema)
+	}
+}
