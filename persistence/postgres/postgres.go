@@ -421,14 +421,14 @@ func (l *lazyConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 // wrap gives err the store's context. An error of a statement whose
 // context ended (the server cancelled it) matches the context's error
 // too, and the server's refusal of a write as read-only matches
-// ErrServerReadOnly.
+// ErrServerReadOnly and says what to do.
 func (s *Store) wrap(ctx context.Context, what string, err error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == readOnlySQLTransaction {
-		err = fmt.Errorf("%w: %w", ErrServerReadOnly, err)
+		err = fmt.Errorf("%w (connect to the primary, or turn default_transaction_read_only off): %w", ErrServerReadOnly, err)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres store: %s: %w: %w", what, cerr, err)

@@ -39,8 +39,9 @@ func TestNew_RefusesAServerThatTakesNoWrites(t *testing.T) {
 // SPEC S3, S4: a server that stops taking writes under an open store (a
 // primary turned standby, an operator's default_transaction_read_only)
 // fails every write with ErrServerReadOnly, whichever path it takes (the
-// one-round-trip append, a batch's transaction, a delete, a sync), and
-// nothing of it is stored; reads go on. The database is one of the
+// one-round-trip append, a batch's transaction, a delete, a session's
+// delete, a sync), saying what to do, and nothing of it is stored; reads
+// go on. The database is one of the
 // test's own, made read-only for new connections, and the store's
 // connections are ended so that it takes new ones.
 func TestSave_OnAServerThatTurnedReadOnlyFailsSayingSo(t *testing.T) {
@@ -83,12 +84,21 @@ func TestSave_OnAServerThatTurnedReadOnlyFailsSayingSo(t *testing.T) {
 			return err
 		},
 		"delete": func() error { return s.Delete(bg, k) },
-		"sync":   func() error { return s.Sync(bg) },
+		"delete session": func() error {
+			_, err := s.DeleteSession(bg, k.SessionID)
+			return err
+		},
+		"delete stored session": func() error {
+			_, err := s.DeleteStoredSession(bg, k.SessionID)
+			return err
+		},
+		"sync": func() error { return s.Sync(bg) },
 	}
 	for name, write := range writes {
 		err := write()
 		require.ErrorIs(t, err, postgres.ErrServerReadOnly, name)
 		assert.Contains(t, err.Error(), "read-only", name)
+		assert.Contains(t, err.Error(), "connect to the primary, or turn default_transaction_read_only off", name)
 	}
 	r, err := s.Load(bg, k)
 	require.NoError(t, err, "reads go on")
