@@ -41,7 +41,9 @@ type Config struct {
 	// ReadConns is how many connections serve loads at most (default 4);
 	// once opened, they stay open until Close.
 	ReadConns int
-	// MaxGroup bounds the saves committed in one transaction (default 128).
+	// MaxGroup bounds the saves committed in one transaction (default
+	// 128, at most 65536); Open queues up to four times as
+	// many saves.
 	MaxGroup int
 	// NoFsync turns every fsync off, durable saves and Sync included: for
 	// benchmarks only. A machine crash may then lose any saves.
@@ -69,6 +71,10 @@ func DefaultConfig() Config {
 	return Config{BusyTimeout: 10 * time.Second, ReadConns: 4, MaxGroup: 128}
 }
 
+// maxMaxGroup is the largest Config.MaxGroup: Open makes a queue of four
+// times it, which must be a size a channel can have.
+const maxMaxGroup = 1 << 16
+
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
@@ -88,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("sqlite store: BusyTimeout %v: want at least 1ms", c.BusyTimeout)
 	case c.ReadConns < 1 || c.MaxGroup < 1:
 		return errors.New("sqlite store: ReadConns and MaxGroup must be at least 1")
+	case c.MaxGroup > maxMaxGroup:
+		return fmt.Errorf("sqlite store: MaxGroup %d: want at most %d", c.MaxGroup, maxMaxGroup)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,6 +80,24 @@ func TestConfigValidate_TakesZeroFieldsAsTheirDefaults(t *testing.T) {
 		_, err := sqlite.Open(bg, sqlite.Config{Dir: t.TempDir(), BusyTimeout: bad.BusyTimeout, ReadConns: bad.ReadConns, MaxGroup: bad.MaxGroup})
 		assert.Error(t, err, "%+v", bad)
 	}
+}
+
+// Validate and Open agree on a MaxGroup too large for the queue Open
+// makes for it: both refuse it with an error, Open without panicking,
+// and both take the largest one allowed.
+func TestConfigValidate_RefusesAMaxGroupTooLargeAsOpenDoes(t *testing.T) {
+	for _, n := range []int{1<<16 + 1, math.MaxInt / 4, math.MaxInt} {
+		cfg := sqlite.Config{Dir: t.TempDir(), MaxGroup: n}
+		assert.ErrorContains(t, cfg.Validate(), "MaxGroup", "MaxGroup %d", n)
+		var err error
+		require.NotPanics(t, func() { _, err = sqlite.Open(bg, cfg) }, "MaxGroup %d", n)
+		assert.ErrorContains(t, err, "MaxGroup", "MaxGroup %d", n)
+	}
+	cfg := sqlite.Config{Dir: t.TempDir(), MaxGroup: 1 << 16}
+	require.NoError(t, cfg.Validate())
+	s, err := sqlite.Open(bg, cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 }
 
 // SPEC S2: one braid.db per folder, which Open creates private, wherever
