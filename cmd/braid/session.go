@@ -267,8 +267,9 @@ func badIDSession(ctx context.Context, store persistence.Store, sub, id string, 
 
 // How openStore opens a SQLite store.
 const (
-	// readOnly: an existing store, read-only (sqlite.Config.ReadOnly):
-	// nothing is created or changed, no write lock is taken.
+	// readOnly: an existing store, read-only (sqlite.Config.ReadOnly,
+	// postgres.Config.ReadOnly): nothing is created or changed, no write
+	// lock is taken, and a PostgreSQL server that takes no writes serves.
 	readOnly = iota
 	// write: an existing store, to write to.
 	write
@@ -286,7 +287,7 @@ const (
 // the demo never finds.
 func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Store, error) {
 	if dsn != "" {
-		return postgres.New(ctx, postgres.Config{DSN: dsn})
+		return postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: mode == readOnly})
 	}
 	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 	switch {

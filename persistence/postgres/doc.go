@@ -17,7 +17,9 @@
 // this build's. New also refuses a server that takes no writes (a hot
 // standby, or default_transaction_read_only on) with ErrServerReadOnly,
 // and a write that later meets one (a primary turned standby) fails with
-// that error too, having written nothing.
+// that error too, having written nothing. A store opened with
+// Config.ReadOnly (an inspection tool's) reads such a server, and creates
+// and changes nothing: its writes fail with ErrReadOnly.
 //
 // A save is one transaction that first takes an advisory lock on its
 // session, so that its version checks and writes are one step for every

@@ -29,6 +29,14 @@ type Config struct {
 	// this long (default 15s). A connect_timeout in the DSN bounds the
 	// later connects instead.
 	ConnectTimeout time.Duration
+	// ReadOnly opens the store for reading only, as an inspection tool
+	// does: New neither creates nor changes the tables (Braid's tables
+	// must be there, of this build's layout: else an error matching
+	// persistence.ErrNotFound, or persistence.ErrSchemaVersion), and takes
+	// a server that takes no writes (a hot standby, a role with
+	// default_transaction_read_only on). Save, Delete, DeleteSession,
+	// DeleteStoredSession and Sync fail with ErrReadOnly, writing nothing.
+	ReadOnly bool
 }
 
 // DefaultConfig returns the defaults (no DSN).
@@ -67,6 +75,9 @@ func (c Config) Validate() error {
 // under an open store) fails with it, and nothing of it was written.
 var ErrServerReadOnly = errors.New("the server is read-only (a hot standby, or default_transaction_read_only on): it takes no writes")
 
+// ErrReadOnly reports a write to a Store opened with Config.ReadOnly.
+var ErrReadOnly = errors.New("the store was opened read-only (Config.ReadOnly): it writes nothing")
+
 // readOnlySQLTransaction is the SQLSTATE of a write refused by a
 // read-only transaction or a server in recovery.
 const readOnlySQLTransaction = "25006"
@@ -78,6 +89,7 @@ type Store struct {
 	maxConns int32  // the pool's bound (see retry)
 	lockWait string // outcomeLockWait
 	lockXid  string // lockXidSQL, with runSQL if the role may read it
+	readOnly bool   // Config.ReadOnly
 	closed   atomic.Bool
 }
 
@@ -156,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if readOnly {
+	if readOnly && !cfg.ReadOnly {
 		// Which of the two, if the role may ask (an operator may revoke
 		// pg_is_in_recovery from PUBLIC).
 		var standby bool
@@ -167,21 +179,36 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		return nil, fmt.Errorf("postgres store: %w: default_transaction_read_only is on for this connection", ErrServerReadOnly)
 	}
-	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL}
+	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL, readOnly: cfg.ReadOnly}
 	if !run {
 		s.lockXid = lockXidSQL + "NULL::text"
 	}
-	// Several processes may start at once: the lock serialises the CREATEs.
-	err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
-		return sqlstore.Init(ctx, q, sqlstore.Dialect{Text: `text COLLATE "C"`,
-			Columns: `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'braid_records'`,
-			Exists:  `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`})
-	})
+	if cfg.ReadOnly {
+		_, err = read(ctx, s, func(q sqlstore.Querier) (struct{}, error) {
+			return struct{}{}, sqlstore.CheckLayout(ctx, q, dialect())
+		})
+		if errors.Is(err, sqlstore.ErrNoTables) {
+			err = fmt.Errorf("postgres store: %w (%w)", err, persistence.ErrNotFound)
+		}
+	} else {
+		// Several processes may start at once: the lock serialises the
+		// CREATEs.
+		err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
+			return sqlstore.Init(ctx, q, dialect())
+		})
+	}
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// dialect returns PostgreSQL's form of the shared tables.
+func dialect() sqlstore.Dialect {
+	return sqlstore.Dialect{Text: `text COLLATE "C"`,
+		Columns: `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'braid_records'`,
+		Exists:  `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1`}
 }
 
 // checkServerVersion refuses a server older than PostgreSQL 13, which
@@ -200,6 +227,9 @@ func checkServerVersion(num int, version string) error {
 func (s *Store) write(ctx context.Context, durable bool, sessionID string, fn func(sqlstore.Querier) error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
+	}
+	if s.readOnly {
+		return fmt.Errorf("postgres store: %w", ErrReadOnly)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -514,6 +544,9 @@ var (
 func (s *Store) append(ctx context.Context, durable bool, c persistence.Change) (version int64, ok bool, err error) {
 	if s.closed.Load() {
 		return 0, false, persistence.ErrClosed
+	}
+	if s.readOnly {
+		return 0, false, fmt.Errorf("postgres store: %w", ErrReadOnly)
 	}
 	msgs := make([]string, len(c.Messages))
 	for i, m := range c.Messages {

@@ -107,3 +107,79 @@ func TestSave_OnAServerThatTurnedReadOnlyFailsSayingSo(t *testing.T) {
 	_, err = s.Load(bg, other)
 	assert.ErrorIs(t, err, persistence.ErrNotFound)
 }
+
+// SPEC S3: a store opened with Config.ReadOnly reads a server that takes
+// no writes (here a DSN with default_transaction_read_only on), creates
+// and changes nothing, and fails every write with ErrReadOnly; a
+// database without Braid's tables is not found rather than created.
+func TestNew_ReadOnlyReadsAServerThatTakesNoWrites(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	w, err := postgres.New(bg, postgres.Config{DSN: dsn})
+	require.NoError(t, err)
+	k := persistence.Key{SessionID: "ro-" + uuid.NewString(), Kind: persistence.KindAgent, ID: "a"}
+	_, err = w.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Data: json.RawMessage(`{"n":1}`)})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("default_transaction_read_only", "on")
+	u.RawQuery = q.Encode()
+	s, err := postgres.New(bg, postgres.Config{DSN: u.String(), ReadOnly: true})
+	require.NoError(t, err)
+	defer s.Close()
+	r, err := s.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Version)
+
+	other := k
+	other.ID = "b"
+	writes := map[string]func() error{
+		"append": func() error {
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: other, Data: json.RawMessage(`{"n":1}`)})
+			return err
+		},
+		"batch": func() error {
+			_, err := s.Save(bg, persistence.SaveOptions{}, persistence.Change{Key: k, Base: 1, Data: json.RawMessage(`{"n":2}`)},
+				persistence.Change{Key: other, Data: json.RawMessage(`{"n":1}`)})
+			return err
+		},
+		"delete": func() error { return s.Delete(bg, k) },
+		"delete session": func() error {
+			_, err := s.DeleteSession(bg, k.SessionID)
+			return err
+		},
+		"delete stored session": func() error {
+			_, err := s.DeleteStoredSession(bg, k.SessionID)
+			return err
+		},
+		"sync": func() error { return s.Sync(bg) },
+	}
+	for name, write := range writes {
+		assert.ErrorIs(t, write(), postgres.ErrReadOnly, name)
+	}
+	r, err = s.Load(bg, k)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Version)
+
+	// A database without Braid's tables: nothing is created.
+	admin, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	defer admin.Close(bg)
+	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
+	u.Path = "/" + db
+	q.Del("default_transaction_read_only")
+	u.RawQuery = q.Encode()
+	_, err = postgres.New(bg, postgres.Config{DSN: u.String(), ReadOnly: true})
+	require.ErrorIs(t, err, persistence.ErrNotFound)
+	c, err := pgx.Connect(bg, u.String())
+	require.NoError(t, err)
+	defer c.Close(bg)
+	var n int
+	require.NoError(t, c.QueryRow(bg, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'braid%'`).Scan(&n))
+	assert.Zero(t, n, "no table was created")
+}
