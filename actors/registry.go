@@ -28,7 +28,7 @@ func (id Identity) String() string { return id.SessionID + "/" + id.Kind + "/" +
 var (
 	// ErrBound: the identity is bound already in this registry (one live
 	// owner per identity, SPEC R4).
-	ErrBound = errors.New("identity is bound already in this process: one live agent, graph or swarm per session and id; close the live one first, or use it")
+	ErrBound = errors.New("identity is bound already in this actors.System: one live agent, graph or swarm per session, kind, owner path and id; close the live one first, or use it")
 	// ErrUnbound: the binding was released.
 	ErrUnbound = errors.New("identity is not bound")
 )
