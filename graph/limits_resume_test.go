@@ -78,7 +78,10 @@ func TestGraph_AResumedNodeRunFinishesPastMaxNodeExecutions_M8(t *testing.T) {
 // limit.
 func TestGraph_AResumedNodeRunFinishesPastExecutionTimeout_M8(t *testing.T) {
 	ctx := context.Background()
-	const budget = 200 * time.Millisecond
+	// The budget is also the time the first invocation's own work gets
+	// (the first subtest requires it to end within the budget): it is
+	// wide so that a busy machine never reaches it there.
+	const budget = time.Second
 	t.Run("the answer comes after the budget", func(t *testing.T) {
 		r := newRecorder()
 		x := askingAgent(r, "x", map[int]bool{1: true}, nil, nil)
@@ -118,7 +121,7 @@ func TestGraph_AResumedNodeRunFinishesPastExecutionTimeout_M8(t *testing.T) {
 		require.NotNil(t, res.Node("x").Agent)
 		assert.Equal(t, "x answered xx", res.Node("x").Agent.String())
 		assert.Equal(t, multiagent.StatusFailed, res.Status)
-		assert.Equal(t, "Execution timed out: 0.2s", res.Message)
+		assert.Equal(t, "Execution timed out: 1s", res.Message)
 		assert.Nil(t, res.Node("y"), "a new node run does not start past the budget")
 		assert.Equal(t, 0, r.count("model:y"))
 	})
