@@ -82,8 +82,11 @@ func (a *job) invoke(ctx context.Context, in Input, values map[string]any, emit 
 // to another writer (a *persistence.ConflictError naming its record, SPEC
 // S4): its state is stale.
 func (a *job) lostSave(err error) bool {
+	if err == nil || a.sess == nil {
+		return false // before errors.As, whose target would escape on every call
+	}
 	var ce *persistence.ConflictError
-	return a.sess != nil && errors.As(err, &ce) && ce.Key == a.sess.Key()
+	return errors.As(err, &ce) && ce.Key == a.sess.Key()
 }
 
 // awaitsModel reports whether a history ends with a message the model has
