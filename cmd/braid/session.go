@@ -278,8 +278,9 @@ const (
 )
 
 // openStore opens the store: postgres when a DSN is given, else the
-// SQLite store in dir, which must exist unless mode is create (reading
-// creates nothing), read-only in mode readOnly. Only a store that does not exist is "no store"; one
+// SQLite store in dir, which must exist unless mode is create; read-only
+// in mode readOnly, which creates nothing (PostgreSQL's tables must be
+// there). Only a store that does not exist is "no store"; one
 // that cannot be looked at (permission denied, a path through a file) is
 // reported as it is. A dir without a store that is a demo's workspace
 // (its store is in dir/.braid) is refused, create or not, saying which
@@ -287,7 +288,15 @@ const (
 // the demo never finds.
 func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Store, error) {
 	if dsn != "" {
-		return postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: mode == readOnly})
+		st, err := postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: mode == readOnly})
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+			// Read-only: a database (or search_path) without Braid's tables.
+			return nil, fmt.Errorf("no store in the PostgreSQL database the DSN names (give -postgres the DSN, with the search_path, that Braid's stores write to, or -dir): %w", err)
+		case err != nil:
+			return nil, err
+		}
+		return st, nil
 	}
 	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 	switch {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,4 +49,35 @@ func TestSession_ReadingCommandsWorkOnAServerThatTakesNoWrites(t *testing.T) {
 	var so, se bytes.Buffer
 	assert.Equal(t, 1, run(ctx, []string{"session", "delete", "-postgres", ro, id}, nil, &so, &se))
 	assert.Contains(t, se.String(), "read-only")
+}
+
+// SPEC S3: the reading commands create nothing in a PostgreSQL database
+// without Braid's tables: they fail saying there is no store there and
+// what to give instead, as they do for a folder without one.
+func TestSession_ReadingCommandsOnADatabaseWithoutAStoreSayWhatToGive(t *testing.T) {
+	ctx := context.Background()
+	dsn := persistencetest.PostgresDSN(t)
+	admin, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	db := "braid_cli_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = admin.Exec(ctx, `CREATE DATABASE `+db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP DATABASE `+db+` WITH (FORCE)`) })
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.Path = "/" + db
+	for _, args := range [][]string{{"session", "list", "-postgres", u.String()}, {"session", "show", "-postgres", u.String(), "s1"},
+		{"session", "export", "-postgres", u.String(), "s1"}} {
+		var so, se bytes.Buffer
+		require.Equal(t, 1, run(ctx, args, nil, &so, &se), "%v", args[:2])
+		assert.Contains(t, se.String(), "no store in the PostgreSQL database", "%v", args[:2])
+		assert.Contains(t, se.String(), "give -postgres", "%v: says what to give", args[:2])
+	}
+	c, err := pgx.Connect(ctx, u.String())
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'braid%'`).Scan(&n))
+	assert.Zero(t, n, "no table was created")
 }
