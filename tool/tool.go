@@ -50,7 +50,9 @@ var (
 
 // ValidateSpec checks a tool spec: its name, and that the schema is a JSON
 // object that describes an object (its "type", if it has one, is
-// "object"), as every provider requires of a tool's input schema.
+// "object"; its "properties", if it has them, an object; its "required",
+// if it has one, a list of names), as every provider requires of a tool's
+// input schema.
 func ValidateSpec(s model.ToolSpec) error {
 	if !namePattern.MatchString(s.Name) {
 		return fmt.Errorf("tool %q: %w", s.Name, ErrBadName)
@@ -65,6 +67,24 @@ func ValidateSpec(s model.ToolSpec) error {
 	if typ, ok := obj["type"]; ok && typ != "object" {
 		typJSON, _ := json.Marshal(typ)
 		return fmt.Errorf("tool %q: input schema has \"type\": %s, but a tool takes an object: give \"type\":\"object\" and describe the input in its \"properties\"", s.Name, typJSON)
+	}
+	if props, ok := obj["properties"]; ok {
+		if _, isObj := props.(map[string]any); !isObj {
+			propsJSON, _ := json.Marshal(props)
+			return fmt.Errorf("tool %q: input schema has \"properties\": %s, not an object: give one that maps each parameter's name to its schema, such as {\"a\":{\"type\":\"string\"}}", s.Name, propsJSON)
+		}
+	}
+	if req, ok := obj["required"]; ok {
+		names, isList := req.([]any)
+		for _, n := range names {
+			if _, isName := n.(string); !isName {
+				isList = false
+			}
+		}
+		if !isList {
+			reqJSON, _ := json.Marshal(req)
+			return fmt.Errorf("tool %q: input schema has \"required\": %s, not a list of names: give the required parameters' names, such as [\"a\"]", s.Name, reqJSON)
+		}
 	}
 	return nil
 }

@@ -628,3 +628,20 @@ func TestValidateSpec_RefusesASchemaWhoseTypeIsNotObject(t *testing.T) {
 		assert.NoError(t, tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)}), "schema %s", schema)
 	}
 }
+
+// SPEC A13 (tool building): a tool's input schema whose "required" is not
+// a list of names, or whose "properties" is not an object, is refused
+// when the tool is checked, as the Anthropic provider refuses it at every
+// model call and the APIs refuse it; the message says what to give.
+func TestValidateSpec_RefusesRequiredOrPropertiesOfTheWrongShape(t *testing.T) {
+	for _, schema := range []string{`{"type":"object","required":"a"}`, `{"type":"object","required":[1]}`,
+		`{"required":{"a":true}}`, `{"type":"object","properties":["a"]}`, `{"properties":"a"}`, `{"properties":null}`} {
+		err := tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)})
+		require.Error(t, err, "schema %s", schema)
+		assert.Contains(t, err.Error(), "give", "schema %s: the message says what to give", schema)
+	}
+	for _, schema := range []string{`{"type":"object","properties":{},"required":[]}`,
+		`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`} {
+		assert.NoError(t, tool.ValidateSpec(model.ToolSpec{Name: "raw", InputSchema: json.RawMessage(schema)}), "schema %s", schema)
+	}
+}
