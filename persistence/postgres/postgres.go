@@ -122,7 +122,8 @@ func synchronousCommit(durable bool) string {
 
 // New connects, with the defaults for cfg's zero fields, and creates the
 // tables if they do not exist (see the package doc for the role this
-// takes).
+// takes), or, with cfg.ReadOnly, checks by reading that they are there,
+// of this build's layout.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -187,8 +188,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		_, err = read(ctx, s, func(q sqlstore.Querier) (struct{}, error) {
 			return struct{}{}, sqlstore.CheckLayout(ctx, q, dialect())
 		})
-		if errors.Is(err, sqlstore.ErrNoTables) {
+		switch {
+		case errors.Is(err, sqlstore.ErrNoTables):
 			err = fmt.Errorf("postgres store: %w (%w)", err, persistence.ErrNotFound)
+		case errors.Is(err, persistence.ErrSchemaVersion):
+			err = fmt.Errorf("postgres store: %w", err)
 		}
 	} else {
 		// Several processes may start at once: the lock serialises the

@@ -183,3 +183,42 @@ func TestNew_ReadOnlyReadsAServerThatTakesNoWrites(t *testing.T) {
 	require.NoError(t, c.QueryRow(bg, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'braid%'`).Scan(&n))
 	assert.Zero(t, n, "no table was created")
 }
+
+// SPEC S3: a store opened with Config.ReadOnly on a server that takes
+// writes brings no table to this build's layout: tables of an earlier
+// layout are an error matching persistence.ErrSchemaVersion, naming the
+// store, and the layout row and the columns stay as they were.
+func TestNew_ReadOnlyLeavesAnEarlierLayoutAsItIs(t *testing.T) {
+	dsn := persistencetest.PostgresDSN(t)
+	admin, err := pgx.Connect(bg, dsn)
+	require.NoError(t, err)
+	defer admin.Close(bg)
+	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.Path = "/" + db
+	w, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	c, err := pgx.Connect(bg, u.String())
+	require.NoError(t, err)
+	defer c.Close(bg)
+	// Layout 1: no incarnation column.
+	_, err = c.Exec(bg, `ALTER TABLE braid_records DROP COLUMN incarnation`)
+	require.NoError(t, err)
+	_, err = c.Exec(bg, `UPDATE braid_meta SET value = 1 WHERE name = 'layout'`)
+	require.NoError(t, err)
+
+	_, err = postgres.New(bg, postgres.Config{DSN: u.String(), ReadOnly: true})
+	require.ErrorIs(t, err, persistence.ErrSchemaVersion)
+	assert.Contains(t, err.Error(), "postgres store")
+	var layout, cols int
+	require.NoError(t, c.QueryRow(bg, `SELECT value FROM braid_meta WHERE name = 'layout'`).Scan(&layout))
+	require.NoError(t, c.QueryRow(bg, `SELECT count(*) FROM information_schema.columns
+  WHERE table_schema = current_schema() AND table_name = 'braid_records' AND column_name = 'incarnation'`).Scan(&cols))
+	assert.Equal(t, 1, layout, "the layout row is unchanged")
+	assert.Zero(t, cols, "no column was added")
+}
