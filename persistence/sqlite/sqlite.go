@@ -56,7 +56,8 @@ type Config struct {
 	// created nor brought to this build's layout (a database of another
 	// layout is an error matching persistence.ErrSchemaVersion, one
 	// without Braid's tables an error matching fs.ErrNotExist). Save,
-	// Delete, DeleteSession and Sync fail with ErrReadOnly.
+	// Delete, DeleteSession, DeleteStoredSession and Sync fail with
+	// ErrReadOnly.
 	// SQLite reads a WAL database through its -wal and -shm files: it
 	// creates them beside braid.db when they are missing and the folder
 	// is writable (they stay after Close: a read-only connection does not
@@ -174,8 +175,9 @@ func (r *request) abandon() bool {
 	return r.state.CompareAndSwap(queued, abandoned) || r.state.CompareAndSwap(taken, abandoned)
 }
 
-// ErrReadOnly reports a write (Save, Delete, DeleteSession) to a Store
-// opened with Config.ReadOnly: nothing was written.
+// ErrReadOnly reports a write (Save, Delete, DeleteSession,
+// DeleteStoredSession, Sync) to a Store opened with Config.ReadOnly:
+// nothing was written.
 var ErrReadOnly = errors.New("the store was opened read-only")
 
 // Open opens (creating it if needed, unless cfg.ReadOnly) the database in
