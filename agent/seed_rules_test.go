@@ -7,10 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -117,4 +120,103 @@ func TestNullAnswer_InStrandsResumeJSONIsAnAnswer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason)
 	assert.Equal(t, []string{"null"}, got)
+}
+
+// SPEC I2, I4, A6 (the seed's tool components: a tool interrupt's name
+// "must be unique only among interrupt calls configured in the same tool
+// definition"): two tools, and two uses of one of them, all running
+// concurrently, each ask under the same name. That is no name clash: the
+// cycle stops with three interrupts, one per tool use, each with its own
+// id, and each answer reaches the tool use it was raised by.
+func TestToolInterruptNames_NeedBeUniqueOnlyWithinATool(t *testing.T) {
+	ctx := context.Background()
+	mk := func(name string) tool.Tool {
+		return tool.New(name, "asks first", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
+			ans, err := tc.Interrupt("myapp-approval", map[string]any{"paths": in.Paths})
+			if err != nil {
+				return "", err
+			}
+			s, _ := ans.String()
+			return name + " " + in.Paths[0] + ": " + s, nil
+		})
+	}
+	m := toolThenText("done",
+		model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}}),
+		model.Call("t2", "delete_files", pathsIn{Paths: []string{"b"}}),
+		model.Call("t3", "archive_files", pathsIn{Paths: []string{"c"}}))
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{mk("delete_files"), mk("archive_files")}})
+
+	res, err := a.Invoke(ctx, agent.Text("clean up"))
+	require.NoError(t, err, "one name in several tools is not a clash")
+	require.Equal(t, agent.StopInterrupt, res.StopReason)
+	require.Len(t, res.Interrupts, 3)
+	want := []string{
+		interrupt.ToolCallID("t1", "myapp-approval"),
+		interrupt.ToolCallID("t2", "myapp-approval"),
+		interrupt.ToolCallID("t3", "myapp-approval"),
+	}
+	assert.ElementsMatch(t, want, ids(res.Interrupts))
+	for _, in := range res.Interrupts {
+		assert.Equal(t, "myapp-approval", in.Name)
+		assert.Equal(t, interrupt.SourceTool, in.Source)
+	}
+
+	res, err = a.Invoke(ctx, agent.Resume(
+		interrupt.Respond(want[2], "later"), interrupt.Respond(want[0], "y"), interrupt.Respond(want[1], "n")))
+	require.NoError(t, err)
+	require.Equal(t, agent.StopEndTurn, res.StopReason)
+	msgs := agenttest.Messages(t, a)
+	requireValidHistory(t, msgs)
+	rs := msgs[2].ToolResults()
+	require.Len(t, rs, 3)
+	assert.Equal(t, "delete_files a: y", rs[0].Text())
+	assert.Equal(t, "delete_files b: n", rs[1].Text())
+	assert.Equal(t, "archive_files c: later", rs[2].Text())
+	assert.Equal(t, 2, m.Calls())
+}
+
+// SPEC I7, S1 (the seed: "the response must be JSON-serializable"): a
+// resume with one answer that cannot be encoded as JSON is rejected whole,
+// with ErrAnswer naming that id: the good answer beside it is not taken,
+// nothing runs, and the agent (and its session, read by a new process)
+// still waits for both interrupts; a resume with encodable answers then
+// completes.
+func TestResume_AnAnswerThatIsNotJSONIsRejectedAndChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	store := persistence.NewMemoryStore()
+	del, runs := countingTool("delete_files")
+	build := func() *agent.Agent {
+		sm, err := persistence.NewSessionManager(store, "myapp")
+		require.NoError(t, err)
+		return newAgent(t, agent.Config{
+			Model: toolThenText("done",
+				model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}}),
+				model.Call("t2", "delete_files", pathsIn{Paths: []string{"b"}})),
+			Tools: []tool.Tool{del}, Hooks: []hook.Provider{approveHook("delete_files", "myapp-approval")},
+			Session: sm, System: actorstest.System(t)})
+	}
+	a := build()
+	res, err := a.Invoke(ctx, agent.Text("delete a and b"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	first, second := res.Interrupts[0], res.Interrupts[1]
+
+	_, err = a.Invoke(ctx, agent.Resume(respond(first, "y"), respond(second, make(chan int))))
+	require.ErrorIs(t, err, interrupt.ErrAnswer)
+	var idErr *interrupt.IDError
+	require.ErrorAs(t, err, &idErr)
+	assert.Equal(t, second.ID, idErr.ID)
+	assert.Contains(t, err.Error(), second.ID)
+	assert.Equal(t, 0, runs.total(), "nothing runs")
+	for _, got := range [][]interrupt.Interrupt{agenttest.Interrupts(t, a), agenttest.Interrupts(t, build())} {
+		require.Len(t, got, 2)
+		for _, in := range got {
+			assert.False(t, in.Answered, "%s: the good answer beside the bad one is not taken", in.ID)
+		}
+	}
+
+	res, err = build().Invoke(ctx, agent.Resume(respond(first, "y"), respond(second, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, agent.StopEndTurn, res.StopReason)
+	assert.Equal(t, 2, runs.total())
 }
