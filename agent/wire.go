@@ -59,7 +59,10 @@ func ErrorFromWire(w *braidv1.Error) error {
 	return c.Decode(w)
 }
 
-// InputToWire is the protobuf form of an input.
+// InputToWire is the protobuf form of an input. A response whose answer
+// could not be encoded as JSON cannot be carried: it is refused here with
+// its *interrupt.IDError (errors.Is interrupt.ErrAnswer), as an in-process
+// resume refuses it, and nothing is sent.
 func InputToWire(in Input) (*braidv1.AgentInput, error) {
 	w := &braidv1.AgentInput{Resume: in.resume}
 	for _, m := range in.messages {
@@ -70,6 +73,9 @@ func InputToWire(in Input) (*braidv1.AgentInput, error) {
 		w.Messages = append(w.Messages, b)
 	}
 	for _, r := range in.responses {
+		if err := r.Err(); err != nil {
+			return nil, err
+		}
 		w.Responses = append(w.Responses, actors.ResponseToWire(r))
 	}
 	return w, nil

@@ -303,3 +303,51 @@ func TestGraph_ResponsesAfterTheRunCompletedAreRejected(t *testing.T) {
 	assert.ErrorIs(t, err, interrupt.ErrNotInterrupted)
 	assert.Equal(t, 1, r.count("model:a"))
 }
+
+// SPEC I7, M5 (the seed: "the response must be JSON-serializable"): a
+// graph waits for a gate and for a node's own tool; a resume that answers
+// the gate well and the tool with a value that cannot be encoded as JSON
+// is rejected whole, with ErrAnswer naming the tool's interrupt: nothing
+// runs and the gate's answer is not taken, so a resume that answers only
+// the tool still leaves the gate waiting.
+func TestGraph_AnAnswerThatIsNotJSONIsRejectedWhole(t *testing.T) {
+	ctx := context.Background()
+	r := newRecorder()
+	b := graph.NewBuilder().AddNode("inspector", toolAgent(r, "inspector", "inspect", "which")).
+		AddNode("cleanup", textAgent(r, "cleanup"))
+	g := build(t, b, graph.Config{Hooks: []hook.Provider{gate(r, "cleanup")}})
+
+	res, err := g.Invoke(ctx, agent.Text("inspect and clean up"))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status)
+	require.Len(t, res.Interrupts, 2)
+	var gateID, toolID string
+	for _, in := range res.Interrupts {
+		if in.Source == interrupt.SourceMultiAgentHook {
+			gateID = in.ID
+		} else {
+			toolID = in.ID
+		}
+	}
+	require.NotEmpty(t, gateID)
+	require.NotEmpty(t, toolID)
+
+	_, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y"), interrupt.Respond(toolID, make(chan int))))
+	require.ErrorIs(t, err, interrupt.ErrAnswer)
+	var idErr *interrupt.IDError
+	require.ErrorAs(t, err, &idErr)
+	assert.Equal(t, toolID, idErr.ID)
+	assert.Zero(t, r.count("tool:inspector"), "nothing runs")
+	assert.Zero(t, r.count("model:cleanup"), "nothing runs")
+
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(toolID, "all")))
+	require.NoError(t, err)
+	require.Equal(t, multiagent.StatusInterrupted, res.Status, "the gate's answer was not taken")
+	assert.Equal(t, []string{gateID}, []string{res.Interrupts[0].ID})
+	assert.Equal(t, 1, r.count("tool:inspector"))
+
+	res, err = g.Invoke(ctx, agent.Resume(interrupt.Respond(gateID, "y")))
+	require.NoError(t, err)
+	assert.Equal(t, multiagent.StatusCompleted, res.Status)
+	assert.Equal(t, 1, r.count("model:cleanup"))
+}
