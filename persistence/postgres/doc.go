@@ -16,6 +16,8 @@
 // and writes nothing to them, and brings tables of an earlier layout to
 // this build's. New also refuses a server that takes no writes (a hot
 // standby, or default_transaction_read_only on) with ErrServerReadOnly,
+// saying which from the settings the server reports to any role
+// (in_hot_standby, from PostgreSQL 14, and default_transaction_read_only),
 // and a write that later meets one (a primary turned standby) fails with
 // that error too, having written nothing. A store opened with
 // Config.ReadOnly (an inspection tool's) reads such a server, and creates

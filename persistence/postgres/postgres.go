@@ -157,11 +157,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	var num int
 	var version string
-	var run, readOnly bool
+	var run, readOnly, defaultReadOnly bool
+	var standby *string // in_hot_standby: NULL before PostgreSQL 14
 	if err := pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version_num')::int,
   pg_catalog.current_setting('server_version'),
   pg_catalog.has_function_privilege('pg_catalog.pg_control_checkpoint()', 'EXECUTE'),
-  pg_catalog.current_setting('transaction_read_only')::bool`).Scan(&num, &version, &run, &readOnly); err != nil {
+  pg_catalog.current_setting('transaction_read_only')::bool,
+  pg_catalog.current_setting('default_transaction_read_only')::bool,
+  pg_catalog.current_setting('in_hot_standby', true)`).Scan(&num, &version, &run, &readOnly, &defaultReadOnly, &standby); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
@@ -170,15 +173,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if readOnly && !cfg.ReadOnly {
-		// Which of the two, if the role may ask (an operator may revoke
-		// pg_is_in_recovery from PUBLIC).
-		var standby bool
-		_ = pool.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby)
 		pool.Close()
-		if standby {
-			return nil, fmt.Errorf("postgres store: %w: it is a hot standby; connect to the primary", ErrServerReadOnly)
-		}
-		return nil, fmt.Errorf("postgres store: %w: default_transaction_read_only is on for this connection", ErrServerReadOnly)
+		return nil, serverReadOnly(standby, defaultReadOnly)
 	}
 	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL, readOnly: cfg.ReadOnly}
 	if !run {
@@ -206,6 +202,24 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// serverReadOnly is New's error for a connection whose transactions are
+// read-only, naming the cause from what the server reports of itself,
+// which any role may read: standby is its in_hot_standby ("on" or "off";
+// nil before PostgreSQL 14, which does not report it), defaultReadOnly its
+// default_transaction_read_only. A standby comes first: turning the
+// setting off would not make it take writes.
+func serverReadOnly(standby *string, defaultReadOnly bool) error {
+	switch {
+	case standby != nil && *standby == "on":
+		return fmt.Errorf("postgres store: %w: it is a hot standby (in_hot_standby is on); connect to the primary", ErrServerReadOnly)
+	case defaultReadOnly:
+		return fmt.Errorf("postgres store: %w: default_transaction_read_only is on for this connection (set for the server, the database, the role or in the DSN); turn it off, or set Config.ReadOnly to open the store for reading", ErrServerReadOnly)
+	case standby == nil:
+		return fmt.Errorf("postgres store: %w: its transactions are read-only though default_transaction_read_only is off, which a server before PostgreSQL 14 (it does not report in_hot_standby) most likely means a hot standby; connect to the primary", ErrServerReadOnly)
+	}
+	return fmt.Errorf("postgres store: %w: transaction_read_only is on for this connection, though it is neither a hot standby nor read-only by default; connect with read-write transactions, or set Config.ReadOnly to open the store for reading", ErrServerReadOnly)
 }
 
 // dialect returns PostgreSQL's form of the shared tables.

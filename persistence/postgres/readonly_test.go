@@ -19,7 +19,9 @@ import (
 // SPEC S3: a store does not open on a server that takes no writes (a hot
 // standby, or default_transaction_read_only on, here from the DSN): New
 // fails with ErrServerReadOnly, saying so, even where Braid's tables are
-// there already and opening would only read them.
+// there already and opening would only read them; the error names the
+// setting and what to do (turn it off, or open with Config.ReadOnly), and
+// does not send the operator to a primary.
 func TestNew_RefusesAServerThatTakesNoWrites(t *testing.T) {
 	_ = newStore(t) // the tables are there
 	u, err := url.Parse(persistencetest.PostgresDSN(t))
@@ -33,7 +35,9 @@ func TestNew_RefusesAServerThatTakesNoWrites(t *testing.T) {
 		_ = s.Close()
 	}
 	require.ErrorIs(t, err, postgres.ErrServerReadOnly)
-	assert.Contains(t, err.Error(), "read-only")
+	assert.Contains(t, err.Error(), "default_transaction_read_only is on for this connection")
+	assert.Contains(t, err.Error(), "turn it off, or set Config.ReadOnly")
+	assert.NotContains(t, err.Error(), "connect to the primary")
 }
 
 // SPEC S3, S4: a server that stops taking writes under an open store (a
