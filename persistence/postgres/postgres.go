@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +28,8 @@ type Config struct {
 	// each connect the pool makes later, whatever the context of the call
 	// that needs it: a server that does not answer fails the call after
 	// this long (default 15s). A connect_timeout in the DSN bounds the
-	// later connects instead.
+	// later connects instead; connect_timeout=0 there (wait for ever, as
+	// libpq reads it) leaves them bounded by the call's context alone.
 	ConnectTimeout time.Duration
 	// ReadOnly opens the store for reading only, as an inspection tool
 	// does: New neither creates nor changes the tables (Braid's tables
@@ -134,9 +136,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
-	if pc.ConnConfig.ConnectTimeout == 0 {
+	if pc.ConnConfig.ConnectTimeout == 0 && !dsnWaitsForever(cfg.DSN) {
 		// Without it a connect the pool makes for a call waits as long
-		// as the call's context, which may never end.
+		// as the call's context, which may never end. A DSN's own
+		// connect_timeout=0 asks for that: it is kept.
 		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	}
 	// A context that ends mid-statement sends the server a cancel request
@@ -220,6 +223,23 @@ func serverReadOnly(standby *string, defaultReadOnly bool) error {
 		return fmt.Errorf("postgres store: %w: its transactions are read-only though default_transaction_read_only is off, which a server before PostgreSQL 14 (it does not report in_hot_standby) most likely means a hot standby; connect to the primary", ErrServerReadOnly)
 	}
 	return fmt.Errorf("postgres store: %w: transaction_read_only is on for this connection, though it is neither a hot standby nor read-only by default; connect with read-write transactions, or set Config.ReadOnly to open the store for reading", ErrServerReadOnly)
+}
+
+// dsnWaitsForever reports whether dsn sets connect_timeout to 0, which
+// parses as no connect_timeout at all. pgx takes the last of a repeated
+// key, so dsn is parsed again behind a connect_timeout of its own: the
+// DSN's, if it has one, overrides it.
+func dsnWaitsForever(dsn string) bool {
+	probe := "connect_timeout=1 " + dsn
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		base, query, ok := strings.Cut(dsn, "?")
+		if !ok || query == "" {
+			return false
+		}
+		probe = base + "?connect_timeout=1&" + query
+	}
+	pc, err := pgconn.ParseConfig(probe)
+	return err == nil && pc.ConnectTimeout == 0
 }
 
 // dialect returns PostgreSQL's form of the shared tables.
