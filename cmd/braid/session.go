@@ -42,6 +42,7 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
                    (creates the SQLite store if need be, but not in
                    a demo's folder: give its .braid folder)
   delete <id>      deletes every record of a session, damaged ones included
+                   (from a store that is there: it creates none)
 
   list, show and export only read: they open the SQLite store read-only,
   create nothing, and work beside a running writer. An id that list
@@ -54,8 +55,7 @@ flags (before or after the argument):
   -dir DIR         the SQLite store's folder, holding braid.db (default
                    $BRAID_STORE_DIR, else .braid)
   -postgres DSN    use a PostgreSQL store instead (not with -dir);
-                   opening it creates its tables when they are missing,
-                   so list, show and export create them too
+                   only import creates its tables when they are missing
   -status          list only: see list
 
 exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
@@ -265,22 +265,24 @@ func badIDSession(ctx context.Context, store persistence.Store, sub, id string, 
 	return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
 }
 
-// How openStore opens a SQLite store.
+// How openStore opens a store.
 const (
 	// readOnly: an existing store, read-only (sqlite.Config.ReadOnly,
 	// postgres.Config.ReadOnly): nothing is created or changed, no write
 	// lock is taken, and a PostgreSQL server that takes no writes serves.
 	readOnly = iota
-	// write: an existing store, to write to.
+	// write: an existing store, to write to: one that is not there is
+	// not created.
 	write
 	// create: a store that is created if missing.
 	create
 )
 
 // openStore opens the store: postgres when a DSN is given, else the
-// SQLite store in dir, which must exist unless mode is create; read-only
-// in mode readOnly, which creates nothing (PostgreSQL's tables must be
-// there). Only a store that does not exist is "no store"; one
+// SQLite store in dir, which must exist unless mode is create (for
+// PostgreSQL: Braid's tables must be there unless mode is create, and
+// nothing is created when they are not); read-only in mode readOnly,
+// which creates nothing. Only a store that does not exist is "no store"; one
 // that cannot be looked at (permission denied, a path through a file) is
 // reported as it is. A dir without a store that is a demo's workspace
 // (its store is in dir/.braid) is refused, create or not, saying which
@@ -288,15 +290,20 @@ const (
 // the demo never finds.
 func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Store, error) {
 	if dsn != "" {
-		st, err := postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: mode == readOnly})
-		switch {
-		case errors.Is(err, persistence.ErrNotFound):
-			// Read-only: a database (or search_path) without Braid's tables.
-			return nil, fmt.Errorf("no store in the PostgreSQL database the DSN names (give -postgres the DSN, with the search_path, that Braid's stores write to, or -dir): %w", err)
-		case err != nil:
-			return nil, err
+		if mode == write {
+			// postgres.New creates the tables it does not find: look
+			// first, reading only. Tables of an earlier layout fail the
+			// look (ErrSchemaVersion) but are a store, which opening it
+			// for writing brings to this build's layout.
+			st, err := openPostgres(ctx, dsn, true)
+			if err != nil && !errors.Is(err, persistence.ErrSchemaVersion) {
+				return nil, err
+			}
+			if st != nil {
+				_ = st.Close()
+			}
 		}
-		return st, nil
+		return openPostgres(ctx, dsn, mode == readOnly)
 	}
 	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 	switch {
@@ -316,6 +323,16 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 	if errors.Is(err, fs.ErrNotExist) {
 		// A braid.db that holds no Braid tables yet (created empty).
 		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+	}
+	return st, err
+}
+
+// openPostgres opens the PostgreSQL store dsn names, read-only or not.
+func openPostgres(ctx context.Context, dsn string, readOnly bool) (*postgres.Store, error) {
+	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: readOnly})
+	if errors.Is(err, persistence.ErrNotFound) {
+		// Read-only: a database (or search_path) without Braid's tables.
+		return nil, fmt.Errorf("no store in the PostgreSQL database the DSN names (give -postgres the DSN, with the search_path, that Braid's stores write to, or -dir): %w", err)
 	}
 	return st, err
 }

@@ -51,10 +51,11 @@ func TestSession_ReadingCommandsWorkOnAServerThatTakesNoWrites(t *testing.T) {
 	assert.Contains(t, se.String(), "read-only")
 }
 
-// SPEC S3: the reading commands create nothing in a PostgreSQL database
-// without Braid's tables: they fail saying there is no store there and
-// what to give instead, as they do for a folder without one.
-func TestSession_ReadingCommandsOnADatabaseWithoutAStoreSayWhatToGive(t *testing.T) {
+// SPEC S3: the reading commands and delete create nothing in a
+// PostgreSQL database without Braid's tables: they fail saying there is
+// no store there and what to give instead, as they do for a folder
+// without one. Only import creates a store.
+func TestSession_CommandsButImportOnADatabaseWithoutAStoreCreateNothingAndSayWhatToGive(t *testing.T) {
 	ctx := context.Background()
 	dsn := persistencetest.PostgresDSN(t)
 	admin, err := pgx.Connect(ctx, dsn)
@@ -68,7 +69,7 @@ func TestSession_ReadingCommandsOnADatabaseWithoutAStoreSayWhatToGive(t *testing
 	require.NoError(t, err)
 	u.Path = "/" + db
 	for _, args := range [][]string{{"session", "list", "-postgres", u.String()}, {"session", "show", "-postgres", u.String(), "s1"},
-		{"session", "export", "-postgres", u.String(), "s1"}} {
+		{"session", "export", "-postgres", u.String(), "s1"}, {"session", "delete", "-postgres", u.String(), "s1"}} {
 		var so, se bytes.Buffer
 		require.Equal(t, 1, run(ctx, args, nil, &so, &se), "%v", args[:2])
 		assert.Contains(t, se.String(), "no store in the PostgreSQL database", "%v", args[:2])
