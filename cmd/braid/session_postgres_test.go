@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -57,17 +56,8 @@ func TestSession_ReadingCommandsWorkOnAServerThatTakesNoWrites(t *testing.T) {
 // without one. Only import creates a store.
 func TestSession_CommandsButImportOnADatabaseWithoutAStoreCreateNothingAndSayWhatToGive(t *testing.T) {
 	ctx := context.Background()
-	dsn := persistencetest.PostgresDSN(t)
-	admin, err := pgx.Connect(ctx, dsn)
+	u, err := url.Parse(persistencetest.PostgresDatabase(t, persistencetest.PostgresDSN(t)))
 	require.NoError(t, err)
-	defer admin.Close(ctx)
-	db := "braid_cli_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	_, err = admin.Exec(ctx, `CREATE DATABASE `+db)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), `DROP DATABASE `+db+` WITH (FORCE)`) })
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	u.Path = "/" + db
 	for _, args := range [][]string{{"session", "list", "-postgres", u.String()}, {"session", "show", "-postgres", u.String(), "s1"},
 		{"session", "export", "-postgres", u.String(), "s1"}, {"session", "delete", "-postgres", u.String(), "s1"}} {
 		var so, se bytes.Buffer

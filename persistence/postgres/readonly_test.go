@@ -50,18 +50,15 @@ func TestNew_RefusesAServerThatTakesNoWrites(t *testing.T) {
 // connections are ended so that it takes new ones.
 func TestSave_OnAServerThatTurnedReadOnlyFailsSayingSo(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
+	fresh := persistencetest.PostgresDatabase(t, dsn)
+	u, err := url.Parse(fresh)
+	require.NoError(t, err)
+	db := strings.TrimPrefix(u.Path, "/")
 	admin, err := pgx.Connect(bg, dsn)
 	require.NoError(t, err)
 	defer admin.Close(bg)
-	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
 
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	u.Path = "/" + db
-	s, err := postgres.New(bg, postgres.Config{DSN: u.String()})
+	s, err := postgres.New(bg, postgres.Config{DSN: fresh})
 	require.NoError(t, err)
 	defer s.Close()
 	k := persistence.Key{SessionID: "ro-" + uuid.NewString(), Kind: persistence.KindAgent, ID: "a"}
@@ -168,19 +165,10 @@ func TestNew_ReadOnlyReadsAServerThatTakesNoWrites(t *testing.T) {
 	assert.Equal(t, int64(1), r.Version)
 
 	// A database without Braid's tables: nothing is created.
-	admin, err := pgx.Connect(bg, dsn)
-	require.NoError(t, err)
-	defer admin.Close(bg)
-	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
-	u.Path = "/" + db
-	q.Del("default_transaction_read_only")
-	u.RawQuery = q.Encode()
-	_, err = postgres.New(bg, postgres.Config{DSN: u.String(), ReadOnly: true})
+	empty := persistencetest.PostgresDatabase(t, dsn)
+	_, err = postgres.New(bg, postgres.Config{DSN: empty, ReadOnly: true})
 	require.ErrorIs(t, err, persistence.ErrNotFound)
-	c, err := pgx.Connect(bg, u.String())
+	c, err := pgx.Connect(bg, empty)
 	require.NoError(t, err)
 	defer c.Close(bg)
 	var n int
@@ -193,17 +181,8 @@ func TestNew_ReadOnlyReadsAServerThatTakesNoWrites(t *testing.T) {
 // layout are an error matching persistence.ErrSchemaVersion, naming the
 // store, and the layout row and the columns stay as they were.
 func TestNew_ReadOnlyLeavesAnEarlierLayoutAsItIs(t *testing.T) {
-	dsn := persistencetest.PostgresDSN(t)
-	admin, err := pgx.Connect(bg, dsn)
+	u, err := url.Parse(persistencetest.PostgresDatabase(t, persistencetest.PostgresDSN(t)))
 	require.NoError(t, err)
-	defer admin.Close(bg)
-	db := "braid_ro_" + strings.ReplaceAll(uuid.NewString(), "-", "")
-	_, err = admin.Exec(bg, `CREATE DATABASE `+db)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec(bg, `DROP DATABASE `+db+` WITH (FORCE)`) })
-	u, err := url.Parse(dsn)
-	require.NoError(t, err)
-	u.Path = "/" + db
 	w, err := postgres.New(bg, postgres.Config{DSN: u.String()})
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
