@@ -674,18 +674,11 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 }
 
 // DeleteSession implements persistence.Store.
-func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err error) {
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) (int, error) {
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
-	err = s.write(ctx, true, sessionID, func(q sqlstore.Querier) (err error) {
-		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.DeleteStoredSession(ctx, sessionID)
 }
 
 // DeleteStoredSession is DeleteSession for a session stored under an id

@@ -755,21 +755,11 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 }
 
 // DeleteSession implements persistence.Store.
-func (s *Store) DeleteSession(ctx context.Context, sessionID string) (n int, err error) {
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) (int, error) {
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
-	if s.cfg.ReadOnly {
-		return 0, s.readOnly("delete")
-	}
-	err = s.do(ctx, true, func(ctx context.Context, q sqlstore.Querier) (err error) {
-		n, err = sqlstore.DeleteSession(ctx, q, sessionID)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return s.DeleteStoredSession(ctx, sessionID)
 }
 
 // DeleteStoredSession is DeleteSession for a session stored under an id
