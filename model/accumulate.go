@@ -27,9 +27,11 @@ type Accumulator struct {
 	inText bool
 	tool   *ToolUse
 	input  bytes.Buffer
-	// bad is the first tool use whose input is not valid JSON: reported at
-	// MessageStop, whose stop reason says whether it was cut off.
+	// bad is the first tool use whose input is not valid JSON, or is JSON
+	// but not an object (badKind says which): reported at MessageStop,
+	// whose stop reason says whether it was cut off.
 	bad     *ToolUse
+	badKind string
 	stopped bool
 	stop    MessageStop
 }
@@ -37,7 +39,10 @@ type Accumulator struct {
 // Add folds one event in. A tool use whose input is not valid JSON fails
 // the turn at its MessageStop: with ErrMaxTokensInToolUse when the stop
 // reason is max_tokens (the input was cut off), else with an error naming
-// the tool.
+// the tool. So does an input that is JSON but neither an object nor null
+// (a list, a string, a number): every provider takes a tool's input as an
+// object, and a history holding such an input could not be sent to one
+// again. An empty input is taken as {}.
 func (a *Accumulator) Add(ev StreamEvent) error {
 	switch e := ev.(type) {
 	case *TextDelta:
@@ -62,10 +67,10 @@ func (a *Accumulator) Add(ev StreamEvent) error {
 	case *MessageStop:
 		a.endBlock()
 		if a.bad != nil {
-			if e.StopReason == StopMaxTokens {
+			if e.StopReason == StopMaxTokens && a.badKind == notJSON {
 				return fmt.Errorf("model stream: %w: tool %q (%s) has an incomplete input; raise the model's max tokens", ErrMaxTokensInToolUse, a.bad.Name, a.bad.ToolUseID)
 			}
-			return fmt.Errorf("model stream: tool %q (%s): input is not valid JSON", a.bad.Name, a.bad.ToolUseID)
+			return fmt.Errorf("model stream: tool %q (%s): input is %s", a.bad.Name, a.bad.ToolUseID, a.badKind)
 		}
 		a.stopped, a.stop = true, *e
 	case nil:
@@ -89,14 +94,27 @@ func (a *Accumulator) endBlock() {
 		if len(raw) == 0 {
 			raw = []byte("{}")
 		}
-		if json.Valid(raw) {
+		switch {
+		case !json.Valid(raw):
+			a.keepBad(notJSON)
+		case raw[0] != '{' && !bytes.Equal(raw, []byte("null")):
+			a.keepBad("not a JSON object")
+		default:
 			a.tool.Input = append(json.RawMessage(nil), raw...)
 			a.blocks = append(a.blocks, ToolUseBlock(*a.tool))
-		} else if a.bad == nil {
-			a.bad = a.tool
 		}
 		a.tool = nil
 		a.input.Reset()
+	}
+}
+
+// notJSON is the badKind of an input that is not valid JSON.
+const notJSON = "not valid JSON"
+
+// keepBad keeps the open tool use aside as the turn's first bad one.
+func (a *Accumulator) keepBad(kind string) {
+	if a.bad == nil {
+		a.bad, a.badKind = a.tool, kind
 	}
 }
 

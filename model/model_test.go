@@ -422,3 +422,31 @@ func TestAccumulator_ABlockedTurnKeepsItsStopReasonAndNoToolUse(t *testing.T) {
 		})
 	}
 }
+
+// SPEC A13 (model input): a tool input that is JSON but not an object (a
+// list, a string, a number) fails the turn naming the tool, whatever the
+// stop reason, as no provider could be sent that history again; null and
+// an empty input are kept (as null and {}).
+func TestAccumulator_ToolInputThatIsNotAnObjectFailsTheTurn(t *testing.T) {
+	for _, input := range []string{`[1,2]`, ` "text" `, `42`, `true`} {
+		for _, reason := range []model.StopReason{model.StopToolUse, model.StopMaxTokens} {
+			var acc model.Accumulator
+			require.NoError(t, acc.Add(&model.ToolUseStart{ToolUseID: "t1", Name: "x"}))
+			require.NoError(t, acc.Add(&model.ToolInputDelta{Partial: input}))
+			err := acc.Add(&model.MessageStop{StopReason: reason})
+			require.Error(t, err, "input %s, stop %s", input, reason)
+			assert.Contains(t, err.Error(), `tool "x" (t1): input is not a JSON object`)
+			assert.NotErrorIs(t, err, model.ErrMaxTokensInToolUse, "a whole input was not cut off")
+		}
+	}
+	for input, want := range map[string]string{`null`: `null`, ``: `{}`, ` {"a":1} `: `{"a":1}`} {
+		var acc model.Accumulator
+		require.NoError(t, acc.Add(&model.ToolUseStart{ToolUseID: "t1", Name: "x"}))
+		require.NoError(t, acc.Add(&model.ToolInputDelta{Partial: input}))
+		require.NoError(t, acc.Add(&model.MessageStop{StopReason: model.StopToolUse}))
+		msg, _, err := acc.Result()
+		require.NoError(t, err)
+		require.Len(t, msg.ToolUses(), 1)
+		assert.JSONEq(t, want, string(msg.ToolUses()[0].Input))
+	}
+}
