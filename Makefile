@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test demo bench bench-go bench-peer proto lint fmt
+.PHONY: all build test test-windows demo bench bench-go bench-peer proto lint fmt
 
 all: build test
 
@@ -13,6 +13,11 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
+
+## test-windows: the tests of the SQLite store (files, locks, WAL fsyncs) as
+## Windows binaries under Wine (installed from Debian when missing).
+test-windows:
+	scripts/windows-test.sh
 
 ## demo: the "delete files older than 5 days" agent on the scripted model;
 ## it asks (y/N) before deleting. DEMO_FLAGS=-yes or -no answers for you.
