@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -97,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := checkHooks(hooks); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks}
+	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks, now: time.Now}
 	sys := cfg.System
 	if sys == nil {
 		var err error

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/interrupt"
@@ -17,6 +18,9 @@ type core struct {
 	cfg   Config
 	tools tools
 	hooks *hook.Registry
+	// now is the clock of at-most-once start marks: time.Now, or a
+	// test's (export_test.go).
+	now func() time.Time
 }
 
 // tools is an agent's tool list with its specs, looked up by name: a scan

@@ -898,9 +898,22 @@ func (c *toolCycle) start(i int, id string) bool {
 	if a.sess == nil {
 		return true
 	}
+	// The recovery of a start cut off by a crash is an interrupt whose id
+	// is made from the start's time (recover), so that no answer to the
+	// recovery of an earlier start of the call is taken for it. A clock
+	// that has not moved since such a start (Windows' ticks every few
+	// milliseconds) or went back must not give this start that id: the
+	// time is moved on by a nanosecond until the id is new.
+	at := a.now().UTC()
+	for {
+		if _, known := a.interrupts.Get(recoveryID(id, at)); !known {
+			break
+		}
+		at = at.Add(time.Nanosecond)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.markStarted(i, ToolStart{ToolUseID: id, StartedAt: time.Now().UTC()})
+	c.markStarted(i, ToolStart{ToolUseID: id, StartedAt: at})
 	return c.saveLocked(persistence.SaveToolStart)
 }
 
@@ -1372,9 +1385,7 @@ func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop boo
 	// braid.recovery, and its id is that of a tool interrupt of the tool
 	// use named after the start's time, so no earlier answer (to the
 	// recovery of an earlier start) is ever taken for it.
-	scope := inv.a.scope(interrupt.SourceTool, func(name string) string {
-		return interrupt.ToolCallID(t.use.ToolUseID, name+"@"+mark.StartedAt.Format(time.RFC3339Nano))
-	})
+	scope := inv.a.scope(interrupt.SourceTool, func(string) string { return recoveryID(t.use.ToolUseID, mark.StartedAt) })
 	input := t.use.Input
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
@@ -1396,6 +1407,13 @@ func (t *toolTask) recover(ctx context.Context, mark ToolStart) (rerun, stop boo
 		t.use.Name, mark.StartedAt.Format(time.RFC3339), ans.Raw())
 	t.finish(ctx, model.ErrorResult(t.use.ToolUseID, msg), nil, "", false)
 	return false, false
+}
+
+// recoveryID is the id of the recovery interrupt of the start of tool use
+// toolUseID at the time at: a tool interrupt of the tool use named after
+// the start's time.
+func recoveryID(toolUseID string, at time.Time) string {
+	return interrupt.ToolCallID(toolUseID, RecoveryInterrupt+"@"+at.Format(time.RFC3339Nano))
 }
 
 // finish fires AfterToolCall and records the result, unless a hook asked for

@@ -35,6 +35,21 @@ type crashRig struct {
 	crash *persistence.SessionExport
 	// again: copy the store at the next run too (a second crash).
 	again bool
+	// clock, if set, is the agents' clock of start marks.
+	clock func() time.Time
+}
+
+// startClocks are the clocks the recovery tests run with: the real one,
+// and one that never moves, as a coarse clock (Windows' ticks every few
+// milliseconds) reads across starts that come quickly, or a clock set
+// back between two processes: every start mark of a call then has the
+// same time.
+var startClocks = []struct {
+	name  string
+	clock func() time.Time
+}{
+	{"clock", nil},
+	{"clock that does not move", func() time.Time { return time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC) }},
 }
 
 func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Option) *agent.Agent {
@@ -56,8 +71,12 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 	}, opts...)
 	m, err := persistence.NewSessionManager(store, crashSession)
 	require.NoError(t, err)
-	return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
 		Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t)})
+	if r.clock != nil {
+		agent.SetClock(a, r.clock)
+	}
+	return a
 }
 
 // restoreCrash returns a fresh store holding exp, what a crash left: the
@@ -180,10 +199,17 @@ func TestAtMostOnce_StartIsSavedDurablyBeforeTheToolRuns(t *testing.T) {
 }
 
 // SPEC S6: an at-most-once tool re-run after "rerun" and cut off again is
-// not run a third time on the old answer: the recovery is a new interrupt.
+// not run a third time on the old answer: the recovery is a new interrupt,
+// whatever the clock reads at each start.
 func TestAtMostOnce_SecondCrashAsksAgain(t *testing.T) {
+	for _, c := range startClocks {
+		t.Run(c.name, func(t *testing.T) { secondCrashAsksAgain(t, c.clock) })
+	}
+}
+
+func secondCrashAsksAgain(t *testing.T, clock func() time.Time) {
 	ctx := context.Background()
-	r := &crashRig{}
+	r := &crashRig{clock: clock}
 	st := r.afterCrash(t, tool.AtMostOnce())
 	a := r.agent(t, st, tool.AtMostOnce())
 	res, err := a.Invoke(ctx, agent.Input{})
@@ -213,8 +239,15 @@ func TestAtMostOnce_SecondCrashAsksAgain(t *testing.T) {
 
 // SPEC S6: an at-most-once tool re-run after "rerun" that interrupts, is
 // answered, and is cut off again is not run on the old "rerun": each
-// cut-off start has a recovery interrupt of its own.
+// cut-off start has a recovery interrupt of its own, whatever the clock
+// reads at each start.
 func TestAtMostOnce_RerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T) {
+	for _, c := range startClocks {
+		t.Run(c.name, func(t *testing.T) { rerunThatInterruptsThenIsCutOffAsksAgain(t, c.clock) })
+	}
+}
+
+func rerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T, clock func() time.Time) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	runs := 0
@@ -243,8 +276,12 @@ func TestAtMostOnce_RerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T) {
 		}, tool.AtMostOnce())
 		m, err := persistence.NewSessionManager(store, crashSession)
 		require.NoError(t, err)
-		return newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
+		a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}})),
 			Tools: []tool.Tool{del}, Session: m, System: actorstest.System(t)})
+		if clock != nil {
+			agent.SetClock(a, clock)
+		}
+		return a
 	}
 	restart := func() persistence.Store {
 		st := persistence.NewMemoryStore()
