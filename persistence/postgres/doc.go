@@ -74,4 +74,10 @@
 // cancel it and returns once it has failed, with an error that matches
 // the context's: a save cancelled while it waits for its session's lock
 // does not commit later, and leaves no backend waiting.
+//
+// Close waits for the calls under way, and for the server to hear that
+// the connections end, for Config.ConnectTimeout at most: a server that
+// stopped answering (its process stopped, its host hung) does not keep it
+// longer. It then closes every connection, and the calls still under way
+// fail with persistence.ErrClosed.
 package postgres

@@ -30,6 +30,7 @@ type Config struct {
 	// this long (default 15s). A connect_timeout in the DSN bounds the
 	// later connects instead; connect_timeout=0 there (wait for ever, as
 	// libpq reads it) leaves them bounded by the call's context alone.
+	// It bounds Close too (see Store.Close).
 	ConnectTimeout time.Duration
 	// ReadOnly opens the store for reading only, as an inspection tool
 	// does: New neither creates nor changes the tables (Braid's tables
@@ -92,7 +93,11 @@ type Store struct {
 	lockWait string // outcomeLockWait
 	lockXid  string // lockXidSQL, with runSQL if the role may read it
 	readOnly bool   // Config.ReadOnly
-	closed   atomic.Bool
+	dials    *dials // the pool's connections, which Close may cut
+	// closeWait bounds how long Close waits for the pool to close in
+	// order (Config.ConnectTimeout).
+	closeWait time.Duration
+	closed    atomic.Bool
 }
 
 // serializationFailure is the SQLSTATE of a transaction that a
@@ -152,12 +157,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelGrace}
 	}
+	d := newDials()
+	pc.ConnConfig.DialFunc = d.wrap(pc.ConnConfig.DialFunc)
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
+	// A New that fails closes its pool within what is left of its bound.
+	deadline, _ := ctx.Deadline()
+	closeFailed := func() { closePool(pool, d, time.Until(deadline)) }
 	var num int
 	var version string
 	var run, readOnly, defaultReadOnly bool
@@ -168,18 +178,19 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
   pg_catalog.current_setting('transaction_read_only')::bool,
   pg_catalog.current_setting('default_transaction_read_only')::bool,
   pg_catalog.current_setting('in_hot_standby', true)`).Scan(&num, &version, &run, &readOnly, &defaultReadOnly, &standby); err != nil {
-		pool.Close()
+		closeFailed()
 		return nil, fmt.Errorf("postgres store: %w", err)
 	}
 	if err := checkServerVersion(num, version); err != nil {
-		pool.Close()
+		closeFailed()
 		return nil, err
 	}
 	if readOnly && !cfg.ReadOnly {
-		pool.Close()
+		closeFailed()
 		return nil, serverReadOnly(standby, defaultReadOnly)
 	}
-	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL, readOnly: cfg.ReadOnly}
+	s := &Store{pool: pool, maxConns: cfg.MaxConns, lockWait: outcomeLockWait, lockXid: lockXidSQL + runSQL, readOnly: cfg.ReadOnly,
+		dials: d, closeWait: cfg.ConnectTimeout}
 	if !run {
 		s.lockXid = lockXidSQL + "NULL::text"
 	}
@@ -201,7 +212,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		})
 	}
 	if err != nil {
-		pool.Close()
+		closeFailed()
 		return nil, err
 	}
 	return s, nil
@@ -700,10 +711,16 @@ func (s *Store) DeleteStoredSession(ctx context.Context, sessionID string) (n in
 }
 
 // Close closes the connection pool; later calls fail with
-// persistence.ErrClosed.
+// persistence.ErrClosed. It waits for calls under way to end, and for
+// the server to hear that the connections end and to cancel the
+// statements of calls whose context ended, for Config.ConnectTimeout at
+// most: then, as with a server that stopped answering, it closes every
+// connection at once, and a call still under way fails with
+// persistence.ErrClosed (a save cut off so may still commit, as one whose
+// connection broke). A second Close returns at once.
 func (s *Store) Close() error {
 	if !s.closed.Swap(true) {
-		s.pool.Close()
+		closePool(s.pool, s.dials, s.closeWait)
 	}
 	return nil
 }
