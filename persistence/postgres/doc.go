@@ -73,7 +73,12 @@
 // A call whose context ends while a statement runs asks the server to
 // cancel it and returns once it has failed, with an error that matches
 // the context's: a save cancelled while it waits for its session's lock
-// does not commit later, and leaves no backend waiting.
+// does not commit later, and leaves no backend waiting. A server that
+// does not answer the cancel is given 5 s more, then the connection is
+// closed under the statement. The rollback of a transaction that failed
+// (a conflict, say) waits no longer than the call's deadline nor 5 s,
+// with the same 5 s for its cancel: a server that stops answering then
+// does not keep the call.
 //
 // Close waits for the calls under way, and for the server to hear that
 // the connections end, for Config.ConnectTimeout at most: a server that

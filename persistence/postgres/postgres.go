@@ -304,7 +304,7 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	if err != nil {
 		return c.Conn().IsClosed(), s.wrap(ctx, "begin", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer rollback(ctx, tx)
 	q := querier{s, tx}
 	var xid string  // the transaction's id, to ask after it (see outcome)
 	var run *string // the server's run it is of (see runSQL)
@@ -333,6 +333,24 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 		return false, s.wrap(ctx, "commit", cerr)
 	}
 	return false, nil
+}
+
+// rollback rolls tx back, if it is still open, waiting no longer than
+// ctx's deadline nor cancelGrace (and, as any statement, cancelGrace more
+// for the server to act on the cancel): the transaction's end is decided,
+// a connection that closes rolls it back too, and a server that stopped
+// answering must not keep the call past its deadline. ctx's cancellation
+// is not taken: a call cancelled after its last statement still leaves
+// its connection usable.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelGrace)
+	defer cancel()
+	if d, ok := ctx.Deadline(); ok {
+		var cancelAt context.CancelFunc
+		rctx, cancelAt = context.WithDeadline(rctx, d)
+		defer cancelAt()
+	}
+	_ = tx.Rollback(rctx)
 }
 
 // lockXidSQL is lockSQL that also gives the transaction's id and, with
@@ -377,7 +395,7 @@ func (s *Store) outcome(ctx context.Context, sessionID, xid, run string) (commit
 		if err != nil {
 			return c.Conn().IsClosed(), err
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
+		defer rollback(ctx, tx)
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_catalog.set_config('lock_timeout', $1, true)`, s.lockWait)
 		b.Queue(`SELECT `+sessionLock+`$1))`, sessionID)
