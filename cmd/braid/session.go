@@ -56,6 +56,7 @@ flags (before or after the argument):
                    $BRAID_STORE_DIR, else .braid)
   -postgres DSN    use a PostgreSQL store instead (not with -dir);
                    only import creates its tables when they are missing
+                   (and upgrades those of an earlier layout)
   -status          list only: see list
 
 exit status: 0 done, 1 the command failed, 2 a usage error (nothing ran),
@@ -265,6 +266,10 @@ func badIDSession(ctx context.Context, store persistence.Store, sub, id string, 
 	return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
 }
 
+// testHookOpenForWrite, when a test sets it, runs as openStore is about
+// to open a PostgreSQL store in mode write. Only tests set it.
+var testHookOpenForWrite func()
+
 // How openStore opens a store.
 const (
 	// readOnly: an existing store, read-only (sqlite.Config.ReadOnly,
@@ -290,20 +295,10 @@ const (
 // the demo never finds.
 func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Store, error) {
 	if dsn != "" {
-		if mode == write {
-			// postgres.New creates the tables it does not find: look
-			// first, reading only. Tables of an earlier layout fail the
-			// look (ErrSchemaVersion) but are a store, which opening it
-			// for writing brings to this build's layout.
-			st, err := openPostgres(ctx, dsn, true)
-			if err != nil && !errors.Is(err, persistence.ErrSchemaVersion) {
-				return nil, err
-			}
-			if st != nil {
-				_ = st.Close()
-			}
+		if mode == write && testHookOpenForWrite != nil {
+			testHookOpenForWrite()
 		}
-		return openPostgres(ctx, dsn, mode == readOnly)
+		return openPostgres(ctx, dsn, mode)
 	}
 	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 	switch {
@@ -327,12 +322,18 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 	return st, err
 }
 
-// openPostgres opens the PostgreSQL store dsn names, read-only or not.
-func openPostgres(ctx context.Context, dsn string, readOnly bool) (*postgres.Store, error) {
-	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: readOnly})
-	if errors.Is(err, persistence.ErrNotFound) {
-		// Read-only: a database (or search_path) without Braid's tables.
+// openPostgres opens the PostgreSQL store dsn names in mode: in modes
+// readOnly and write, Braid's tables must be there (postgres.Config.ReadOnly,
+// postgres.Config.Existing), of this build's layout, and nothing is
+// created or changed, even if they are dropped as it opens.
+func openPostgres(ctx context.Context, dsn string, mode int) (*postgres.Store, error) {
+	st, err := postgres.New(ctx, postgres.Config{DSN: dsn, ReadOnly: mode == readOnly, Existing: mode == write})
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+		// A database (or search_path) without Braid's tables.
 		return nil, fmt.Errorf("no store in the PostgreSQL database the DSN names (give -postgres the DSN, with the search_path, that Braid's stores write to, or -dir): %w", err)
+	case mode == write && errors.Is(err, persistence.ErrSchemaVersion):
+		return nil, fmt.Errorf("%w (delete changes no table: a Braid program of this build, or braid session import, brings the tables of an earlier layout to this one's)", err)
 	}
 	return st, err
 }

@@ -72,3 +72,32 @@ func TestSession_CommandsButImportOnADatabaseWithoutAStoreCreateNothingAndSayWha
 	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'braid%'`).Scan(&n))
 	assert.Zero(t, n, "no table was created")
 }
+
+// SPEC S3: delete creates no table even when Braid's tables vanish as it
+// starts (an operator drops them, or another tool does): it reports that
+// there is no store, as for a database that never had one.
+func TestSession_DeleteCreatesNoTablesWhenTheyAreDroppedAsItOpens(t *testing.T) {
+	ctx := context.Background()
+	dsn := persistencetest.PostgresDatabase(t, persistencetest.PostgresDSN(t))
+	st, err := postgres.New(ctx, postgres.Config{DSN: dsn})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	c, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer c.Close(ctx)
+	dropped := false
+	testHookOpenForWrite = func() {
+		_, err := c.Exec(ctx, `DROP TABLE braid_messages, braid_records, braid_meta`)
+		require.NoError(t, err)
+		dropped = true
+	}
+	t.Cleanup(func() { testHookOpenForWrite = nil })
+
+	var so, se bytes.Buffer
+	assert.Equal(t, 1, run(ctx, []string{"session", "delete", "-postgres", dsn, "s1"}, nil, &so, &se))
+	require.True(t, dropped, "delete did not reach its open for writing")
+	assert.Contains(t, se.String(), "no store in the PostgreSQL database")
+	var n int
+	require.NoError(t, c.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'braid%'`).Scan(&n))
+	assert.Zero(t, n, "delete created tables")
+}

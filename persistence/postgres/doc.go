@@ -14,7 +14,9 @@
 // database apart with the DSN's search_path. As with SQLite, New refuses
 // tables of a layout this build does not know (persistence.ErrSchemaVersion)
 // and writes nothing to them, and brings tables of an earlier layout to
-// this build's. New also refuses a server that takes no writes (a hot
+// this build's, unless opened with Config.Existing (an operator's tool
+// that writes to a store that must be there), which creates and changes
+// no table. New also refuses a server that takes no writes (a hot
 // standby, or default_transaction_read_only on) with ErrServerReadOnly,
 // saying which from the settings the server reports to any role
 // (in_hot_standby, from PostgreSQL 14, and default_transaction_read_only),

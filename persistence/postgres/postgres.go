@@ -40,6 +40,15 @@ type Config struct {
 	// default_transaction_read_only on). Save, Delete, DeleteSession,
 	// DeleteStoredSession and Sync fail with ErrReadOnly, writing nothing.
 	ReadOnly bool
+	// Existing opens, for writing, a store that is already there, as an
+	// operator's tool that deletes does: New checks by reading that
+	// Braid's tables are there, of this build's layout, and neither
+	// creates nor changes them (else an error matching
+	// persistence.ErrNotFound, or persistence.ErrSchemaVersion, for tables
+	// of an earlier layout too, which a New without it upgrades). Unlike
+	// a look before a New without it, nothing is created if the tables
+	// are dropped meanwhile. With ReadOnly, it changes nothing.
+	Existing bool
 }
 
 // DefaultConfig returns the defaults (no DSN).
@@ -129,8 +138,8 @@ func synchronousCommit(durable bool) string {
 
 // New connects, with the defaults for cfg's zero fields, and creates the
 // tables if they do not exist (see the package doc for the role this
-// takes), or, with cfg.ReadOnly, checks by reading that they are there,
-// of this build's layout.
+// takes), or, with cfg.ReadOnly or cfg.Existing, checks by reading that
+// they are there, of this build's layout.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -194,7 +203,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if !run {
 		s.lockXid = lockXidSQL + "NULL::text"
 	}
-	if cfg.ReadOnly {
+	if cfg.ReadOnly || cfg.Existing {
 		_, err = read(ctx, s, func(q sqlstore.Querier) (struct{}, error) {
 			return struct{}{}, sqlstore.CheckLayout(ctx, q, dialect())
 		})
