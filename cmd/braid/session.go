@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,6 +309,10 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 		if _, ierr := os.Stat(filepath.Join(inner, sqlite.FileName)); ierr == nil {
 			return nil, fmt.Errorf("no store in %s (the store of the braid demo in that folder is in %s: give -dir %s): %w", dir, inner, shellWord(inner), err)
 		}
+		if file, ok := fileOnPath(dir); ok {
+			// Where Windows says "path not found", Unix says ENOTDIR.
+			return nil, fmt.Errorf("store in %s: %s is not a directory", dir, file)
+		}
 		if mode != create {
 			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
 		}
@@ -320,6 +325,20 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
 	}
 	return st, err
+}
+
+// fileOnPath returns the nearest of dir and the folders above it that
+// exists, if that is not a directory.
+func fileOnPath(dir string) (string, bool) {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil:
+			return p, !fi.IsDir()
+		case !errors.Is(err, fs.ErrNotExist) || filepath.Dir(p) == p:
+			return "", false
+		}
+	}
 }
 
 // openPostgres opens the PostgreSQL store dsn names in mode: in modes
@@ -659,14 +678,51 @@ func parseInterspersed(fset *flag.FlagSet, args []string, stdout io.Writer) ([]s
 	}
 }
 
-// shellWord is s as one word of a POSIX shell command line, to copy from
-// a message: as it is when it holds only characters no shell reads, else
-// in single quotes.
-func shellWord(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+// shellWord is s as one word of a command line, to copy from a message:
+// as it is when it holds only characters no shell reads, else quoted for
+// the system's shells (shellWordFor).
+func shellWord(s string) string { return shellWordFor(runtime.GOOS, s) }
+
+// shellWordFor is shellWord on the system goos names. A POSIX shell reads
+// a word in single quotes as it is. On Windows, where single quotes quote
+// nothing in cmd.exe and a program splits its command line itself, the
+// word is in double quotes, with each quote, and the backslashes before
+// one, escaped as Windows programs (Go's among them) read them back
+// (cmd.exe still expands %NAME% in it, and PowerShell $name: ids with
+// those are rare enough to be left to the reader).
+func shellWordFor(goos, s string) string {
+	plain := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@"
+	if goos == "windows" {
+		plain += `\`
+	} else {
+		plain += "%"
+	}
+	if s != "" && strings.Trim(s, plain) == "" {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	if goos != "windows" {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			slashes++
+			continue
+		case '"':
+			b.WriteString(strings.Repeat(`\`, 2*slashes+1))
+		default:
+			b.WriteString(strings.Repeat(`\`, slashes))
+		}
+		b.WriteByte(c)
+		slashes = 0
+	}
+	b.WriteString(strings.Repeat(`\`, 2*slashes))
+	b.WriteByte('"')
+	return b.String()
 }
 
 // recordCount is "1 record" or "<n> records".

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -357,7 +358,7 @@ func TestSession_AnUnreadableStoreIsNotCalledMissing(t *testing.T) {
 	assert.Contains(t, se, "not a directory")
 	assert.NotContains(t, se, "no store")
 
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 || runtime.GOOS == "windows" { // Windows: no Unix modes
 		return
 	}
 	locked := t.TempDir()
@@ -564,8 +565,8 @@ func TestSession_AWorkspaceDirPointsToItsStore(t *testing.T) {
 		assert.Equal(t, exitFailure, code)
 		assert.Contains(t, se.String(), "no store in "+ws)
 		want := filepath.Join(ws, sessionsDir)
-		if name != "ws" {
-			want = "'" + strings.ReplaceAll(want, "'", `'\''`) + "'" // one shell word, to copy
+		if name != "ws" || runtime.GOOS == "windows" && strings.ContainsAny(want, " '") {
+			want = shellWord(want) // one shell word, to copy
 		}
 		assert.Contains(t, se.String(), "-dir "+want)
 	}
@@ -780,4 +781,27 @@ func TestSession_ShowAndDeleteReachASessionUnderTheEmptyID(t *testing.T) {
 	_, export, se := cli("export", "-dir", dir, "keep")
 	assert.Empty(t, se)
 	assert.Equal(t, kept, export, "keep's records and messages are as they were")
+}
+
+// A path or id a message asks the user to type is one word of the
+// system's command line: in single quotes for a POSIX shell, in double
+// quotes on Windows (escaped as a Windows program splits its command
+// line), and bare when nothing in it needs quoting.
+func TestShellWord_IsOneWordOfTheSystemsCommandLine(t *testing.T) {
+	for _, c := range []struct{ goos, in, want string }{
+		{"linux", "/tmp/ws/.braid", "/tmp/ws/.braid"},
+		{"linux", "a%41", "a%41"},
+		{"linux", "my work's space", `'my work'\''s space'`},
+		{"linux", "", "''"},
+		{"windows", `C:\Users\a\.braid`, `C:\Users\a\.braid`},
+		{"windows", `C:\Users\my work's space\.braid`, `"C:\Users\my work's space\.braid"`},
+		{"windows", `a"b`, `"a\"b"`},
+		{"windows", `a\"b`, `"a\\\"b"`},
+		{"windows", `x y\`, `"x y\\"`},
+		{"windows", `""`, `"\"\""`},
+		{"windows", "", `""`},
+		{"windows", "a%41", `"a%41"`},
+	} {
+		assert.Equal(t, c.want, shellWordFor(c.goos, c.in), "%s %q", c.goos, c.in)
+	}
 }
