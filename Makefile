@@ -14,7 +14,8 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 
-## test-windows: the tests of the SQLite store (files, locks, WAL fsyncs) as
+## test-windows: the tests of the SQLite store (files, locks, WAL fsyncs), the agent
+## and the braid command as
 ## Windows binaries under Wine (installed from Debian when missing).
 test-windows:
 	scripts/windows-test.sh
