@@ -123,7 +123,9 @@ func builtinCodes() []ErrorCode {
 // errors (such as *persistence.ConflictError) keep their message and the
 // sentinels they match, not their type. Both sides must register the same
 // extra codes. A codec is immutable after NewErrorCodec and safe for
-// concurrent use.
+// concurrent use. The codec is what crosses a process; in one process an
+// orchestrator hands its caller a FAILED node's Go error as well
+// (Locals, SetLocalError), which matches everything the error wraps.
 type ErrorCodec struct {
 	codes  []ErrorCode      // known sentinels, built-in first
 	byCode map[string]error // code -> sentinel

@@ -33,7 +33,7 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 	if run.GetRecover() {
 		st, err := r.O.Status(ctx)
 		if err != nil {
-			return FailedResult(run.GetNodeId(), err)
+			return failedLocal(ctx, run.GetNodeId(), err)
 		}
 		status := st.GetStatus()
 		switch {
@@ -50,14 +50,14 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 			// yet: the answers to its open interrupts go on; none left, its
 			// interrupts are the node's.
 			if in = pendingAnswers(in, st); in == nil {
-				return nestedResult(st)
+				return nestedResult(ctx, st, Locals{})
 			}
 		case status == braidv1.NodeStatus_NODE_STATUS_EXECUTING:
 			in = &braidv1.AgentInput{} // carry the cut-off run on
 		case status == braidv1.NodeStatus_NODE_STATUS_PENDING:
 		default:
 			if int64(st.GetProgress()) > run.GetBase() {
-				return nestedResult(st) // the nested run ended after the crash cut its parent off
+				return nestedResult(ctx, st, Locals{}) // the nested run ended after the crash cut its parent off
 			}
 		}
 	}
@@ -66,27 +66,35 @@ func (r *NestedRunner) runNode(ctx context.Context, run *braidv1.NodeRun, emit f
 		// the nested run, which still waits for its own.
 		st, err := r.O.Status(ctx)
 		if err != nil {
-			return FailedResult(run.GetNodeId(), err)
+			return failedLocal(ctx, run.GetNodeId(), err)
 		}
 		if st.GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
-			return nestedResult(st)
+			return nestedResult(ctx, st, Locals{})
 		}
 	}
 	// A prompt to a nested orchestrator whose run is unfinished (it waits
 	// for answers, or was cut off) from a parent's run that is over: that
 	// run is dropped, and the prompt starts a fresh one.
-	res, err := r.call(ctx, in, fresh, emit)
+	res, locals, err := r.call(ctx, in, fresh, emit)
 	if err != nil && r.stale(ctx, err) {
 		// The nested orchestrator's run was stale (loaded before another
 		// runtime ran this node): it refused the input or lost its first
 		// save, running no node, and holds the stored run now, which
 		// this run goes on from.
-		res, err = r.call(ctx, in, fresh, emit)
+		res, locals, err = r.call(ctx, in, fresh, emit)
 	}
 	if err != nil {
-		return FailedResult(run.GetNodeId(), err)
+		return failedLocal(ctx, run.GetNodeId(), err)
 	}
-	return nestedResult(res)
+	setLocals(ctx, locals)
+	return nestedResult(ctx, res, locals)
+}
+
+// failedLocal is FailedResult, with err handed to the node run's
+// in-process callers (SetLocalError).
+func failedLocal(ctx context.Context, node string, err error) *braidv1.NodeResult {
+	SetLocalError(ctx, err)
+	return FailedResult(node, err)
 }
 
 // stale reports whether the nested run failed only because the nested
@@ -130,13 +138,13 @@ func pendingAnswers(in *braidv1.AgentInput, st *braidv1.MultiAgentResult) *braid
 // node's. When ctx ends with ErrCutOff (the parent closes or stops), the
 // nested run is not cancelled but cut off with it: the parent closes it
 // next, and a later activation carries both on.
-func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh bool, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, error) {
+func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh bool, emit func(*braidv1.MultiAgentEvent)) (*braidv1.MultiAgentResult, Locals, error) {
 	o := r.O
 	if o.isClosed() {
-		return nil, ErrOrchestratorClosed
+		return nil, Locals{}, ErrOrchestratorClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err // ended before the run began: nothing to stop
+		return nil, Locals{}, err // ended before the run began: nothing to stop
 	}
 	cancel := func() { o.binding.Send(&orchCancel{reply: make(chan bool, 1)}) } // after the invocation: same sender
 	if emit == nil {
@@ -144,15 +152,15 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 		o.binding.Send(&orchInvoke{in: in, reply: reply, caller: withRun(ctx, o), fresh: fresh})
 		select {
 		case rep := <-reply:
-			return rep.res, rep.err
+			return rep.res, rep.locals, rep.err
 		case <-ctx.Done():
 			if cause := context.Cause(ctx); errors.Is(cause, ErrCutOff) {
-				return nil, cause // not cancelled: cut off with its parent
+				return nil, Locals{}, cause // not cancelled: cut off with its parent
 			}
 			cancel()
 		}
 		rep, err := o.wait(context.Background(), reply)
-		return rep.res, err
+		return rep.res, rep.locals, err
 	}
 	// first waits with ctx, then (cancelled) until the run ends; a Close
 	// of the nested orchestrator ends either wait.
@@ -176,17 +184,17 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 		m, err := inbox.Receive(rctx)
 		if err != nil {
 			if cause := context.Cause(rctx); errors.Is(cause, ErrOrchestratorClosed) {
-				return nil, cause
+				return nil, Locals{}, cause
 			}
 			if cause := context.Cause(ctx); errors.Is(cause, ErrCutOff) {
-				return nil, cause // not cancelled: cut off with its parent
+				return nil, Locals{}, cause // not cancelled: cut off with its parent
 			}
 			if !cancelled && ctx.Err() != nil {
 				cancel()
 				rctx, cancelled = wait, true
 				continue
 			}
-			return nil, err
+			return nil, Locals{}, err
 		}
 		switch m := m.(type) {
 		case *braidv1.MultiAgentEvent:
@@ -194,7 +202,7 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 				emit(m)
 			}
 		case *streamEnd:
-			return m.res, m.err
+			return m.res, m.locals, m.err
 		}
 	}
 }
@@ -205,7 +213,9 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 // counted once. After a crash, the last invocation is the one the
 // parent's cut-off call began (carried on, or ended before the parent
 // heard of it), which the parent never counted.
-func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
+// A FAILED run's error is nestedFailure's, whose Go form goes to the node
+// run's in-process callers (SetLocalError); locals are the nested run's.
+func nestedResult(ctx context.Context, res *braidv1.MultiAgentResult, locals Locals) *braidv1.NodeResult {
 	usage := res.GetInvocationUsage()
 	if usage == nil { // an orchestrator of an earlier build
 		usage = res.GetUsage()
@@ -215,7 +225,9 @@ func nestedResult(res *braidv1.MultiAgentResult) *braidv1.NodeResult {
 	case braidv1.NodeStatus_NODE_STATUS_INTERRUPTED:
 		out.Interrupts = res.GetInterrupts()
 	case braidv1.NodeStatus_NODE_STATUS_FAILED:
-		out.Error = DefaultCodec().Encode(nestedFailure(res))
+		err := nestedFailure(res, locals)
+		SetLocalError(ctx, err)
+		out.Error = DefaultCodec().Encode(err)
 	case braidv1.NodeStatus_NODE_STATUS_CANCELLED:
 		out.Message = nestedCancel(res)
 	}
@@ -237,13 +249,18 @@ func nestedCancel(res *braidv1.MultiAgentResult) string {
 // nestedFailure is the error of a node whose nested run FAILED (a failed
 // node has an error, SPEC M7): it matches ErrNodeFailed and says why, by
 // the nested run's message (a limit, a timeout) or else by the error of
-// its first failed node.
-func nestedFailure(res *braidv1.MultiAgentResult) error {
+// its first failed node, which it wraps when locals hold that error's Go
+// form (the nested run ran in this process): errors.Is and errors.As
+// reach it from the parent's caller, and the text is the same either way.
+func nestedFailure(res *braidv1.MultiAgentResult, locals Locals) error {
 	if why := res.GetMessage(); why != "" {
 		return fmt.Errorf("%w: %s", ErrNodeFailed, why)
 	}
 	for _, n := range res.GetResults() {
 		if n.GetStatus() == braidv1.NodeStatus_NODE_STATUS_FAILED {
+			if err := locals.Error(n.GetError()); err != nil {
+				return fmt.Errorf("%w: node %q: %w", ErrNodeFailed, n.GetNodeId(), err)
+			}
 			return fmt.Errorf("%w: node %q: %s", ErrNodeFailed, n.GetNodeId(), n.GetError().GetMessage())
 		}
 	}

@@ -210,9 +210,10 @@ func DeferCommit(ctx context.Context, d Deferred) bool {
 // localReport is a NodeReport in process, with the executors whose
 // saves wait for the orchestrator's commit.
 type localReport struct {
-	rep   *braidv1.NodeReport
-	defs  []Deferred
-	local any // SetLocalResult's value
+	rep    *braidv1.NodeReport
+	defs   []Deferred
+	local  any    // SetLocalResult's value
+	locals Locals // the Go errors of the report's result (a nested run's, too)
 	// stops are the executor's INTERRUPTED NodeStop events (a nested
 	// orchestrator's nodes'), held back: they list interrupts that the
 	// orchestrator's store holds once it saves the report (SPEC I9).
@@ -260,12 +261,24 @@ type localRun struct {
 
 type localKey struct{}
 
-// localOut is where a runner leaves the in-process form of its result;
+// localOut is where a runner leaves the in-process form of its result
+// (v) and of the error of a FAILED result (err); locals are a nested
+// run's own, and the Go errors of the node's result by their wire form;
 // stops are the executor's events held back for the orchestrator
 // (localReport.stops).
 type localOut struct {
-	v     any
-	stops []*braidv1.MultiAgentEvent
+	v      any
+	err    error
+	locals Locals
+	stops  []*braidv1.MultiAgentEvent
+}
+
+// fail is failedResult, with err kept beside its wire form for the
+// orchestrator's in-process callers.
+func (o *localOut) fail(node string, err error) *braidv1.NodeResult {
+	res := failedResult(node, err)
+	o.locals.addError(res.GetError(), err)
+	return res
 }
 
 type localOutKey struct{}
@@ -278,6 +291,21 @@ type localOutKey struct{}
 func SetLocalResult(ctx context.Context, v any) {
 	if o, ok := ctx.Value(localOutKey{}).(*localOut); ok {
 		o.v = v
+	}
+}
+
+// SetLocalError hands the orchestrator the error of the FAILED result a
+// runner is about to return, as a Go value: a Go caller in this process
+// gets that value as the node's error (multiagent.NodeResult.Err), so
+// errors.Is and errors.As reach everything it wraps (a store's sentinel,
+// the user's own errors), not only what the result's protobuf form
+// (braidv1.Error, whose codes name the sentinels an ErrorCodec knows)
+// carries to another process. err's message must be the result's
+// Error.Message; an error whose message differs is not used. Outside a
+// node run it does nothing.
+func SetLocalError(ctx context.Context, err error) {
+	if o, ok := ctx.Value(localOutKey{}).(*localOut); ok {
+		o.err = err
 	}
 }
 
@@ -365,8 +393,8 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		cancel(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
 		defs := joint.end()
-		if defs != nil || out.v != nil || out.stops != nil {
-			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v, stops: out.stops})
+		if defs != nil || out.v != nil || out.stops != nil || !out.locals.empty() {
+			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v, locals: out.locals, stops: out.stops})
 			return
 		}
 		root.Send(parent, rep)
@@ -380,7 +408,8 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			rep = n.failedReport(m, fmt.Errorf("node %q panicked: %v\n%s", n.id, r, debug.Stack()))
+			rep = &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun(),
+				Result: out.fail(n.id, fmt.Errorf("node %q panicked: %v\n%s", n.id, r, debug.Stack()))}
 		}
 		// Every report, a gate's or a failure's included, says where the
 		// executor stands: the base of the node's next run (SPEC M10).
@@ -391,7 +420,7 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 	for _, w := range m.GetGate() {
 		in, err := InterruptFromWire(w)
 		if err != nil {
-			return n.failedReport(m, err)
+			return &braidv1.NodeReport{NodeId: n.id, Run: m.GetRun(), Result: out.fail(n.id, err)}
 		}
 		gate.Register(in)
 	}
@@ -400,7 +429,7 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 		rep.Gate = interruptsToWire(gate.All())
 		switch {
 		case err != nil:
-			rep.Result = failedResult(n.id, fmt.Errorf("BeforeNodeCall hook of node %q: %w", n.id, err))
+			rep.Result = out.fail(n.id, fmt.Errorf("BeforeNodeCall hook of node %q: %w", n.id, err))
 			return rep
 		case len(gate.Unanswered()) > 0:
 			rep.Gated = true
@@ -412,7 +441,7 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 			// swarm's node history lists the nodes that ran).
 			rep.Gated = true
 			rep.Result = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: msg}
-			n.after(ctx, rep)
+			n.after(ctx, rep, out)
 			return rep
 		}
 	}
@@ -439,7 +468,9 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 		}
 	}
 	if res == nil {
-		res = failedResult(n.id, fmt.Errorf("node %q: its executor returned no result", n.id))
+		res = out.fail(n.id, fmt.Errorf("node %q: its executor returned no result", n.id))
+	} else if out.err != nil {
+		out.locals.addError(res.GetError(), out.err) // SetLocalError's
 	}
 	// The result is stored with the run, and a stored result whose JSON is
 	// not JSON makes the run's record damaged (SPEC S5): an executor of
@@ -447,19 +478,19 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 	// Without a session nothing is stored, and the walk is skipped.
 	if n.stored {
 		if err := checkWireJSON(res.ProtoReflect()); err != nil {
-			res = failedResult(n.id, fmt.Errorf("node %q: its executor's result holds bytes that are not JSON: %v", n.id, err))
+			res = out.fail(n.id, fmt.Errorf("node %q: its executor's result holds bytes that are not JSON: %v", n.id, err))
 		}
 	}
 	res.NodeId = n.id
 	if err := ctx.Err(); err != nil && res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 		if ctx.Err() == context.DeadlineExceeded && n.timeout > 0 {
-			res = failedResult(n.id, fmt.Errorf("%w: Node '%s' execution timed out after %gs", ErrNodeTimeout, n.id, n.timeout.Seconds()))
+			res = out.fail(n.id, fmt.Errorf("%w: Node '%s' execution timed out after %gs", ErrNodeTimeout, n.id, n.timeout.Seconds()))
 		}
 	}
 	res.DurationNs = int64(time.Since(start))
 	rep.Result = res
 	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
-		n.after(ctx, rep)
+		n.after(ctx, rep, out)
 	}
 	return rep
 }
@@ -478,12 +509,12 @@ func (n *nodeActor) progress(ctx context.Context) (p int64) {
 	return p
 }
 
-func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport) {
+func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport, out *localOut) {
 	if n.hooks == nil {
 		return
 	}
 	if err := n.hooks.AfterNode(context.WithoutCancel(ctx), n.id, rep.Result); err != nil {
-		rep.Result = failedResult(n.id, fmt.Errorf("AfterNodeCall hook of node %q: %w", n.id, err))
+		rep.Result = out.fail(n.id, fmt.Errorf("AfterNodeCall hook of node %q: %w", n.id, err))
 	}
 }
 

@@ -252,7 +252,7 @@ var ErrStreamStopped = errors.New("stream stopped by its reader")
 type orchReply struct {
 	res    *braidv1.MultiAgentResult
 	err    error
-	locals map[*braidv1.NodeResult]any // SetLocalResult values, in process
+	locals Locals // in process: the results' and errors' Go forms
 }
 
 // orchAbandon: the in-process caller of inv stopped waiting; inv is
@@ -352,11 +352,13 @@ func (o *Orchestrator) Invoke(ctx context.Context, in *braidv1.AgentInput) (*bra
 	return res, err
 }
 
-// InvokeLocal is Invoke, and also returns the in-process forms of node
-// results their runners gave (SetLocalResult), by result.
-func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, map[*braidv1.NodeResult]any, error) {
+// InvokeLocal is Invoke, and also returns the in-process forms of what
+// the result carries (Locals): the node results their runners gave
+// (SetLocalResult) and the Go errors of FAILED nodes (SetLocalError),
+// nested runs' included.
+func (o *Orchestrator) InvokeLocal(ctx context.Context, in *braidv1.AgentInput) (*braidv1.MultiAgentResult, Locals, error) {
 	if err := o.callable(ctx, true); err != nil {
-		return nil, nil, err
+		return nil, Locals{}, err
 	}
 	reply := make(chan orchReply, 1)
 	inv := &orchInvoke{in: in, reply: reply, caller: withRun(ctx, o), gone: true}
@@ -443,8 +445,15 @@ func (o *Orchestrator) isClosed() bool {
 // the same way. Called from the orchestrator's own run, it returns
 // ErrReentrant (SPEC R7).
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
+	res, _, err := o.StreamLocal(ctx, in, yield)
+	return res, err
+}
+
+// StreamLocal is Stream, and also returns the in-process forms of what
+// the result carries, as InvokeLocal does.
+func (o *Orchestrator) StreamLocal(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, Locals, error) {
 	if err := o.callable(ctx, true); err != nil {
-		return nil, err
+		return nil, Locals{}, err
 	}
 	ctx, cancel := context.WithCancelCause(withRun(ctx, o))
 	defer cancel(nil)
@@ -471,20 +480,20 @@ func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield
 		}
 		if err != nil {
 			if cause := context.Cause(ctx); errors.Is(cause, ErrOrchestratorClosed) || errors.Is(cause, ErrUnbound) {
-				return nil, cause
+				return nil, Locals{}, cause
 			}
 			if ctx.Err() != nil {
 				o.binding.Send(&orchAbandon{inv: inv})
 			}
-			return nil, err
+			return nil, Locals{}, err
 		}
 		switch m := m.(type) {
 		case *braidv1.MultiAgentEvent:
 			if !yield(m) {
-				return nil, ErrStreamStopped
+				return nil, Locals{}, ErrStreamStopped
 			}
 		case *streamEnd:
-			return m.res, m.err
+			return m.res, m.locals, m.err
 		}
 	}
 }
@@ -600,11 +609,12 @@ type nodeRec struct {
 	// back to since, where the prompt's invocation then begins too.
 	unfinished bool
 	gate       []*braidv1.Interrupt
-	local      any  // NodeStart.Local of the current run (in process only)
-	localRes   any  // SetLocalResult of the last run (in process only)
-	resume     bool // the next run resumes the executor
-	recover    bool // the current run was cut off by a crash
-	reset      bool // the current run started the executor afresh (saved: its recovery is told)
+	local      any    // NodeStart.Local of the current run (in process only)
+	localRes   any    // SetLocalResult of the last run (in process only)
+	locals     Locals // the Go errors of the last run's result, a nested run's Locals (in process only)
+	resume     bool   // the next run resumes the executor
+	recover    bool   // the current run was cut off by a crash
+	reset      bool   // the current run started the executor afresh (saved: its recovery is told)
 
 	first    uint64   // sequence number of the end of its first run (results order)
 	executed []uint64 // sequence numbers of the ends of its executed runs
@@ -807,9 +817,9 @@ func (x *orchActor) runMessage(c actor.Context, msg any) {
 	case *hooksDone:
 		x.hooksDone(c, m)
 	case *braidv1.NodeReport:
-		x.report(c, foreignReport(m), nil, nil, nil)
+		x.report(c, foreignReport(m), nil, nil, Locals{}, nil)
 	case *localReport:
-		x.report(c, m.rep, m.defs, m.local, m.stops)
+		x.report(c, m.rep, m.defs, m.local, m.locals, m.stops)
 	}
 }
 
@@ -1636,7 +1646,7 @@ func checkReportInterrupts(m *braidv1.NodeReport) error {
 // report (of a run this activation did not send, or sent by another actor
 // when nothing waits for it, such as for a node of a run a crash cut off)
 // is dropped.
-func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferred, local any, stops []*braidv1.MultiAgentEvent) {
+func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferred, local any, locals Locals, stops []*braidv1.MultiAgentEvent) {
 	n := x.nodes[m.GetNodeId()]
 	if n == nil || m.GetRun() != n.run || n.status != braidv1.NodeStatus_NODE_STATUS_EXECUTING || x.cur == nil || x.phase != 2 {
 		return // a report of a run this activation did not send, or that nothing waits for
@@ -1695,7 +1705,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 		n.unsaved, n.before, n.stops = true, n.result, stops
 		x.unsaved = append(x.unsaved, n)
 	}
-	n.result, n.localRes = res, local
+	n.result, n.localRes, n.locals = res, local, locals
 	x.setStatus(n, res.GetStatus())
 	n.unfinished = n.status != braidv1.NodeStatus_NODE_STATUS_COMPLETED
 	if x.cur.events != nil && !unsaved {
@@ -2009,14 +2019,11 @@ func (x *orchActor) replied(c actor.Context, inv *orchInvoke, hookErr, saveErr e
 		for _, in := range res.GetInterrupts() {
 			inv.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: x.ownerOf(in.GetId()), Event: &braidv1.MultiAgentEvent_Interrupt{Interrupt: in}})
 		}
-		var locals map[*braidv1.NodeResult]any
+		var locals Locals
 		for _, id := range x.results {
-			if n := x.nodes[id]; n.localRes != nil {
-				if locals == nil {
-					locals = make(map[*braidv1.NodeResult]any, len(x.results))
-				}
-				locals[n.result] = n.localRes
-			}
+			n := x.nodes[id]
+			locals.addResult(n.result, n.localRes)
+			locals.merge(n.locals)
 		}
 		inv.answer(x.sys, orchReply{res: res, locals: locals})
 	}

@@ -219,7 +219,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 	if !ok {
 		var err error
 		if in, err = agent.InputFromWire(run.GetInput()); err != nil {
-			return failed(err)
+			return failed(ctx, err)
 		}
 	}
 	reset := run.GetResetExecutor()
@@ -227,11 +227,11 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		dead, began, err := r.deadHeld(ctx, run, in)
 		switch {
 		case err != nil:
-			return failed(err)
+			return failed(ctx, err)
 		case dead && reset: // the reset drops it
 		case dead:
 			if err := r.dropUnfinished(ctx, run); err != nil {
-				return failed(err)
+				return failed(ctx, err)
 			}
 		default:
 			recover, base := r.recover, run.GetBase()
@@ -242,7 +242,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 			}
 			done, res, carry, err := recover(ctx, base, in.IsResume())
 			if err != nil {
-				return failed(err)
+				return failed(ctx, err)
 			}
 			if done {
 				return res
@@ -254,7 +254,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 	}
 	if reset {
 		if err := r.reset(ctx); err != nil {
-			return failed(err)
+			return failed(ctx, err)
 		}
 	}
 	if !run.GetRecover() && in.IsResume() && len(in.Responses()) == 0 {
@@ -262,7 +262,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		// the agent, which still waits for its own.
 		st, err := r.a.Status(ctx)
 		if err != nil {
-			return failed(err)
+			return failed(ctx, err)
 		}
 		if st.Interrupted() {
 			return waiting(st)
@@ -289,7 +289,7 @@ func (r *agentRunner) runOnce(ctx context.Context, run *braidv1.NodeRun, emit fu
 		if ctx.Err() != nil {
 			_, _ = r.a.Cancel(context.WithoutCancel(ctx))
 		}
-		return failed(err)
+		return failed(ctx, err)
 	}
 	r.count.Store(int64(res.History))
 	actors.SetLocalResult(ctx, res)
@@ -549,7 +549,8 @@ func waiting(st agent.Status) *braidv1.NodeResult {
 func agentResult(res *agent.Result) *braidv1.NodeResult {
 	w, err := agent.ResultToWire(res)
 	if err != nil {
-		return failed(err)
+		// a message that does not encode: its error's text says it all
+		return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_FAILED, Error: agent.ErrorToWire(err)}
 	}
 	out := &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED, Result: &braidv1.NodeResult_Agent{Agent: w}, Usage: w.GetUsage()}
 	if res.Interrupted() {
@@ -578,7 +579,11 @@ func (r *agentRunner) Progress(ctx context.Context) (int64, error) {
 // Close implements actors.NodeRunner.
 func (r *agentRunner) Close(ctx context.Context) error { return r.a.Close(ctx) }
 
-func failed(err error) *braidv1.NodeResult {
+// failed is the result of a run that failed with err; err itself goes to
+// the orchestrator's in-process callers (actors.SetLocalError), its wire
+// form to any other.
+func failed(ctx context.Context, err error) *braidv1.NodeResult {
+	actors.SetLocalError(ctx, err)
 	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_FAILED, Error: agent.ErrorToWire(err)}
 }
 
@@ -609,15 +614,15 @@ func (n *funcNode) OpenNode(_ context.Context, env actors.NodeEnv) (actors.NodeR
 func (n *funcNode) RunNode(ctx context.Context, run *braidv1.NodeRun) *braidv1.NodeResult {
 	in, err := agent.InputFromWire(run.GetInput())
 	if err != nil {
-		return failed(err)
+		return failed(ctx, err)
 	}
 	out, err := n.fn(ctx, in)
 	if err != nil {
-		return failed(err)
+		return failed(ctx, err)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return failed(err)
+		return failed(ctx, err)
 	}
 	return &braidv1.NodeResult{Status: braidv1.NodeStatus_NODE_STATUS_COMPLETED, Result: &braidv1.NodeResult_Content{Content: b}}
 }

@@ -27,6 +27,14 @@ type NodeResult struct {
 	Multi *Result
 	// Content is a function node's output.
 	Content []model.ContentBlock
+	// Err is a FAILED node's error. Its message is the one its protobuf
+	// form carries. In the process that ran the node it is the Go error
+	// the node failed with (actors.SetLocalError), so errors.Is and
+	// errors.As reach everything it wraps, the user's own errors
+	// included; decoded from the wire (another process, a stream's
+	// NodeStop event, a run restored from the store) it matches
+	// actors.ErrRemote and only the sentinels and typed errors Braid's
+	// codecs know (actors.ErrorCodec).
 	Err     error
 	Message string
 	// Duration is the node's execution time and Usage its model usage,
@@ -126,19 +134,28 @@ func (r *Result) Text() string {
 // Interrupted reports whether the run waits for interrupt responses.
 func (r *Result) Interrupted() bool { return r != nil && r.Status == StatusInterrupted }
 
-// ResultFromWire converts a run's protobuf result.
-func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) { return ResultFromWireLocal(w, nil) }
+// ResultFromWire converts a run's protobuf result. A node's error is
+// decoded from its wire form: it has the sender's message and matches
+// the sentinels and typed errors its codes name (agent.ErrorFromWire).
+func ResultFromWire(w *braidv1.MultiAgentResult) (*Result, error) {
+	return ResultFromWireLocal(w, actors.Locals{})
+}
 
-// ResultFromWireLocal converts a run's protobuf result, taking an agent
-// node's result from locals (the in-process *agent.Result its runner
-// gave, see actors.SetLocalResult) instead of decoding it.
-func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals map[*braidv1.NodeResult]any) (*Result, error) {
+// ResultFromWireLocal converts a run's protobuf result, taking from locals
+// (what an orchestrator of this process gave beside it, see
+// actors.Orchestrator.InvokeLocal) instead of decoding: an agent node's
+// result (the *agent.Result its runner gave, actors.SetLocalResult), and
+// a FAILED node's error, which is then the Go error the node failed with
+// (actors.SetLocalError), so that errors.Is and errors.As reach what it
+// wraps (a store's sentinel, the user's own errors), at any depth of
+// nesting. Its message is the wire form's.
+func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals actors.Locals) (*Result, error) {
 	r := &Result{Status: StatusFromWire(w.GetStatus()), ExecutionOrder: append([]string(nil), w.GetExecutionOrder()...),
 		ExecutionCount: int(w.GetExecutionCount()), Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()),
 		InvocationUsage: usageFromWire(w.GetInvocationUsage()),
 		Message:         w.GetMessage()}
 	for _, nw := range w.GetResults() {
-		n, err := nodeResultFromWire(nw, locals[nw])
+		n, err := nodeResultFromWire(nw, locals)
 		if err != nil {
 			return nil, err
 		}
@@ -162,16 +179,22 @@ func ResultFromWireLocal(w *braidv1.MultiAgentResult, locals map[*braidv1.NodeRe
 
 // NodeResultFromWire converts a node's protobuf result.
 func NodeResultFromWire(w *braidv1.NodeResult) (*NodeResult, error) {
-	return nodeResultFromWire(w, nil)
+	return nodeResultFromWire(w, actors.Locals{})
 }
 
-func nodeResultFromWire(w *braidv1.NodeResult, local any) (*NodeResult, error) {
+// NodeResultFromWireLocal converts a node's protobuf result, taking its
+// in-process forms from locals as ResultFromWireLocal does.
+func NodeResultFromWireLocal(w *braidv1.NodeResult, locals actors.Locals) (*NodeResult, error) {
+	return nodeResultFromWire(w, locals)
+}
+
+func nodeResultFromWire(w *braidv1.NodeResult, locals actors.Locals) (*NodeResult, error) {
 	n := &NodeResult{NodeID: w.GetNodeId(), Status: StatusFromWire(w.GetStatus()), Message: w.GetMessage(),
 		Duration: time.Duration(w.GetDurationNs()), Usage: usageFromWire(w.GetUsage()), ExecutionCount: int(w.GetExecutionCount())}
 	var err error
 	switch {
 	case w.GetAgent() != nil:
-		if r, ok := local.(*agent.Result); ok {
+		if r, ok := locals.Results[w].(*agent.Result); ok {
 			n.Agent = cloneAgentResult(r)
 			break
 		}
@@ -179,7 +202,7 @@ func nodeResultFromWire(w *braidv1.NodeResult, local any) (*NodeResult, error) {
 			return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
 		}
 	case w.GetMultiAgent() != nil:
-		if n.Multi, err = ResultFromWire(w.GetMultiAgent()); err != nil {
+		if n.Multi, err = ResultFromWireLocal(w.GetMultiAgent(), locals); err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.NodeID, err)
 		}
 	case len(w.GetContent()) > 0:
@@ -187,7 +210,7 @@ func nodeResultFromWire(w *braidv1.NodeResult, local any) (*NodeResult, error) {
 			return nil, fmt.Errorf("node %q: content: %w", n.NodeID, err)
 		}
 	}
-	if w.GetError() != nil {
+	if n.Err = locals.Error(w.GetError()); n.Err == nil && w.GetError() != nil {
 		n.Err = agent.ErrorFromWire(w.GetError())
 	}
 	if h := w.GetHandoff(); h != nil {

@@ -11,8 +11,9 @@ import (
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
-// Invoke runs o on in and returns the run's result; node results that
-// their runners gave in process (actors.SetLocalResult) keep those forms.
+// Invoke runs o on in and returns the run's result; node results and
+// errors that their runners gave in process (actors.SetLocalResult,
+// actors.SetLocalError) keep those forms.
 func Invoke(ctx context.Context, o *actors.Orchestrator, in agent.Input) (*multiagent.Result, error) {
 	w, err := agent.InputToWire(in)
 	if err != nil {
@@ -26,7 +27,8 @@ func Invoke(ctx context.Context, o *actors.Orchestrator, in agent.Input) (*multi
 }
 
 // Stream runs o on in and yields the run's events, the last one a
-// *multiagent.ResultEvent; an error ends the sequence. A consumer that
+// *multiagent.ResultEvent whose result keeps the in-process forms, as
+// Invoke's does; an error ends the sequence. A consumer that
 // stops early leaves the run going on to its end, unread.
 func Stream(ctx context.Context, o *actors.Orchestrator, in agent.Input) iter.Seq2[multiagent.Event, error] {
 	return func(yield func(multiagent.Event, error) bool) {
@@ -36,7 +38,7 @@ func Stream(ctx context.Context, o *actors.Orchestrator, in agent.Input) iter.Se
 			return
 		}
 		var convErr error
-		res, err := o.Stream(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
+		res, locals, err := o.StreamLocal(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
 			e, err := multiagent.EventFromWire(ev)
 			if err != nil {
 				convErr = err
@@ -51,7 +53,7 @@ func Stream(ctx context.Context, o *actors.Orchestrator, in agent.Input) iter.Se
 		case err != nil:
 			yield(nil, err)
 		default:
-			r, err := multiagent.ResultFromWire(res)
+			r, err := multiagent.ResultFromWireLocal(res, locals)
 			if err != nil {
 				yield(nil, err)
 				return
