@@ -341,7 +341,7 @@ func (c *core) dataOf(s *Snapshot) *data {
 		if s.Interrupts != nil {
 			d.interrupts.Restore(s.Interrupts)
 		}
-		d.pending = s.Pending.clone()
+		d.pending, d.usage = s.Pending.clone(), s.Usage
 	} else {
 		d.messages = model.CloneMessages(c.cfg.Messages)
 	}
@@ -712,11 +712,14 @@ func (a *job) setMessages(ctx context.Context, msgs []model.Message, drop bool) 
 	}
 	c := model.CloneMessages(msgs)
 	a.mu.Lock()
-	a.messages = c[:len(c):len(c)]
+	// A new history ends the latest invocation: a history that awaits the
+	// model is carried on from zero usage (Snapshot.Usage).
+	usage := a.usage
+	a.messages, a.usage = c[:len(c):len(c)], model.Usage{}
 	a.mu.Unlock()
 	if err := a.saveFrom(ctx, persistence.SaveInvocation, 0); err != nil {
 		a.mu.Lock()
-		a.messages = old
+		a.messages, a.usage = old, usage
 		a.mu.Unlock()
 		if drop {
 			a.interrupts.Restore(interrupts)

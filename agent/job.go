@@ -73,6 +73,9 @@ type data struct {
 	kv         *State
 	interrupts *interrupt.State
 	pending    *Pending
+	// usage: the model usage of the latest invocation so far, saved with
+	// every save (Snapshot.Usage).
+	usage model.Usage
 	// diverged: the stored history differs from this one from message
 	// divergeAt on (a take-back whose save failed); the next save rewrites.
 	diverged  bool
@@ -92,6 +95,7 @@ func (d *data) draft() *data {
 		kv:         &b.kv,
 		interrupts: &b.interrupts,
 		pending:    d.pending.clone(),
+		usage:      d.usage,
 		diverged:   d.diverged,
 		divergeAt:  d.divergeAt,
 	}
@@ -118,6 +122,7 @@ func (d *data) snapshot(id string) *Snapshot {
 		State:      d.kv.All(),
 		Interrupts: d.interrupts.Clone(),
 		Pending:    d.pending.clone(),
+		Usage:      d.usage,
 	}
 }
 
@@ -138,13 +143,14 @@ type job struct {
 	// back, filled with the job's state.
 	home *data
 
-	// The draft. Tools run concurrently; mu guards messages and pending
-	// for readers on their goroutines (views, saves).
+	// The draft. Tools run concurrently; mu guards messages, pending and
+	// usage for readers on their goroutines (views, saves).
 	mu         sync.Mutex
 	messages   []model.Message
 	kv         *State
 	interrupts *interrupt.State
 	pending    *Pending
+	usage      model.Usage
 	diverged   bool
 	divergeAt  int
 
@@ -152,7 +158,7 @@ type job struct {
 }
 
 func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)) *job {
-	return &job{core: c, sess: sess, commit: commit, home: d, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, diverged: d.diverged, divergeAt: d.divergeAt}
+	return &job{core: c, sess: sess, commit: commit, home: d, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, usage: d.usage, diverged: d.diverged, divergeAt: d.divergeAt}
 }
 
 // result returns the draft as the actor's new committed state. The job
@@ -160,7 +166,7 @@ func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)
 func (a *job) result() *data {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	*a.home = data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, diverged: a.diverged, divergeAt: a.divergeAt}
+	*a.home = data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, usage: a.usage, diverged: a.diverged, divergeAt: a.divergeAt}
 	return a.home
 }
 
@@ -169,11 +175,11 @@ func (a *job) result() *data {
 func (a *job) published() *data {
 	a.mu.Lock()
 	msgs := a.messages[:len(a.messages):len(a.messages)]
-	p := a.pending.clone()
+	p, u := a.pending.clone(), a.usage
 	a.mu.Unlock()
 	kv := &State{}
 	kv.replace(a.kv.All())
-	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p, diverged: a.diverged, divergeAt: a.divergeAt}
+	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p, usage: u, diverged: a.diverged, divergeAt: a.divergeAt}
 }
 
 func (a *job) setPending(p *Pending) {
@@ -196,7 +202,7 @@ func (a *job) history() []model.Message {
 
 func (a *job) snapshot() *Snapshot {
 	a.mu.Lock()
-	d := &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending}
+	d := &data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, usage: a.usage}
 	a.mu.Unlock()
 	return d.snapshot(a.cfg.ID)
 }

@@ -243,9 +243,18 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 	resuming := in.IsResume()
 	loaded := a.pendingCopy() // work cut off before this invocation
 	inv.fresh = !resuming && loaded == nil && !a.interrupts.Activated()
+	// A run cut off before this invocation (by a crash, or a Close), which
+	// the empty input carries on, goes on counting from the usage its
+	// saves stored: its model calls so far are this invocation's too, and
+	// nobody was told of them. Any other invocation counts its own calls
+	// alone (SPEC A9, M7: a resume's usage is the resume's).
+	carried := !resuming && len(in.messages) == 0 && (loaded != nil || a.interrupts.Activated() || awaitsModel(a.history()))
+	prior := a.usage // the job's goroutine is the only writer of a.usage
+	inv.usage = a.beginUsage(carried)
 	if resuming {
 		before := a.interrupts.Clone()
 		if err := a.interrupts.Resume(in.responses); err != nil {
+			a.setUsage(prior)
 			return nil, err
 		}
 		a.answering = in.responses
@@ -255,6 +264,7 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 		if err := a.save(ctx, persistence.SaveResume); err != nil {
 			a.interrupts.Restore(before)
 			a.answering = nil
+			a.setUsage(prior)
 			return nil, err
 		}
 	}
@@ -393,6 +403,11 @@ func (inv *invocation) modelTurn(ctx context.Context) (model.Message, model.Mess
 			return model.Message{}, model.MessageStop{}, nil, fmt.Errorf("model call: %w", err)
 		}
 		inv.usage = inv.usage.Add(stop.Usage)
+		if a.sess != nil {
+			// Saved with the save that stores this turn (SPEC S1): no
+			// save of its own.
+			a.setUsage(inv.usage)
+		}
 		return msg, stop, nil, nil
 	}
 }
@@ -697,6 +712,7 @@ func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep in
 	rec.Messages = a.messages[:len(a.messages):len(a.messages)]
 	a.mu.Unlock()
 	a.mu.Lock()
+	rec.Usage = a.usage // the usage counting the turns this save stores
 	if a.pending != nil {
 		p, err := a.pending.appendJSON(nil) // under mu, as pendingCopy reads it
 		if err != nil {
@@ -728,6 +744,24 @@ func (a *job) saveFrom(ctx context.Context, point persistence.SavePoint, keep in
 		a.commit(a.published())
 	}
 	return nil
+}
+
+// beginUsage returns the usage an invocation starts from: the latest
+// invocation's so far when it carries that one on, else zero, which the
+// next save stores. It locks only to change a.usage: an invocation
+// without a session, which never counts into it, takes no lock.
+func (a *job) beginUsage(carried bool) model.Usage {
+	if !carried && a.usage != (model.Usage{}) {
+		a.setUsage(model.Usage{})
+	}
+	return a.usage
+}
+
+// setUsage sets the usage the next save stores (Snapshot.Usage).
+func (a *job) setUsage(u model.Usage) {
+	a.mu.Lock()
+	a.usage = u
+	a.mu.Unlock()
 }
 
 // idempotencyKey is the stable key of a tool use (SPEC S6): session,

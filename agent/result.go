@@ -34,8 +34,13 @@ type Result struct {
 	Message model.Message
 	// Interrupts lists every unanswered interrupt, in raise order (SPEC I8).
 	Interrupts []interrupt.Interrupt
-	Usage      model.Usage
-	Metrics    Metrics
+	// Usage is the model usage of the invocation: each of its model calls
+	// once. A resume counts its own calls, not those of the invocation it
+	// resumes. With a Session, an invocation that carries on (Input{}) a
+	// run a crash or a Close cut off counts that run's calls before the cut
+	// too, as saved with their turns (Snapshot.Usage).
+	Usage   model.Usage
+	Metrics Metrics
 	// History is the number of messages in the agent's history when the
 	// invocation returned (a pending tool cycle's messages are not in it
 	// yet, SPEC A3).

@@ -26,6 +26,15 @@ type Snapshot struct {
 	State      map[string]json.RawMessage `json:"state"`
 	Interrupts *interrupt.State           `json:"interrupts"`
 	Pending    *Pending                   `json:"pending,omitempty"`
+	// Usage is the model usage of the agent's latest invocation so far,
+	// as saved: with a Session, every save stores it with the turns it
+	// counts, so that an invocation cut off (by a crash, or a Close) and
+	// carried on with the empty Input counts the model calls made before
+	// the cut in its Result.Usage, once (SPEC A9). A new invocation (a
+	// prompt, a resume) starts it from zero; SetMessages clears it.
+	// Without a Session it is not kept up to date (nothing is saved), but
+	// a restored one (Config.Restore) is carried on the same way.
+	Usage model.Usage `json:"usage,omitzero"`
 }
 
 // PendingKind says what an interrupted agent waits to resume.
@@ -224,7 +233,7 @@ type Session interface {
 // decode exactly, or does not fit together, is a *persistence.DamageError
 // naming the record (SPEC S5); it also matches ErrSnapshot.
 func fromRecord(key persistence.Key, rec *persistence.AgentRecord) (*Snapshot, error) {
-	s := &Snapshot{Version: SnapshotVersion, AgentID: key.ID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts}
+	s := &Snapshot{Version: SnapshotVersion, AgentID: key.ID, Messages: rec.Messages, State: rec.State, Interrupts: rec.Interrupts, Usage: rec.Usage}
 	if len(rec.Pending) > 0 {
 		p, err := parsePending(rec.Pending)
 		if err != nil {

@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/braidhq/braid/internal/strictjson"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 )
 
 // The data of an agent's record,
-// {"session":..,"owner":..,"state":{..},"interrupts":{..},"pending":..}
-// (session and owner left out when empty, pending when there is none), written and read without
+// {"session":..,"owner":..,"state":{..},"interrupts":{..},"pending":..,"usage":{..}}
+// (session and owner left out when empty, pending when there is none,
+// usage when it is zero), written and read without
 // reflection: appendAgentData writes exactly what encoding/json writes for
 // agentData (HTML escaping off; state keys sorted), parseAgentData reads
 // that form strictly (SPEC S5).
@@ -48,17 +51,28 @@ func appendAgentData(dst []byte, d agentData) ([]byte, error) {
 			return dst, fmt.Errorf("pending: %w", err)
 		}
 	}
+	if u := d.Usage; u != nil {
+		out = strconv.AppendInt(append(out, `,"usage":{"inputTokens":`...), int64(u.InputTokens), 10)
+		out = strconv.AppendInt(append(out, `,"outputTokens":`...), int64(u.OutputTokens), 10)
+		out = strconv.AppendInt(append(out, `,"totalTokens":`...), int64(u.TotalTokens), 10)
+		out = append(out, '}')
+	}
 	return append(out, '}'), nil
 }
 
 // agentDataKeys are the keys of the stored form, in index order.
-var agentDataKeys = []string{"state", "interrupts", "pending", "session", "owner"}
+var (
+	agentDataKeys = []string{"state", "interrupts", "pending", "session", "owner", "usage"}
+	usageKeys     = []string{"inputTokens", "outputTokens", "totalTokens"}
+)
 
 // parseAgentData reads an agent's data strictly: "state" (an object) and
 // "interrupts" (interrupt.ParseState's form) are required (null reads as
 // nil, which OpenAgent refuses), "pending" is any JSON value (the agent
-// reads it), "session" and "owner" are optional non-empty strings, no
-// other key, no key twice.
+// reads it), "session" and "owner" are optional non-empty strings,
+// "usage" is optional and exactly {"inputTokens":n,"outputTokens":n,
+// "totalTokens":n} with integers as encoding/json writes them, no other
+// key, no key twice.
 func parseAgentData(data []byte) (agentData, error) {
 	var d agentData
 	keys := strictjson.NewKeys("agent data", agentDataKeys)
@@ -67,6 +81,9 @@ func parseAgentData(data []byte) (agentData, error) {
 			switch {
 			case i == 2:
 				d.Pending, err = r.RawCopy()
+				return err
+			case i == 5:
+				d.Usage, err = readUsage(r)
 				return err
 			case i >= 3:
 				s, err := r.StringNotNull(agentDataKeys[i])
@@ -105,4 +122,37 @@ func parseAgentData(data []byte) (agentData, error) {
 		err = keys.Require(0, 1)
 	}
 	return d, err
+}
+
+// readUsage reads a stored usage: an object of exactly the three token
+// counts, each an integer written as strconv.Itoa writes it.
+func readUsage(r *strictjson.Reader) (*model.Usage, error) {
+	if err := r.NotNull("usage (absent when zero)"); err != nil {
+		return nil, err
+	}
+	u := &model.Usage{}
+	keys := strictjson.NewKeys("usage", usageKeys)
+	err := r.Fields(&keys, func(i int) error {
+		raw, err := r.Raw()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(string(raw))
+		if err != nil || strconv.Itoa(n) != string(raw) {
+			return fmt.Errorf("%w: usage %s %s is not an integer", strictjson.ErrStrict, usageKeys[i], raw)
+		}
+		switch i {
+		case 0:
+			u.InputTokens = n
+		case 1:
+			u.OutputTokens = n
+		default:
+			u.TotalTokens = n
+		}
+		return nil
+	})
+	if err == nil {
+		err = keys.Require(0, 1, 2)
+	}
+	return u, err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/braidhq/braid/internal/strictjson"
 	"github.com/braidhq/braid/internal/strictjson/strictjsontest"
 	"github.com/braidhq/braid/interrupt"
+	"github.com/braidhq/braid/model"
 )
 
 var dataStrings = []string{"k", "<b>&", "q\"\\", "nl\n", "bad\xff", "\u2028", "日本", ""}
@@ -44,6 +45,10 @@ func genAgentData(r *rand.Rand) agentData {
 	}
 	if r.IntN(2) == 0 {
 		d.Pending = json.RawMessage(`{"kind":"tools", "assistantMessage":{"role":"assistant","content":[]},"completedToolResults":[]}`)
+	}
+	if r.IntN(2) == 0 {
+		n := []int{0, 1, 7, 120, -3, 1 << 40}
+		d.Usage = &model.Usage{InputTokens: n[r.IntN(len(n))], OutputTokens: n[r.IntN(len(n))], TotalTokens: n[r.IntN(len(n))]}
 	}
 	return d
 }
@@ -73,6 +78,7 @@ func checkAgentDataParse(t *testing.T, raw []byte) {
 	strictjsontest.Differential(t, raw, old, parseAgentData, func(want, got agentData) bool {
 		return want.Session == got.Session && want.Owner == got.Owner &&
 			reflect.DeepEqual(want.State, got.State) && bytes.Equal(want.Pending, got.Pending) &&
+			reflect.DeepEqual(want.Usage, got.Usage) &&
 			(want.Interrupts == nil) == (got.Interrupts == nil) &&
 			(want.Interrupts == nil || (reflect.DeepEqual(want.Interrupts.All(), got.Interrupts.All()) &&
 				want.Interrupts.Activated() == got.Interrupts.Activated()))
@@ -85,7 +91,11 @@ func TestParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *
 		{`"pending":`, `"pending":null,"p":`}, {`,"pending":`, `,"pending":1,"pending":`}, {`{"state":{`, `{"state":{"k":1,`},
 		{`"activated":`, `"activated":null,"a":`}, {`"state":{}`, `"state":[]`}, {`"interrupts":{`, ` "interrupts" : {`},
 		{`"session":`, `"session":null,"x":`}, {`"owner":"`, `"owner":"","o":"`}, {`"owner":`, `"owner":1,"owner":`},
-		{`"session":"`, `"Session":"`}, {`{"state"`, `{"owner":"","state"`}, {`{"state"`, `{"session":null,"state"`}}
+		{`"session":"`, `"Session":"`}, {`{"state"`, `{"owner":"","state"`}, {`{"state"`, `{"session":null,"state"`},
+		{`"usage":{`, `"usage":null,"u":{`}, {`"inputTokens":`, `"InputTokens":`}, {`"outputTokens":`, `"outputTokens":1.0,"o":`},
+		{`"totalTokens":`, `"totalTokens":-0,"t":`}, {`"inputTokens":`, `"inputTokens":"1","i":`}, {`,"totalTokens":`, `,"totalTokens":1,"totalTokens":`},
+		{`"totalTokens":`, `"totalTokens":99999999999999999999,"t":`}, {`"usage":{`, `"usage":{"cacheTokens":1,`},
+		{`"usage":{"inputTokens":`, `"usage":{"inputTokens": 1e0,"i":`}, {`{"state"`, `{"usage":{},"state"`}}
 	for range 1500 {
 		b, err := appendAgentData(nil, genAgentData(r))
 		require.NoError(t, err)

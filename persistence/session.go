@@ -287,6 +287,11 @@ type AgentRecord struct {
 	// Pending is the agent's interrupted work, in the agent's own JSON form
 	// (nil when none).
 	Pending json.RawMessage
+	// Usage is the model usage of the agent's latest invocation so far
+	// (zero when none is stored): saved with the turns it counts, so that
+	// an invocation a crash cut off and that is carried on counts the
+	// model calls made before the crash once (SPEC A9, M7).
+	Usage model.Usage
 }
 
 type agentData struct {
@@ -298,6 +303,8 @@ type agentData struct {
 	State      map[string]json.RawMessage `json:"state"`
 	Interrupts *interrupt.State           `json:"interrupts"`
 	Pending    json.RawMessage            `json:"pending,omitempty"`
+	// Usage is left out when zero (a record of an earlier build has none).
+	Usage *model.Usage `json:"usage,omitempty"`
 }
 
 // AgentSession is one agent's writer (an Owner that speaks AgentRecords).
@@ -419,6 +426,9 @@ func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) 
 		return nil, Damaged(key, "data", "%v", err)
 	}
 	out := &AgentRecord{State: d.State, Interrupts: d.Interrupts, Pending: d.Pending, Messages: make([]model.Message, len(messages))}
+	if d.Usage != nil {
+		out.Usage = *d.Usage
+	}
 	for i, raw := range messages {
 		if out.Messages[i], err = model.ParseMessage(raw); err != nil {
 			return nil, Damaged(key, fmt.Sprintf("message %d", i), "%v", err)
@@ -563,6 +573,9 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 		return nil, fmt.Errorf("%w: %s: keep %d of a %d-message history", ErrBadSave, s.key, keep, len(rec.Messages))
 	}
 	d := agentData{Session: s.key.SessionID, Owner: s.key.ID, State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
+	if rec.Usage != (model.Usage{}) {
+		d.Usage = &rec.Usage
+	}
 	if d.State == nil {
 		d.State = map[string]json.RawMessage{}
 	}
