@@ -243,11 +243,12 @@ func otherBlock(role model.Role, raw json.RawMessage) (*sdk.ContentBlockParamUni
 	return &b, nil
 }
 
-// toolInput returns a tool use's input as raw JSON, {} when empty; it must
-// be a JSON object.
+// toolInput returns a tool use's input as raw JSON, {} when empty or null
+// (model.Accumulator keeps a null input, which the API refuses); else it
+// must be a JSON object.
 func toolInput(raw json.RawMessage) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return json.RawMessage("{}"), nil
 	}
 	var obj map[string]json.RawMessage

@@ -115,3 +115,27 @@ func TestParams_ErrorResultWithoutContentGetsAText(t *testing.T) {
 		{"type":"tool_result","tool_use_id":"t3"}
 	]}`, string(b))
 }
+
+// SPEC A3: a tool use whose input a model answered as null is kept in the
+// history (model.Accumulator keeps null as it keeps an empty input), so it
+// is sent as the API takes a tool's input, an object: {} as for an empty
+// input. Refused, it would fail every later call of the session.
+func TestParams_SendsANullToolInputAsAnEmptyObject(t *testing.T) {
+	var acc model.Accumulator
+	require.NoError(t, acc.Add(&model.ToolUseStart{ToolUseID: "t1", Name: "echo"}))
+	require.NoError(t, acc.Add(&model.ToolInputDelta{Partial: " null "}))
+	require.NoError(t, acc.Add(&model.MessageStop{StopReason: model.StopToolUse}))
+	answer, _, err := acc.Result()
+	require.NoError(t, err)
+
+	m := &Model{cfg: Config{Model: "m", MaxTokens: 10}}
+	p, err := m.params(&model.Request{Messages: []model.Message{
+		model.UserText("go"),
+		answer,
+		{Role: model.RoleUser, Content: []model.ContentBlock{model.ToolResultBlock(model.TextResult("t1", "done"))}},
+	}})
+	require.NoError(t, err)
+	b, err := json.Marshal(p.Messages[1])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"echo","input":{}}]}`, string(b))
+}
