@@ -687,9 +687,12 @@ func shellWord(s string) string { return shellWordFor(runtime.GOOS, s) }
 // a word in single quotes as it is. On Windows, where single quotes quote
 // nothing in cmd.exe and a program splits its command line itself, the
 // word is in double quotes, with each quote, and the backslashes before
-// one, escaped as Windows programs (Go's among them) read them back
-// (cmd.exe still expands %NAME% in it, and PowerShell $name: ids with
-// those are rare enough to be left to the reader).
+// one, escaped as Windows programs (Go's among them) read them back.
+// Not for every shell: cmd.exe still expands %NAME% in it, PowerShell
+// $name, and cmd.exe takes an escaped quote for the end of the quoted
+// part (a '&' or '|' after it would start another command). Paths hold
+// no quote on Windows; ids with those characters are rare enough to be
+// left to the reader.
 func shellWordFor(goos, s string) string {
 	plain := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@"
 	if goos == "windows" {
