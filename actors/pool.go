@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"context"
+	"sync"
 	"sync/atomic"
 )
 
@@ -17,14 +19,16 @@ type pool struct {
 	quit    chan struct{}
 	idle    atomic.Int32
 	maxIdle int32
+	jobs    *jobs // counts every function from Go until it returns
 }
 
-func newPool(maxIdle int) *pool {
-	return &pool{work: make(chan func()), quit: make(chan struct{}), maxIdle: int32(maxIdle)}
+func newPool(maxIdle int, jobs *jobs) *pool {
+	return &pool{work: make(chan func()), quit: make(chan struct{}), maxIdle: int32(maxIdle), jobs: jobs}
 }
 
 // Go runs fn on a waiting worker, or on a new one.
 func (p *pool) Go(fn func()) {
+	p.jobs.add(false)
 	select {
 	case p.work <- fn:
 	default:
@@ -34,7 +38,7 @@ func (p *pool) Go(fn func()) {
 
 func (p *pool) worker(fn func()) {
 	for {
-		fn()
+		p.call(fn)
 		if p.idle.Add(1) > p.maxIdle {
 			p.idle.Add(-1)
 			return
@@ -49,9 +53,75 @@ func (p *pool) worker(fn func()) {
 	}
 }
 
+// call runs fn and counts it done, even if it panics.
+func (p *pool) call(fn func()) {
+	defer p.jobs.done()
+	fn()
+}
+
 // stop makes the waiting workers exit; running ones exit when done. Go
 // still works after stop (it starts a goroutine per call).
 func (p *pool) stop() { close(p.quit) }
+
+// jobs counts the System's jobs that have not returned (the functions
+// given to Go, and those Run runs), so that Close can wait for them.
+// Safe for concurrent use.
+type jobs struct {
+	mu      sync.Mutex
+	n       int
+	closing bool          // Close has begun: Run refuses
+	idle    chan struct{} // made by wait, closed when n drops to zero
+}
+
+// add counts a job, unless refuse is set and Close has begun; it reports
+// whether it counted it.
+func (j *jobs) add(refuse bool) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if refuse && j.closing {
+		return false
+	}
+	j.n++
+	return true
+}
+
+// done ends a job add counted.
+func (j *jobs) done() {
+	j.mu.Lock()
+	j.n--
+	if j.n == 0 && j.idle != nil {
+		close(j.idle)
+		j.idle = nil
+	}
+	j.mu.Unlock()
+}
+
+// close makes Run refuse from now on.
+func (j *jobs) close() {
+	j.mu.Lock()
+	j.closing = true
+	j.mu.Unlock()
+}
+
+// wait returns once no job runs, or ctx's error once ctx ends.
+func (j *jobs) wait(ctx context.Context) error {
+	j.mu.Lock()
+	if j.n == 0 {
+		j.mu.Unlock()
+		return nil
+	}
+	if j.idle == nil {
+		j.idle = make(chan struct{})
+	}
+	idle := j.idle
+	j.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // inline is the Proto.Actor dispatcher of Braid's actors: a mailbox that
 // is not running runs on the goroutine of the sender that finds it idle,

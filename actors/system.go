@@ -56,6 +56,7 @@ type System struct {
 	sys      *actor.ActorSystem
 	registry *Registry
 	pool     *pool
+	jobs     jobs
 	inboxes  inboxes
 	mu       sync.Mutex
 	pids     map[*actor.PID]struct{}
@@ -77,7 +78,8 @@ func NewSystem(cfg Config) (*System, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), pool: newPool(256), done: make(chan struct{}), stopped: make(chan struct{})}
+	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	s.pool = newPool(256, &s.jobs)
 	r, err := newRegistry(s, cfg.Observer)
 	if err != nil {
 		return nil, err
@@ -91,8 +93,26 @@ func NewSystem(cfg Config) (*System, error) {
 func (s *System) Done() <-chan struct{} { return s.done }
 
 // Go runs fn on a goroutine of the system's worker pool: an owner's long
-// work (SPEC R3) runs there, on a stack grown by earlier work.
+// work (SPEC R3) runs there, on a stack grown by earlier work. fn is one
+// of the System's jobs: Close waits for it to return, so it must return
+// once its owner's actor has stopped (its work cancelled) or the System
+// is closed (Done).
 func (s *System) Go(fn func()) { s.pool.Go(fn) }
+
+// Run runs fn on the calling goroutine as one of the System's jobs, as Go
+// does on the pool's (Close waits for it to return), and reports true;
+// once Close has begun it runs nothing and reports false. It is how an
+// owner runs a job on a goroutine it was lent (a caller's that waits for
+// the job's outcome anyway), and how a job handed over before Close that
+// has not begun yet is kept from beginning after it.
+func (s *System) Run(fn func()) bool {
+	if !s.jobs.add(true) {
+		return false
+	}
+	defer s.jobs.done()
+	fn()
+	return true
+}
 
 // mailboxes is the dispatcher of the system's actors (see inline).
 func (s *System) mailboxes() actor.Dispatcher { return inline{throughput: 300} }
@@ -150,10 +170,19 @@ func stopAndWait(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID) er
 	}
 }
 
-// Close stops every tracked actor and shuts the system down. It waits
-// for that until ctx ends, and then returns ctx's error. A Close while
-// another is under way waits for the same (or for its ctx) and returns its
-// error; one after it returns that error at once.
+// Close stops every tracked actor, waits for the jobs of the System's
+// owners to return (the functions given to Go and run by Run: an
+// agent's invocation, an orchestrator's save, a node's run; stopping an
+// owner cancels its jobs, and a job not begun by then never begins), and
+// shuts the system down. So once Close has returned nil, nothing of the
+// System's owners runs any more: a store they used can be closed. A job
+// that does not watch its context keeps Close waiting until it returns.
+// Close waits for all that until ctx ends, and then returns ctx's error.
+// A Close while another is under way waits for the same (or for its ctx)
+// and returns its error; one after it returns that error at once. A job
+// of the System (a hook, tool, model or node of one of its owners) must
+// not call Close with a context that cannot end: Close would wait for
+// that job, which waits for Close.
 func (s *System) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -171,6 +200,7 @@ func (s *System) Close(ctx context.Context) error {
 		}
 	}
 	s.closed = true
+	s.jobs.close()
 	close(s.done)
 	s.mu.Unlock()
 	defer close(s.stopped)
@@ -193,6 +223,10 @@ func (s *System) shutdown(ctx context.Context) error {
 		if e := stopAndWait(ctx, s.sys, p); e != nil && err == nil {
 			err = e
 		}
+	}
+	if err == nil {
+		// The owners have stopped and cancelled their jobs.
+		err = s.jobs.wait(ctx)
 	}
 	s.sys.Shutdown()
 	s.pool.stop()

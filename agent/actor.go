@@ -420,7 +420,7 @@ func (x *agentActor) start(c actor.Context, r *request) {
 		commit = func(d *data) { root.Send(self, &jobCommit{seq: seq, d: d}) }
 	}
 	j := newJob(x.core, x.d.draft(), x.sess, commit)
-	j.run = runState{ctx: ctx, cancel: cancel, req: r, self: self, root: root, done: jobDone{seq: seq}}
+	j.run = runState{ctx: ctx, cancel: cancel, req: r, self: self, root: root, sys: x.sys, done: jobDone{seq: seq}}
 	// The job runs on a goroutine the actor hands it to: the caller's own,
 	// when the caller waits with a context that cannot end (it would sit
 	// idle until the outcome, and nothing could make it stop waiting
@@ -452,12 +452,28 @@ type runState struct {
 	req    *request
 	self   *actor.PID
 	root   *actor.RootContext
+	sys    *actors.System
 	done   jobDone // the message that ends it
 }
 
-// execute runs the job's request and reports its end: to the actor (the
-// new state, or none after a panic), then to the caller.
+// execute runs the job as one of its System's jobs (System.Run), which
+// the System's Close waits for; a job its System's Close came before
+// does not run, and fails with actors.ErrClosed.
 func (a *job) execute() {
+	run := &a.run
+	if run.sys.Run(a.work) {
+		return
+	}
+	run.cancel(nil)
+	done := &run.done
+	done.d, done.res, done.err = nil, nil, actors.ErrClosed
+	run.root.Send(run.self, done)
+	run.req.reply.finish(nil, done.err)
+}
+
+// work runs the job's request and reports its end: to the actor (the
+// new state, or none after a panic), then to the caller.
+func (a *job) work() {
 	run := &a.run
 	done := &run.done
 	defer func() {

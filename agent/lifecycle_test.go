@@ -46,7 +46,8 @@ func (m *stubbornStream) Stream(ctx context.Context, req *model.Request) iter.Se
 
 // SPEC R5: a Stream that ends because its System closed does not leave
 // the job that still emits events blocked for good once the events'
-// buffer is full: the job's goroutine ends.
+// buffer is full: the job's goroutine ends (and the System's Close, which
+// waits for it, returns).
 func TestStream_EndedByTheSystemClosingLeavesNoJobBlocked(t *testing.T) {
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)
@@ -66,7 +67,8 @@ func TestStream_EndedByTheSystemClosingLeavesNoJobBlocked(t *testing.T) {
 		ended <- nil
 	}()
 	<-m.started
-	require.NoError(t, sys.Close(context.Background()))
+	closed := make(chan error, 1)
+	go func() { closed <- sys.Close(context.Background()) }()
 	require.ErrorIs(t, <-ended, actors.ErrClosed)
 	close(m.resume)
 	select {
@@ -74,6 +76,7 @@ func TestStream_EndedByTheSystemClosingLeavesNoJobBlocked(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the job's goroutine is blocked emitting events nobody reads")
 	}
+	require.NoError(t, <-closed, "Close returns once the job has")
 }
 
 // SPEC R5: a call in flight when its System closes ends with
@@ -104,10 +107,12 @@ func TestAgent_CallsInFlightWhenTheSystemClosesEndWithErrClosed(t *testing.T) {
 				ended <- nil
 			}()
 			<-m.started
-			require.NoError(t, sys.Close(context.Background()))
+			closed := make(chan error, 1)
+			go func() { closed <- sys.Close(context.Background()) }()
 			err = <-ended
 			close(m.resume)
 			<-m.done
+			require.NoError(t, <-closed, "Close returns once the job has")
 			cancel()
 			require.ErrorIs(t, err, actors.ErrClosed, "iteration %d, stream %v", i, stream)
 		}
