@@ -191,6 +191,7 @@ func (x *agentActor) Receive(c actor.Context) {
 		x.enqueue(c, m)
 	case *localAbandon:
 		x.drop(m.req, m.cause)
+		x.dieIfFailed(c)
 	case *braidv1.AgentInvoke:
 		in, err := InputFromWire(m.GetInput())
 		if err != nil {
@@ -216,6 +217,7 @@ func (x *agentActor) Receive(c actor.Context) {
 		was, stop := x.cancel(m)
 		x.respond(c, &braidv1.AgentCancelled{WasRunning: was})
 		stop()
+		x.dieIfFailed(c)
 	case *braidv1.AgentSnapshotRequest:
 		if x.failed(c) {
 			return
@@ -239,6 +241,7 @@ func (x *agentActor) Receive(c actor.Context) {
 		if c.Sender() != nil {
 			x.respond(c, ErrorToWire(fmt.Errorf("agent %q: %w: %T", x.core.cfg.ID, actors.ErrUnknownMessage, m)))
 		}
+		x.dieIfFailed(c)
 	}
 }
 
@@ -358,6 +361,17 @@ func (x *agentActor) failed(c actor.Context) bool {
 	x.respond(c, ErrorToWire(x.loadErr))
 	x.die(c)
 	return true
+}
+
+// dieIfFailed stops the actor if its activation failed: a message that
+// needs no answer about its state (a Cancel, an abandon: nothing of this
+// activation runs or waits) ends it at once, as one that is answered
+// with the failure does, so that it holds no registry slot or memory
+// until its idle timeout and the next message loads again.
+func (x *agentActor) dieIfFailed(c actor.Context) {
+	if x.loadErr != nil {
+		x.die(c)
+	}
 }
 
 // die stops the actor whose load failed, so that the next message loads
