@@ -72,6 +72,19 @@ type OwnMessages interface {
 	OwnMessage(msg any) bool
 }
 
+// LiveOnly is implemented by a message about the work of the live actor
+// only (in Braid, the notice that a caller stopped waiting for a call):
+// sent to an identity whose actor is not live (passivated, or stopped
+// after a fault), it is dropped rather than activating the actor, since
+// no work of a new activation can be what it is about, and the load it
+// would cost is wasted. Messages sent through one Binding keep their
+// order, so a call sent before it that is still on its way activates
+// the actor first, and it then reaches that activation. LiveOnly itself
+// does nothing; only the type matters.
+type LiveOnly interface {
+	LiveOnly()
+}
+
 // Passivator is implemented by an actor that can be passivated: Idle
 // reports, on the actor's goroutine, whether it has no work in flight and
 // holds nothing that is not in its store, so that stopping it loses
@@ -725,6 +738,12 @@ func (x *registryActor) deliver(c actor.Context, id Identity, e *entry, m *route
 	case *liveReq:
 		a.reply <- e.pid != nil
 		return
+	}
+	if _, ok := m.msg.(LiveOnly); ok && e.pid == nil {
+		if m.counted {
+			e.live.routed.Add(-1)
+		}
+		return // about the work of an actor that is gone: dropped
 	}
 	var handTo func(func())
 	if e.pid == nil && m.sender != nil {

@@ -175,6 +175,11 @@ type localAbandon struct {
 	cause error
 }
 
+// LiveOnly implements actors.LiveOnly: an abandon is about a call the
+// live actor took; sent to a passivated agent (which had none left), it
+// activates nothing and is dropped.
+func (*localAbandon) LiveOnly() {}
+
 func (x *agentActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
