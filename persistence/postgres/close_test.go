@@ -23,7 +23,7 @@ const frozenTimeout = 300 * time.Millisecond
 const frozenBound = 4 * time.Second
 
 // storeBehind opens a store through p, with one saved record under key.
-func storeBehind(t *testing.T, p *freezeProxy, maxConns int32) (*postgres.Store, persistence.Key) {
+func storeBehind(t *testing.T, p *silentProxy, maxConns int32) (*postgres.Store, persistence.Key) {
 	t.Helper()
 	s, err := postgres.New(bg, postgres.Config{DSN: p.dsn, MaxConns: maxConns, ConnectTimeout: frozenTimeout})
 	require.NoError(t, err)
@@ -52,7 +52,7 @@ func closeWithin(t *testing.T, s *postgres.Store, d time.Duration) {
 // stopped answering: it does not wait for the cancel request that a call
 // whose context ended left on its way to that server.
 func TestClose_IsBoundedWhenACancelledCallLeftTheServerUnanswering(t *testing.T) {
-	p := newFreezeProxy(t)
+	p := newSilentProxy(t)
 	s, k := storeBehind(t, p, 2)
 	p.freeze()
 	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
@@ -67,7 +67,7 @@ func TestClose_IsBoundedWhenACancelledCallLeftTheServerUnanswering(t *testing.T)
 // answering: Close cuts it off, and the call fails with
 // persistence.ErrClosed.
 func TestClose_CutsOffACallWaitingForAServerThatStoppedAnswering(t *testing.T) {
-	p := newFreezeProxy(t)
+	p := newSilentProxy(t)
 	s, k := storeBehind(t, p, 2)
 	p.freeze()
 	loaded := make(chan error, 1)

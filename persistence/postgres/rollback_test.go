@@ -16,7 +16,7 @@ import (
 // answering as the store rolls its transaction back: the rollback is
 // bounded, it does not wait for ever.
 func TestSave_FailingReturnsByItsDeadlineWhenTheServerStopsAnsweringTheRollback(t *testing.T) {
-	p := newFreezeProxy(t)
+	p := newSilentProxy(t)
 	s, k := storeBehind(t, p, 2)
 	defer closeWithin(t, s, frozenTimeout+frozenBound)
 	// A second change makes it take the general path, whose transaction

@@ -14,25 +14,32 @@ import (
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
-// freezeProxy is a loopback TCP proxy to the tests' server that, once
-// frozen, stops answering and closes nothing: it keeps what the client
-// sends, holds back the server's replies, and takes new connections
-// (cancel requests among them) without reading them. It is a server
-// whose process was stopped (SIGSTOP) or whose host hangs, while the
-// kernel still accepts connections and acknowledges what is sent; the
-// test's end closes everything.
-type freezeProxy struct {
+// silentProxy is a loopback TCP proxy to the tests' server that can stop
+// answering, as a server does whose process was stopped (SIGSTOP), whose
+// host hangs or whose network drops packets, while the kernel still
+// accepts connections and acknowledges what is sent:
+//   - frozen (freeze, freezeAt), it keeps what the client sends on the
+//     connections it forwards, holds back the server's replies and closes
+//     nothing;
+//   - stalled (stall), it cuts the connections it forwards;
+//
+// and either way it takes new connections (cancel requests among them)
+// without ever reading them, until resume (after stall). The test's end
+// closes everything.
+type silentProxy struct {
 	dsn  string
-	held chan struct{} // gets a value when the client's bytes are held (frozen)
+	held chan struct{} // gets a value when a client's bytes are held
 
 	mu       sync.Mutex
 	frozen   bool
-	freezeOn []byte // freeze on a client chunk that holds these bytes
-	conns    []net.Conn
-	done     chan struct{} // closed at the test's end
+	stalled  bool
+	freezeOn []byte     // freeze on a client chunk that holds these bytes
+	forwards []net.Conn // both ends of each forwarded connection
+	waiting  []net.Conn // taken while silent, never read
+	done     chan struct{}
 }
 
-func newFreezeProxy(t *testing.T) *freezeProxy {
+func newSilentProxy(t *testing.T) *silentProxy {
 	t.Helper()
 	dsn := persistencetest.PostgresDSN(t)
 	cfg, err := pgx.ParseConfig(dsn)
@@ -45,13 +52,13 @@ func newFreezeProxy(t *testing.T) *freezeProxy {
 	if cfg.Password != "" {
 		u.User = url.UserPassword(cfg.User, cfg.Password)
 	}
-	p := &freezeProxy{dsn: u.String(), held: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &silentProxy{dsn: u.String(), held: make(chan struct{}, 1), done: make(chan struct{})}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		_ = ln.Close()
 		p.mu.Lock()
 		close(p.done)
-		for _, c := range p.conns {
+		for _, c := range append(p.forwards, p.waiting...) {
 			_ = c.Close()
 		}
 		p.mu.Unlock()
@@ -66,11 +73,11 @@ func newFreezeProxy(t *testing.T) *freezeProxy {
 				return
 			}
 			p.mu.Lock()
-			p.conns = append(p.conns, c)
-			if p.frozen {
+			if p.frozen || p.stalled {
+				p.waiting = append(p.waiting, c) // read nothing, answer nothing
 				p.mu.Unlock()
 				p.hold()
-				continue // read nothing, answer nothing
+				continue
 			}
 			s, err := net.Dial("tcp", upstream)
 			if err != nil {
@@ -78,7 +85,7 @@ func newFreezeProxy(t *testing.T) *freezeProxy {
 				_ = c.Close()
 				continue
 			}
-			p.conns = append(p.conns, s)
+			p.forwards = append(p.forwards, c, s)
 			p.mu.Unlock()
 			wg.Add(2)
 			go func() { defer wg.Done(); p.pump(s, c, true) }()
@@ -89,21 +96,44 @@ func newFreezeProxy(t *testing.T) *freezeProxy {
 }
 
 // freeze stops answering, now.
-func (p *freezeProxy) freeze() {
+func (p *silentProxy) freeze() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.frozen = true
 }
 
 // freezeAt arms the proxy to freeze when the client sends the bytes b.
-func (p *freezeProxy) freezeAt(b string) {
+func (p *silentProxy) freezeAt(b string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.freezeOn = []byte(b)
 }
 
-// hold reports that the client's bytes are held.
-func (p *freezeProxy) hold() {
+// stall cuts the forwarded connections and leaves new ones unanswered.
+func (p *silentProxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = true
+	for _, c := range p.forwards {
+		_ = c.Close()
+	}
+	p.forwards = nil
+}
+
+// resume forwards again after stall, and ends the connections taken
+// while stalled.
+func (p *silentProxy) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = false
+	for _, c := range p.waiting {
+		_ = c.Close()
+	}
+	p.waiting = nil
+}
+
+// hold reports that a client's bytes are held.
+func (p *silentProxy) hold() {
 	select {
 	case p.held <- struct{}{}:
 	default:
@@ -112,7 +142,7 @@ func (p *freezeProxy) hold() {
 
 // pump copies src to dst until either fails; once frozen, it holds what
 // it read until the test's end.
-func (p *freezeProxy) pump(dst, src net.Conn, fromClient bool) {
+func (p *silentProxy) pump(dst, src net.Conn, fromClient bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
