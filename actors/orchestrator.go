@@ -127,7 +127,9 @@ type StatefulPolicy interface {
 
 // OrchestratorHooks are an orchestrator's hooks: the node hooks, run on
 // the nodes' goroutines, and the invocation hooks, run on a goroutine the
-// orchestrator's actor starts (never on its mailbox).
+// orchestrator's actor starts (never on its mailbox), as one of its
+// System's jobs: their context ends when the actor stops (a Close), and
+// they must return then, since the System's Close waits for them.
 type OrchestratorHooks interface {
 	GateHooks
 	// BeforeInvocation runs at the start of every invocation; resuming
@@ -703,6 +705,10 @@ type orchActor struct {
 	cutStop  bool                 // the stored run scheduled nothing new when it was cut off (orchData.Stopping)
 	answers  []interrupt.Response // a resume's answers, validated, applied once its hooks pass
 	routedTo map[string]bool      // nodes a resume runs
+
+	// hooksStop ends the context of the invocation hooks that run, if
+	// any: the actor stops, and a job of its System must return then.
+	hooksStop context.CancelFunc
 }
 
 // hooksDone: the invocation hooks that ran on their goroutine ended.
@@ -728,6 +734,10 @@ func (x *orchActor) Receive(c actor.Context) {
 		err := ErrOrchestratorClosed
 		if x.fault != nil {
 			err = fmt.Errorf("%s %q: its actor stopped after a fault: %v", x.cfg.Kind, x.cfg.ID, x.fault)
+		}
+		if x.hooksStop != nil {
+			x.hooksStop()
+			x.hooksStop = nil
 		}
 		if x.cur != nil {
 			x.cur.answer(x.sys, orchReply{err: err})
@@ -1271,7 +1281,13 @@ func (x *orchActor) runHooks(c actor.Context, phase int) {
 	if x.cur != nil {
 		ctx = WithCallerValues(ctx, x.cur.caller)
 	}
+	// The hooks are one of the System's jobs, which its Close waits for:
+	// their context ends when the actor stops (Stopping), so a hook that
+	// watches it returns then.
+	ctx, stop := context.WithCancel(ctx)
+	x.hooksStop = stop
 	x.sys.Go(func() {
+		defer stop()
 		var err error
 		func() {
 			defer func() {

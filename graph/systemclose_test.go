@@ -1,0 +1,69 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/braidhq/braid/actors"
+	"github.com/braidhq/braid/agent"
+	"github.com/braidhq/braid/graph"
+	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/multiagent"
+)
+
+// SPEC R3, R5: an orchestrator's invocation hook runs as one of its
+// System's jobs, with a context that ends once its orchestrator stops: a
+// System's Close ends the wait of a hook that watches its context, and
+// returns nil once the hook has returned, without waiting for its own
+// context to end.
+func TestSystemClose_EndsTheContextOfARunningInvocationHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys, err := actors.NewSystem(actors.DefaultConfig())
+		require.NoError(t, err)
+		entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		h := hook.Func(func(ctx context.Context, _ *multiagent.BeforeMultiAgentInvocationEvent) error {
+			close(entered)
+			select {
+			case <-ctx.Done():
+				returned <- ctx.Err()
+				return ctx.Err()
+			case <-release:
+				returned <- nil
+				return nil
+			}
+		})
+		r := newRecorder()
+		g, err := graph.NewBuilder().AddNode("a", textAgent(r, "a")).
+			Build(context.Background(), graph.Config{System: sys, Hooks: []hook.Provider{h}})
+		require.NoError(t, err)
+		invoked := make(chan error, 1)
+		go func() { _, err := g.Invoke(context.Background(), agent.Text("go")); invoked <- err }()
+		<-entered
+
+		closeCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		closed := make(chan error, 1)
+		go func() { closed <- sys.Close(closeCtx) }()
+		synctest.Wait() // all that can run has run
+		select {
+		case err := <-closed:
+			assert.NoError(t, err)
+			assert.Error(t, <-returned, "the hook's context ended")
+		default:
+			t.Error("Close waits for an invocation hook whose context never ends")
+			close(release)
+			<-returned
+			cancel()
+			<-closed
+		}
+		<-invoked
+		// Proto.Actor's dead-letter throttle waits on a ticker of its own; a
+		// bubble must end with no goroutine left: its fake clock runs on.
+		time.Sleep(time.Minute)
+	})
+}
