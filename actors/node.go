@@ -122,7 +122,10 @@ type GateHooks interface {
 	// the node (CANCELLED); an error fails it.
 	BeforeNode(ctx context.Context, node string, gate *interrupt.State) (msg string, cancelled bool, err error)
 	// AfterNode runs the AfterNodeCall callbacks of node, which finished
-	// (not for a node whose BeforeNode interrupted).
+	// (not for a node whose BeforeNode interrupted). ctx does not end with
+	// the run (a cancelled or timed-out run is reported all the same), but
+	// it does when the node's actor stops (a Close cuts the run off): the
+	// callbacks are part of a job of the System, whose Close waits for it.
 	AfterNode(ctx context.Context, node string, res *braidv1.NodeResult) error
 }
 
@@ -376,7 +379,6 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		cancelCause := cancel
 		cancel = func(cause error) { cancelCause(cause); stop() }
 	}
-	n.cancel = cancel
 	// Always set, nil included: the caller's values reach the runner, and
 	// a caller that is itself a node run (a nested orchestrator's parent,
 	// or a node that invokes another orchestrator) carries its own
@@ -386,11 +388,25 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	ctx = context.WithValue(ctx, localOutKey{}, out)
 	joint := &jointOut{}
 	ctx = context.WithValue(ctx, jointKey{}, joint)
+	// The AfterNodeCall hooks see the run's values but not its end (a
+	// run cancelled or timed out is reported all the same), unless it is
+	// cut off: the actor stops, and the hooks are part of a job of its
+	// System, whose Close waits for them.
+	after, cutAfter := context.WithCancelCause(context.WithoutCancel(ctx))
+	endRun := cancel
+	cancel = func(cause error) {
+		endRun(cause)
+		if errors.Is(cause, ErrCutOff) {
+			cutAfter(cause)
+		}
+	}
+	n.cancel = cancel
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
-		rep := n.run(ctx, m, events, out)
+		rep := n.run(ctx, after, m, events, out)
 		cancel(nil)
+		cutAfter(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
 		defs := joint.end()
 		if defs != nil || out.v != nil || out.stops != nil || !out.locals.empty() {
@@ -401,10 +417,10 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	})
 }
 
-// run runs one NodeRun: the gate, the executor, AfterNodeCall. A panic
-// anywhere fails the run (SPEC R6). The executor's events go to events,
-// but for those held back in out.stops.
-func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.PID, out *localOut) (rep *braidv1.NodeReport) {
+// run runs one NodeRun: the gate, the executor, AfterNodeCall (with the
+// context after). A panic anywhere fails the run (SPEC R6). The
+// executor's events go to events, but for those held back in out.stops.
+func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *actor.PID, out *localOut) (rep *braidv1.NodeReport) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -441,7 +457,7 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 			// swarm's node history lists the nodes that ran).
 			rep.Gated = true
 			rep.Result = &braidv1.NodeResult{NodeId: n.id, Status: braidv1.NodeStatus_NODE_STATUS_CANCELLED, Message: msg}
-			n.after(ctx, rep, out)
+			n.after(after, rep, out)
 			return rep
 		}
 	}
@@ -490,7 +506,7 @@ func (n *nodeActor) run(ctx context.Context, m *braidv1.NodeRun, events *actor.P
 	res.DurationNs = int64(time.Since(start))
 	rep.Result = res
 	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
-		n.after(ctx, rep, out)
+		n.after(after, rep, out)
 	}
 	return rep
 }
@@ -513,7 +529,7 @@ func (n *nodeActor) after(ctx context.Context, rep *braidv1.NodeReport, out *loc
 	if n.hooks == nil {
 		return
 	}
-	if err := n.hooks.AfterNode(context.WithoutCancel(ctx), n.id, rep.Result); err != nil {
+	if err := n.hooks.AfterNode(ctx, n.id, rep.Result); err != nil {
 		rep.Result = out.fail(n.id, fmt.Errorf("AfterNodeCall hook of node %q: %w", n.id, err))
 	}
 }

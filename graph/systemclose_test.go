@@ -67,3 +67,54 @@ func TestSystemClose_EndsTheContextOfARunningInvocationHook(t *testing.T) {
 		time.Sleep(time.Minute)
 	})
 }
+
+// SPEC R3, R5, M3: a node's AfterNodeCall hooks run in the node's job,
+// which a System's Close waits for: when Close stops the node while they
+// run, their context ends (it does not end with the node's run, which is
+// over), so a hook that watches it returns and Close returns nil, without
+// waiting for its own context to end.
+func TestSystemClose_EndsTheContextOfARunningAfterNodeCallHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys, err := actors.NewSystem(actors.DefaultConfig())
+		require.NoError(t, err)
+		entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		h := hook.Func(func(ctx context.Context, _ *multiagent.AfterNodeCallEvent) error {
+			close(entered)
+			select {
+			case <-ctx.Done():
+				returned <- ctx.Err()
+			case <-release:
+				returned <- nil
+			}
+			return nil
+		})
+		r := newRecorder()
+		g, err := graph.NewBuilder().AddNode("a", textAgent(r, "a")).
+			Build(context.Background(), graph.Config{System: sys, Hooks: []hook.Provider{h}})
+		require.NoError(t, err)
+		invoked := make(chan error, 1)
+		go func() { _, err := g.Invoke(context.Background(), agent.Text("go")); invoked <- err }()
+		<-entered
+
+		closeCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		closed := make(chan error, 1)
+		go func() { closed <- sys.Close(closeCtx) }()
+		synctest.Wait() // all that can run has run
+		select {
+		case err := <-closed:
+			assert.NoError(t, err)
+			assert.Error(t, <-returned, "the hook's context ended")
+		default:
+			t.Error("Close waits for an AfterNodeCall hook whose context never ends")
+			close(release)
+			<-returned
+			cancel()
+			<-closed
+		}
+		<-invoked
+		// Proto.Actor's dead-letter throttle waits on a ticker of its own; a
+		// bubble must end with no goroutine left: its fake clock runs on.
+		time.Sleep(time.Minute)
+	})
+}
