@@ -122,7 +122,8 @@ type GateHooks interface {
 	// the node (CANCELLED); an error fails it.
 	BeforeNode(ctx context.Context, node string, gate *interrupt.State) (msg string, cancelled bool, err error)
 	// AfterNode runs the AfterNodeCall callbacks of node, which finished
-	// (not for a node whose BeforeNode interrupted). ctx does not end with
+	// (not for a node whose BeforeNode interrupted, nor for a run a Close
+	// cut off, which is carried on later as after a crash). ctx does not end with
 	// the run (a cancelled or timed-out run is reported all the same), but
 	// it does when the node's actor stops (a Close cuts the run off): the
 	// callbacks are part of a job of the System, whose Close waits for it.
@@ -505,10 +506,26 @@ func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *
 	}
 	res.DurationNs = int64(time.Since(start))
 	rep.Result = res
-	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+	// A run cut off (its actor stops, or its System closes and stopped
+	// its executor first) is carried on later, as after a crash:
+	// AfterNodeCall fires for the run that ends, not for this one, whose
+	// result no one will see.
+	if res.GetStatus() != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED && !n.cutOff(ctx) {
 		n.after(after, rep, out)
 	}
 	return rep
+}
+
+// cutOff reports whether the run of ctx was cut off: its actor stops,
+// or its System closes (which stops the actor too, and may stop the
+// run's executor before it).
+func (n *nodeActor) cutOff(ctx context.Context) bool {
+	select {
+	case <-n.sys.Done():
+		return true
+	default:
+		return errors.Is(context.Cause(ctx), ErrCutOff)
+	}
 }
 
 // progress is the executor's progress, -1 when it cannot be read.

@@ -70,7 +70,9 @@ func (e *BeforeNodeCallEvent) CancelNode(msg string) {
 }
 
 // AfterNodeCallEvent fires after a node ran or was cancelled. Callbacks
-// run in reverse order.
+// run in reverse order. It does not fire for a run that a Close cut off:
+// that run is carried on later, as after a crash, and it fires once the
+// run carried on ends.
 type AfterNodeCallEvent struct {
 	Source string
 	NodeID string
