@@ -574,7 +574,8 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	}
 	d := agentData{Session: s.key.SessionID, Owner: s.key.ID, State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
 	if rec.Usage != (model.Usage{}) {
-		d.Usage = &rec.Usage
+		u := rec.Usage // not &rec.Usage, which would move every rec to the heap
+		d.Usage = &u
 	}
 	if d.State == nil {
 		d.State = map[string]json.RawMessage{}
