@@ -19,9 +19,9 @@ import (
 
 // SPEC S3: `braid session list`, show and export only read, so they
 // work with a DSN whose transactions are read-only (an operator's
-// read-only role, a hot standby), as they do on a SQLite store opened
-// read-only; delete, which writes, is refused, saying the server is
-// read-only.
+// read-only role) and on a hot standby of the server (streaming
+// replication), as they do on a SQLite store opened read-only; delete,
+// which writes, is refused, saying the server is read-only.
 func TestSession_ReadingCommandsWorkOnAServerThatTakesNoWrites(t *testing.T) {
 	ctx := context.Background()
 	dsn := persistencetest.PostgresDSN(t)
@@ -38,16 +38,18 @@ func TestSession_ReadingCommandsWorkOnAServerThatTakesNoWrites(t *testing.T) {
 	q := u.Query()
 	q.Set("default_transaction_read_only", "on")
 	u.RawQuery = q.Encode()
-	ro := u.String()
-	for _, args := range [][]string{{"session", "list", "-postgres", ro}, {"session", "show", "-postgres", ro, id},
-		{"session", "export", "-postgres", ro, id}} {
+	persistencetest.PostgresStandbyCaughtUp(t)
+	for _, ro := range []string{u.String(), persistencetest.PostgresStandbyDSN(t)} {
+		for _, args := range [][]string{{"session", "list", "-postgres", ro}, {"session", "show", "-postgres", ro, id},
+			{"session", "export", "-postgres", ro, id}} {
+			var so, se bytes.Buffer
+			require.Equal(t, 0, run(ctx, args, nil, &so, &se), "%v: %s", args[:2], se.String())
+			assert.Contains(t, so.String(), id, "%v", args[:2])
+		}
 		var so, se bytes.Buffer
-		require.Equal(t, 0, run(ctx, args, nil, &so, &se), "%v: %s", args[:2], se.String())
-		assert.Contains(t, so.String(), id, "%v", args[:2])
+		assert.Equal(t, 1, run(ctx, []string{"session", "delete", "-postgres", ro, id}, nil, &so, &se))
+		assert.Contains(t, se.String(), "read-only")
 	}
-	var so, se bytes.Buffer
-	assert.Equal(t, 1, run(ctx, []string{"session", "delete", "-postgres", ro, id}, nil, &so, &se))
-	assert.Contains(t, se.String(), "read-only")
 }
 
 // SPEC S3: the reading commands and delete create nothing in a
