@@ -81,3 +81,32 @@ func setLocals(ctx context.Context, l Locals) {
 		o.locals.merge(l)
 	}
 }
+
+// localEvent is an event of a run streamed in process, sent instead of
+// the bare event when the event carries FAILED node results whose Go
+// errors are known: locals holds them, keyed by the event's own
+// braidv1.Error values. A receiver of the protobuf form (another process,
+// Orchestrator.Stream's yield) gets ev alone.
+type localEvent struct {
+	ev     *braidv1.MultiAgentEvent
+	locals Locals
+}
+
+// eventErrors returns the Go errors of l that stand for the errors of r
+// and of its nested run's results at any depth, keyed by the errors of
+// c, a copy of r (cloneResult): what an event carrying c needs.
+func eventErrors(r, c *braidv1.NodeResult, l Locals) Locals {
+	var out Locals
+	out.copyErrors(r, c, l)
+	return out
+}
+
+func (o *Locals) copyErrors(r, c *braidv1.NodeResult, from Locals) {
+	if err := from.Error(r.GetError()); err != nil {
+		o.addError(c.GetError(), err)
+	}
+	rs, cs := r.GetMultiAgent().GetResults(), c.GetMultiAgent().GetResults()
+	for i := range min(len(rs), len(cs)) {
+		o.copyErrors(rs[i], cs[i], from)
+	}
+}

@@ -201,6 +201,8 @@ func (r *NestedRunner) call(ctx context.Context, in *braidv1.AgentInput, fresh b
 			if m.GetInterrupt() == nil { // the outer orchestrator streams them after its save
 				emit(m)
 			}
+		case *localEvent: // a NodeStop with its Go errors
+			emitLocal(ctx, emit, m.ev, m.locals)
 		case *streamEnd:
 			return m.res, m.locals, m.err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -259,6 +260,7 @@ func (c callerValues) Value(key any) any {
 type localRun struct {
 	run    *braidv1.NodeRun
 	events *actor.PID // the stream's receiver
+	wire   bool       // events takes the protobuf form only (no localEvent)
 	local  any
 	caller context.Context // the invocation's caller: its values reach the runner
 }
@@ -275,6 +277,10 @@ type localOut struct {
 	err    error
 	locals Locals
 	stops  []*braidv1.MultiAgentEvent
+	// event is the event a runner is emitting with its Go errors
+	// (emitLocal): the stream's emit sends it on in their stead when it
+	// sends that very event.
+	event atomic.Pointer[localEvent]
 }
 
 // fail is failedResult, with err kept beside its wire form for the
@@ -313,6 +319,23 @@ func SetLocalError(ctx context.Context, err error) {
 	}
 }
 
+// emitLocal calls emit with ev, a nested run's event that carries the Go
+// errors l (localEvent), and hands l to the node run's stream beside it:
+// the node's emit sends them on with ev when it sends ev itself (a
+// wrapper of the runner that emits another event sends that alone, in
+// its protobuf form). Outside a node run it calls emit alone.
+func emitLocal(ctx context.Context, emit func(*braidv1.MultiAgentEvent), ev *braidv1.MultiAgentEvent, l Locals) {
+	o, ok := ctx.Value(localOutKey{}).(*localOut)
+	if !ok {
+		emit(ev)
+		return
+	}
+	le := &localEvent{ev: ev, locals: l}
+	o.event.Store(le)
+	defer o.event.CompareAndSwap(le, nil)
+	emit(ev)
+}
+
 // LocalInput returns the in-process form of the running NodeRun's input
 // (NodeStart.Local), or nil: a runner's ctx carries it.
 func LocalInput(ctx context.Context) any { return ctx.Value(localKey{}) }
@@ -348,9 +371,9 @@ type nodeRunDone struct{ run uint64 }
 func (n *nodeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *localRun:
-		n.start(c, m.run, m.events, m.local, m.caller)
+		n.start(c, m.run, m.events, m.wire, m.local, m.caller)
 	case *braidv1.NodeRun:
-		n.start(c, m, nil, nil, nil)
+		n.start(c, m, nil, false, nil, nil)
 	case *nodeRunDone:
 		n.cancel = nil
 	case *nodeCancel:
@@ -365,7 +388,7 @@ func (n *nodeActor) Receive(c actor.Context) {
 }
 
 // start starts a run on a goroutine of the node's.
-func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID, local any, caller context.Context) {
+func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID, wire bool, local any, caller context.Context) {
 	if n.cancel != nil {
 		// The orchestrator runs a node once at a time; a second run is
 		// its bug, reported rather than run twice.
@@ -405,7 +428,7 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
-		rep := n.run(ctx, after, m, events, out)
+		rep := n.run(ctx, after, m, events, wire, out)
 		cancel(nil)
 		cutAfter(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
@@ -420,8 +443,9 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 
 // run runs one NodeRun: the gate, the executor, AfterNodeCall (with the
 // context after). A panic anywhere fails the run (SPEC R6). The
-// executor's events go to events, but for those held back in out.stops.
-func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *actor.PID, out *localOut) (rep *braidv1.NodeReport) {
+// executor's events go to events, but for those held back in out.stops;
+// unless wire, with their Go errors (emitLocal).
+func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *actor.PID, wire bool, out *localOut) (rep *braidv1.NodeReport) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -476,6 +500,10 @@ func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *
 				// answers does not hold them (SPEC I9).
 				if n.stored && ev.GetNodeStop().GetStatus() == braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
 					out.stops = append(out.stops, ev)
+					return
+				}
+				if le := out.event.Load(); le != nil && le.ev == ev && !wire {
+					root.Send(events, le)
 					return
 				}
 				root.Send(events, ev)

@@ -445,15 +445,20 @@ func (o *Orchestrator) isClosed() bool {
 // resume can finish it. Once ctx ends it calls yield no more (not even
 // with events already queued) and returns ctx's error; the run goes on
 // the same way. Called from the orchestrator's own run, it returns
-// ErrReentrant (SPEC R7).
+// ErrReentrant (SPEC R7). Events and result are the protobuf forms alone,
+// as another process gets them (StreamLocal gives the Go values too).
 func (o *Orchestrator) Stream(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, error) {
-	res, _, err := o.StreamLocal(ctx, in, yield)
+	res, _, err := o.StreamLocal(ctx, in, func(ev *braidv1.MultiAgentEvent, _ Locals) bool { return yield(ev) })
 	return res, err
 }
 
-// StreamLocal is Stream, and also returns the in-process forms of what
-// the result carries, as InvokeLocal does.
-func (o *Orchestrator) StreamLocal(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent) bool) (*braidv1.MultiAgentResult, Locals, error) {
+// StreamLocal is Stream, and also gives the in-process forms of what the
+// events and the result carry, as InvokeLocal does: yield gets, with each
+// event, the Go errors of the FAILED node results it carries (Locals.Errors,
+// keyed by the event's own braidv1.Error values; a NodeStop's, a nested
+// run's forwarded NodeStop's; empty for every other event), and the
+// result comes with its Locals.
+func (o *Orchestrator) StreamLocal(ctx context.Context, in *braidv1.AgentInput, yield func(*braidv1.MultiAgentEvent, Locals) bool) (*braidv1.MultiAgentResult, Locals, error) {
 	if err := o.callable(ctx, true); err != nil {
 		return nil, Locals{}, err
 	}
@@ -491,7 +496,11 @@ func (o *Orchestrator) StreamLocal(ctx context.Context, in *braidv1.AgentInput, 
 		}
 		switch m := m.(type) {
 		case *braidv1.MultiAgentEvent:
-			if !yield(m) {
+			if !yield(m, Locals{}) {
+				return nil, Locals{}, ErrStreamStopped
+			}
+		case *localEvent:
+			if !yield(m.ev, m.locals) {
 				return nil, Locals{}, ErrStreamStopped
 			}
 		case *streamEnd:
@@ -1519,11 +1528,12 @@ func (x *orchActor) send(c actor.Context, runs []*braidv1.NodeRun) {
 		n := x.nodes[r.GetNodeId()]
 		var events *actor.PID
 		var caller context.Context
+		wire := false
 		if x.cur != nil {
-			events, caller = x.cur.events, x.cur.caller
+			events, caller, wire = x.cur.events, x.cur.caller, x.cur.wire
 		}
 		if events != nil || n.local != nil || hasValues(caller) {
-			c.Send(n.pid, &localRun{run: r, events: events, local: n.local, caller: caller})
+			c.Send(n.pid, &localRun{run: r, events: events, wire: wire, local: n.local, caller: caller})
 			continue
 		}
 		c.Send(n.pid, r)
@@ -1728,7 +1738,7 @@ func (x *orchActor) report(c actor.Context, m *braidv1.NodeReport, defs []Deferr
 		for _, ev := range stops {
 			x.cur.emit(x.sys, ev)
 		}
-		x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(res)}})
+		x.emitStop(n, res)
 		if h := res.GetHandoff(); h != nil && res.GetStatus() == braidv1.NodeStatus_NODE_STATUS_COMPLETED {
 			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_Handoff{Handoff: h.GetTo()}})
 		}
@@ -2136,11 +2146,28 @@ func (x *orchActor) savedReports() {
 			for _, ev := range stops {
 				x.cur.emit(x.sys, ev)
 			}
-			x.cur.emit(x.sys, &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: cloneResult(n.result)}})
+			x.emitStop(n, n.result)
 		}
 	}
 	clear(x.unsaved)
 	x.unsaved = x.unsaved[:0]
+}
+
+// emitStop streams node n's NodeStop, with a copy of its result res (the
+// actor keeps res). To a receiver in this process it goes with the Go
+// errors of the FAILED results it carries, a nested run's included
+// (localEvent), so that the stream's consumer sees the values the final
+// result holds; a receiver of the protobuf form gets the event alone.
+func (x *orchActor) emitStop(n *nodeRec, res *braidv1.NodeResult) {
+	c := cloneResult(res)
+	ev := &braidv1.MultiAgentEvent{NodePath: n.path, Event: &braidv1.MultiAgentEvent_NodeStop{NodeStop: c}}
+	if len(n.locals.Errors) > 0 && x.cur.events != nil && !x.cur.wire {
+		if l := eventErrors(res, c, n.locals); len(l.Errors) > 0 {
+			x.sys.Root().Send(x.cur.events, &localEvent{ev: ev, locals: l})
+			return
+		}
+	}
+	x.cur.emit(x.sys, ev)
 }
 
 // forgetUnsaved drops the unsaved reports without showing them (a fresh

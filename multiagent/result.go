@@ -28,13 +28,13 @@ type NodeResult struct {
 	// Content is a function node's output.
 	Content []model.ContentBlock
 	// Err is a FAILED node's error. Its message is the one its protobuf
-	// form carries. In the process that ran the node it is the Go error
-	// the node failed with (actors.SetLocalError), so errors.Is and
-	// errors.As reach everything it wraps, the user's own errors
-	// included; decoded from the wire (another process, a stream's
-	// NodeStop event, a run restored from the store) it matches
-	// actors.ErrRemote and only the sentinels and typed errors Braid's
-	// codecs know (actors.ErrorCodec).
+	// form carries. In the process that ran the node (the result of
+	// Invoke or Stream, a Stream's NodeStopEvent) it is the Go error the node failed with
+	// (actors.SetLocalError), so errors.Is and errors.As reach everything
+	// it wraps, the user's own errors included; decoded from the wire
+	// (another process, Status, a hook's event, a run restored from the
+	// store) it matches actors.ErrRemote and only the sentinels and typed
+	// errors Braid's codecs know (actors.ErrorCodec).
 	Err     error
 	Message string
 	// Duration is the node's execution time and Usage its model usage,

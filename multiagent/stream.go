@@ -30,7 +30,8 @@ type NodeEvent struct {
 // INTERRUPTED result, which lists the node's interrupts, comes once the
 // save of the streamed orchestrator holds them (SPEC I9), as InterruptEvent
 // does: a nested Graph or Swarm's node's too, which comes with the NodeStop
-// of the node that runs the nested one.
+// of the node that runs the nested one. A FAILED result's Err is the Go
+// error the final result holds for the node (NodeResult.Err).
 type NodeStopEvent struct {
 	Node   string
 	Result *NodeResult
@@ -64,8 +65,18 @@ func (*HandoffEvent) multiAgentEvent()   {}
 func (*InterruptEvent) multiAgentEvent() {}
 func (*ResultEvent) multiAgentEvent()    {}
 
-// EventFromWire converts a protobuf event.
+// EventFromWire converts a protobuf event. A NodeStop's error is decoded
+// from its wire form, as ResultFromWire decodes a result's.
 func EventFromWire(w *braidv1.MultiAgentEvent) (Event, error) {
+	return EventFromWireLocal(w, actors.Locals{})
+}
+
+// EventFromWireLocal converts a protobuf event, taking the errors of the
+// FAILED node results a NodeStop carries from locals (what an
+// orchestrator of this process gave with the event, see
+// actors.Orchestrator.StreamLocal) instead of decoding them: they are the
+// Go errors the nodes failed with, as in ResultFromWireLocal.
+func EventFromWireLocal(w *braidv1.MultiAgentEvent, locals actors.Locals) (Event, error) {
 	path := w.GetNodePath()
 	switch e := w.GetEvent().(type) {
 	case *braidv1.MultiAgentEvent_NodeStart:
@@ -77,7 +88,7 @@ func EventFromWire(w *braidv1.MultiAgentEvent) (Event, error) {
 		}
 		return &NodeEvent{Node: path, Event: ev}, nil
 	case *braidv1.MultiAgentEvent_NodeStop:
-		r, err := NodeResultFromWire(e.NodeStop)
+		r, err := NodeResultFromWireLocal(e.NodeStop, locals)
 		if err != nil {
 			return nil, err
 		}

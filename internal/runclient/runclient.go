@@ -28,7 +28,8 @@ func Invoke(ctx context.Context, o *actors.Orchestrator, in agent.Input) (*multi
 
 // Stream runs o on in and yields the run's events, the last one a
 // *multiagent.ResultEvent whose result keeps the in-process forms, as
-// Invoke's does; an error ends the sequence. A consumer that
+// Invoke's does; a FAILED node's NodeStopEvent (a nested run's too) has
+// the same Go error as that result; an error ends the sequence. A consumer that
 // stops early leaves the run going on to its end, unread.
 func Stream(ctx context.Context, o *actors.Orchestrator, in agent.Input) iter.Seq2[multiagent.Event, error] {
 	return func(yield func(multiagent.Event, error) bool) {
@@ -38,8 +39,8 @@ func Stream(ctx context.Context, o *actors.Orchestrator, in agent.Input) iter.Se
 			return
 		}
 		var convErr error
-		res, locals, err := o.StreamLocal(ctx, w, func(ev *braidv1.MultiAgentEvent) bool {
-			e, err := multiagent.EventFromWire(ev)
+		res, locals, err := o.StreamLocal(ctx, w, func(ev *braidv1.MultiAgentEvent, l actors.Locals) bool {
+			e, err := multiagent.EventFromWireLocal(ev, l)
 			if err != nil {
 				convErr = err
 				return false
