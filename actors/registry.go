@@ -36,7 +36,8 @@ var (
 // FaultError reports that an owner's actor panicked in its Receive
 // (SPEC R6). The registry stops such an actor the way it passivates one:
 // the messages it had not begun go to the next activation, which comes
-// back from the store (or, without one, answers that it cannot). An actor
+// back from the store (or, without one, answers that it cannot) once the
+// jobs of the stopped one have returned (JobWaiter). An actor
 // that panicked while starting is not activated again: its identity is
 // released, and waits for its answers end with an error that wraps
 // ErrUnbound and this.
@@ -85,6 +86,24 @@ type LiveOnly interface {
 	LiveOnly()
 }
 
+// JobWaiter is implemented by an owner whose jobs (its work on goroutines
+// of the System, SPEC R3) may outlive its actor: the actor's stop cancels
+// them, but each returns when it can, and may save until then (with the
+// session writer of the activation that started it). JobsReturned is
+// called on the actor's goroutine once the owner has handled its
+// Stopping; it returns a channel that is closed once every job of this
+// activation has returned, including one handed to a goroutine that then
+// never ran it, or nil when none runs. Until it is closed the registry
+// holds the identity as it does during a passivation: messages to it
+// wait, and it is neither activated again nor released, so that no job
+// of a stopped activation runs beside the next one (SPEC R4: an owner is
+// active at most once). The wait ends early when the System closes. An
+// owner that does not implement it is activated again, or released, as
+// soon as its actor has stopped.
+type JobWaiter interface {
+	JobsReturned() <-chan struct{}
+}
+
 // Passivator is implemented by an actor that can be passivated: Idle
 // reports, on the actor's goroutine, whether it has no work in flight and
 // holds nothing that is not in its store, so that stopping it loses
@@ -130,7 +149,8 @@ func newRegistry(sys *System, observe func(Identity, Lifecycle)) (*Registry, err
 		observe = func(Identity, Lifecycle) {}
 	}
 	pid, err := sys.Spawn(func() actor.Actor {
-		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), startOn: sys.pool.Go, observe: observe}
+		return &registryActor{entries: map[Identity]*entry{}, dispatch: sys.mailboxes(), startOn: sys.pool.Go,
+			goJob: sys.Go, closed: sys.done, observe: observe}
 	})
 	if err != nil {
 		return nil, err
@@ -434,7 +454,8 @@ type (
 		pid *actor.PID
 	}
 	// stoppedReport: the shell's actor stopped (passivated, unbound, or
-	// stopped after a panic).
+	// stopped after a panic), and the jobs of its owner have returned
+	// (JobWaiter).
 	stoppedReport struct {
 		id  Identity
 		pid *actor.PID
@@ -501,6 +522,8 @@ type registryActor struct {
 	next     atomic.Pointer[shell] // the shell Spawn's producer returns
 	dispatch actor.Dispatcher
 	startOn  func(func()) // the System's pool: where an owner starts by default
+	goJob    func(func()) // System.Go: where a shell waits for its owner's jobs
+	closed   <-chan struct{}
 	first    func(func()) // where the owner being spawned starts (see live)
 	observe  func(Identity, Lifecycle)
 }
@@ -673,7 +696,8 @@ func (x *registryActor) live(c actor.Context, id Identity, e *entry, handTo func
 	// The shell is handed to the shared Props' producer, which Spawn calls
 	// before it returns (one Props per registry: a Props per activation
 	// would cost more than a third of an idle owner's memory).
-	x.next.Store(&shell{inner: e.cfg.Producer(), id: id, idle: e.cfg.IdleTimeout, registry: c.Self()})
+	x.next.Store(&shell{inner: e.cfg.Producer(), id: id, idle: e.cfg.IdleTimeout, registry: c.Self(),
+		goJob: x.goJob, closed: x.closed})
 	switch {
 	case e.cfg.QuickStart:
 		x.first = nil
@@ -798,6 +822,11 @@ type shell struct {
 	timer    *time.Timer
 	last     time.Time // of the last message but ticks
 	faulted  bool      // the owner panicked: the shell waits to be stopped
+	goJob    func(func())
+	closed   <-chan struct{} // the System's Done
+	// returned is the owner's JobWaiter channel, asked for at Stopping:
+	// the stop is reported once it is closed.
+	returned <-chan struct{}
 }
 
 // idleTick: the shell's idle timer fired.
@@ -864,7 +893,7 @@ func (s *shell) Receive(c actor.Context) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
-		s.receiveQuietly(c)
+		s.stopping(c)
 		return
 	case *actor.Stopped:
 		s.stopped(c)
@@ -918,7 +947,7 @@ func (s *shell) answerFault(c actor.Context, fe *FaultError) {
 func (s *shell) receiveFaulted(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Stopping:
-		s.receiveQuietly(c)
+		s.stopping(c)
 	case *actor.Stopped:
 		s.stopped(c)
 	case *passivateReq:
@@ -932,13 +961,55 @@ func (s *shell) receiveFaulted(c actor.Context) {
 	}
 }
 
-// stopped reports the stop, then lets the owner see it.
+// stopping lets the owner see its Stopping (it cancels its jobs), then
+// asks it for the channel its jobs close once they have returned.
+func (s *shell) stopping(c actor.Context) {
+	s.receiveQuietly(c)
+	w, ok := s.inner.(JobWaiter)
+	if !ok {
+		return
+	}
+	func() {
+		defer func() { _ = recover() }() // no channel: reported at once
+		s.returned = w.JobsReturned()
+	}()
+}
+
+// stopped reports the stop, at once or once the owner's jobs have
+// returned, then lets the owner see it.
 func (s *shell) stopped(c actor.Context) {
-	// Reported first: the registry must learn of the stop even if the
-	// owner's own Stopped handling fails.
-	c.Send(s.registry, &stoppedReport{id: s.id, pid: c.Self()})
+	// Reported (or its waiter started) first: the registry must learn of
+	// the stop even if the owner's own Stopped handling fails.
+	report := &stoppedReport{id: s.id, pid: c.Self()}
+	if returned := s.returned; returned != nil && !isClosed(returned) {
+		// A job of this activation still runs: the identity stays held
+		// (its messages wait in the registry) until it has returned, or
+		// the System closes (its Close waits for this waiter, a job of
+		// its own, and for the owner's jobs anyway).
+		root, registry, closed := c.ActorSystem().Root, s.registry, s.closed
+		s.goJob(func() {
+			select {
+			case <-returned:
+			case <-closed:
+			}
+			root.Send(registry, report)
+		})
+	} else {
+		c.Send(s.registry, report)
+	}
+	s.returned = nil
 	s.receiveQuietly(c)
 	s.inner = nil // nothing of the owner outlives it
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // receiveQuietly hands a stopping actor's Stopping or Stopped to the

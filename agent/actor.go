@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,6 +61,7 @@ type agentActor struct {
 
 	seq     uint64
 	running *request // the job running, if any
+	job     *job     // running's job
 	queue   []*request
 	closed  bool
 	closers []func(any)
@@ -282,6 +284,18 @@ func (x *agentActor) AnswerFault(c actor.Context, msg any, err *actors.FaultErro
 	x.respond(c, ErrorToWire(err))
 }
 
+// JobsReturned implements actors.JobWaiter: the job that ran when the
+// actor stopped (its Stopping cancelled it) may still save, with this
+// activation's session writer, until it returns; the registry activates
+// the agent again only then (SPEC R4). An earlier job has sent jobDone,
+// after its last save, and saves nothing more.
+func (x *agentActor) JobsReturned() <-chan struct{} {
+	if x.job == nil {
+		return nil
+	}
+	return x.job.run.end.wait()
+}
+
 // OwnMessage implements actors.OwnMessages: a job's commits and end come
 // from the actor's own goroutines.
 func (x *agentActor) OwnMessage(msg any) bool {
@@ -440,6 +454,7 @@ func (x *agentActor) start(c actor.Context, r *request) {
 	}
 	j := newJob(x.core, x.d.draft(), x.sess, commit)
 	j.run = runState{ctx: ctx, cancel: cancel, req: r, self: self, root: root, sys: x.sys, done: jobDone{seq: seq}}
+	x.job = j
 	// The job runs on a goroutine the actor hands it to: the caller's own,
 	// when the caller waits with a context that cannot end (it would sit
 	// idle until the outcome, and nothing could make it stop waiting
@@ -473,6 +488,39 @@ type runState struct {
 	root   *actor.RootContext
 	sys    *actors.System
 	done   jobDone // the message that ends it
+	end    jobEnd  // tells when it has returned (or will never run)
+}
+
+// jobEnd tells when a job has returned: run, refused by its System's
+// Close, or handed to a lent goroutine that then did not run it. Safe for
+// concurrent use.
+type jobEnd struct {
+	mu    sync.Mutex
+	ended bool
+	ch    chan struct{} // made by wait, closed by end
+}
+
+// end records that the job has returned (or will never run).
+func (e *jobEnd) end() {
+	e.mu.Lock()
+	e.ended = true
+	if e.ch != nil {
+		close(e.ch)
+	}
+	e.mu.Unlock()
+}
+
+// wait returns a channel closed once the job has returned; nil if it has.
+func (e *jobEnd) wait() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return nil
+	}
+	if e.ch == nil {
+		e.ch = make(chan struct{})
+	}
+	return e.ch
 }
 
 // execute runs the job as one of its System's jobs (System.Run), which
@@ -480,6 +528,7 @@ type runState struct {
 // does not run, and fails with actors.ErrClosed.
 func (a *job) execute() {
 	run := &a.run
+	defer run.end.end()
 	if run.sys.Run(a.work) {
 		return
 	}
@@ -568,7 +617,7 @@ func (x *agentActor) done(c actor.Context, m *jobDone) {
 	if x.running == nil || m.seq != x.running.seq {
 		return
 	}
-	x.running = nil
+	x.running, x.job = nil, nil
 	if m.d != nil {
 		x.d = m.d
 	}

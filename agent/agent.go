@@ -577,6 +577,7 @@ func (a *Agent) unanswered(reply *localReply) (any, error) {
 			if j == nil {
 				return reply.res, reply.err
 			}
+			j.run.end.end() // left unrun: the actor cancelled it
 			return nil, a.closedErr()
 		case <-a.sys.Done():
 		}
@@ -604,10 +605,13 @@ func (a *Agent) closedErr() error {
 }
 
 // outcome reports whether reply holds its outcome already (a job handed
-// over is not: it is left unrun).
+// over is not: it is left unrun, and ends so).
 func outcome(reply *localReply) bool {
 	select {
 	case j := <-reply.signal:
+		if j != nil {
+			j.run.end.end()
+		}
 		return j == nil
 	default:
 		return false
