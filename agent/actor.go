@@ -308,14 +308,23 @@ func (x *agentActor) OwnMessage(msg any) bool {
 
 // activate loads the session (SPEC R4) and fires AgentInitialized. A
 // failure is kept and answered to every request; the actor then stops, so
-// that the next message tries again.
+// that the next message tries again. The load and the hooks run with a
+// context that ends when the agent is closed or its System closes: the
+// actor answers nothing until they return (its Stopping included), and
+// both Closes wait for it.
 func (x *agentActor) activate() {
 	cfg := &x.core.cfg
 	x.jobCtx = context.WithValue(context.Background(), jobKey{}, &jobChain{core: x.core})
 	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
+	ctx := context.WithValue(x.jobCtx, activationKey{}, x.core)
+	if cfg.Session != nil || hook.Has[AgentInitializedEvent](x.core.hooks) {
+		var stop func()
+		ctx, stop = x.endOnClose(ctx)
+		defer stop()
+	}
 	restore := cfg.Restore
 	if cfg.Session != nil {
-		sess, rec, err := x.core.load()
+		sess, rec, err := x.core.load(ctx)
 		if err != nil {
 			x.loadErr = err
 			return
@@ -327,17 +336,40 @@ func (x *agentActor) activate() {
 	}
 	x.d = x.core.dataOf(restore)
 	j := newJob(x.core, x.d, x.sess, nil)
-	ctx := context.WithValue(x.jobCtx, activationKey{}, x.core)
 	if err := hook.Run(ctx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
 	}
 }
 
+// endOnClose returns ctx ending (with cause ErrClosed, or actors.ErrClosed)
+// when the agent is closed or its System closes, until stop is called.
+// The activation runs in the actor's Started, which neither Close can
+// reach by message: both would wait for it, and a hook or load that
+// waits on its context would wait for them.
+func (x *agentActor) endOnClose(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-x.core.closed:
+			cancel(ErrClosed)
+		case <-x.sys.Done():
+			cancel(actors.ErrClosed)
+		case <-quit:
+		}
+	}()
+	return ctx, func() {
+		close(quit)
+		cancel(nil)
+	}
+}
+
 // load reads the agent's session from its store (Config.Session): a
 // writer of its own and the stored agent, nil when the store has none.
-func (c *core) load() (*persistence.AgentSession, *Snapshot, error) {
+// It waits for the store until ctx ends or Config.LoadTimeout has passed.
+func (c *core) load(ctx context.Context) (*persistence.AgentSession, *Snapshot, error) {
 	cfg := &c.cfg
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.LoadTimeout)
 	defer cancel()
 	sess, rec, err := cfg.Session.OpenAgent(ctx, actors.RecordID(cfg.OwnerPath, cfg.ID))
 	if err != nil {
@@ -583,7 +615,7 @@ func (a *job) reload(done *jobDone) {
 	if !conflict && !refusedByInterrupts(done.err) {
 		return
 	}
-	sess, s, err := a.core.load()
+	sess, s, err := a.core.load(context.Background())
 	if err != nil {
 		return
 	}

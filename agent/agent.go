@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := checkHooks(hooks); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks, now: time.Now}
+	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks, now: time.Now, closed: make(chan struct{})}
 	sys := cfg.System
 	if sys == nil {
 		var err error
@@ -726,7 +726,9 @@ func (a *Agent) CallTool(ctx context.Context, name string, input any) (model.Too
 // waits for all that, or for ctx to end: it then returns ctx's error at
 // once (SPEC R3, R5), and the close goes on without the caller. Every
 // call after the first waits for the same close and returns its outcome;
-// calls other than Close return ErrClosed from the first on.
+// calls other than Close return ErrClosed from the first on. An
+// activation under way (the session's load, AgentInitialized hooks) has
+// its context ended by Close, which waits for it to return.
 func (a *Agent) Close(ctx context.Context) error {
 	if activating(ctx, a.core) {
 		return a.activationErr()
@@ -739,6 +741,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // do: each of its waits ends at the latest when the System closes, which
 // stops the actor and releases the identity itself.
 func (a *Agent) shutdown() error {
+	close(a.core.closed) // an activation under way stops waiting
 	ctx := context.Background()
 	live, err := a.binding.Live(ctx)
 	if err == nil && live {

@@ -19,7 +19,12 @@ import (
 // returned (on an event kept for later) fails with interrupt.ErrScopeEnded
 // and records nothing.
 
-// AgentInitializedEvent fires once, when New has built the agent.
+// AgentInitializedEvent fires when the agent's actor is activated: in New,
+// and each time it comes back (after a passivation or a fault), once its
+// session is loaded. The actor answers nothing until its callbacks have
+// returned, so their context ends when the agent is closed or its System
+// closes (either Close waits for them), and a callback that waits on
+// something should watch it.
 type AgentInitializedEvent struct {
 	Agent *View
 }

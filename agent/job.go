@@ -21,6 +21,10 @@ type core struct {
 	// now is the clock of at-most-once start marks: time.Now, or a
 	// test's (export_test.go).
 	now func() time.Time
+	// closed is closed when the agent's Close begins: it ends the
+	// context of an activation under way (its load and AgentInitialized
+	// hooks), which no message can reach.
+	closed chan struct{}
 }
 
 // tools is an agent's tool list with its specs, looked up by name: a scan
