@@ -62,8 +62,10 @@ type System struct {
 	pids     map[*actor.PID]struct{}
 	closed   bool
 	done     chan struct{} // closed by Close
-	stopped  chan struct{} // closed when the first Close has ended
-	closeErr error         // the first Close's, set before stopped is closed
+	ctx      context.Context
+	cancel   context.CancelCauseFunc // ends ctx (ErrClosed) when Close begins
+	stopped  chan struct{}           // closed when the first Close has ended
+	closeErr error                   // the first Close's, set before stopped is closed
 }
 
 // ErrClosed reports that the system was closed.
@@ -79,6 +81,7 @@ func NewSystem(cfg Config) (*System, error) {
 		return logger.With("lib", "protoactor")
 	}))
 	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.pool = newPool(256, &s.jobs)
 	r, err := newRegistry(s, cfg.Observer)
 	if err != nil {
@@ -91,6 +94,11 @@ func NewSystem(cfg Config) (*System, error) {
 // Done is closed when Close is called: from then on no actor of the
 // System answers, so a wait for an answer should end (ErrClosed).
 func (s *System) Done() <-chan struct{} { return s.done }
+
+// Context returns a context that ends when Close is called, with cause
+// ErrClosed: the parent of work that must stop when the System closes
+// and that no message can reach (an owner's activation).
+func (s *System) Context() context.Context { return s.ctx }
 
 // Go runs fn on a goroutine of the system's worker pool: an owner's long
 // work (SPEC R3) runs there, on a stack grown by earlier work. fn is one
@@ -202,6 +210,7 @@ func (s *System) Close(ctx context.Context) error {
 	s.closed = true
 	s.jobs.close()
 	close(s.done)
+	s.cancel(ErrClosed)
 	s.mu.Unlock()
 	defer close(s.stopped)
 	s.closeErr = s.shutdown(ctx)

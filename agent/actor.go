@@ -309,19 +309,30 @@ func (x *agentActor) OwnMessage(msg any) bool {
 // activate loads the session (SPEC R4) and fires AgentInitialized. A
 // failure is kept and answered to every request; the actor then stops, so
 // that the next message tries again. The load and the hooks run with a
-// context that ends when the agent is closed or its System closes: the
-// actor answers nothing until they return (its Stopping included), and
-// both Closes wait for it.
+// context that ends when the agent is closed (cause ErrClosed) or its
+// System closes (actors.ErrClosed): the actor answers nothing until they
+// return (its Stopping included), no message can reach it meanwhile, and
+// both Closes wait for it. No goroutine watches for either: the context
+// descends from the System's (System.Context), and the agent's Close
+// calls its cancel function (core.activation).
 func (x *agentActor) activate() {
 	cfg := &x.core.cfg
 	x.jobCtx = context.WithValue(context.Background(), jobKey{}, &jobChain{core: x.core})
 	x.d = &data{kv: &State{}, interrupts: interrupt.NewState()}
-	ctx := context.WithValue(x.jobCtx, activationKey{}, x.core)
+	parent := x.jobCtx
 	if cfg.Session != nil || hook.Has[AgentInitializedEvent](x.core.hooks) {
-		var stop func()
-		ctx, stop = x.endOnClose(ctx)
-		defer stop()
+		// The load and the hooks may wait: their context ends when the
+		// agent is closed or its System closes.
+		var cancel context.CancelCauseFunc
+		parent, cancel = context.WithCancelCause(x.sys.Context())
+		parent = context.WithValue(parent, jobKey{}, x.jobCtx.Value(jobKey{}))
+		x.core.activation.begin(cancel)
+		defer func() {
+			x.core.activation.end()
+			cancel(nil)
+		}()
 	}
+	ctx := context.WithValue(parent, activationKey{}, x.core)
 	restore := cfg.Restore
 	if cfg.Session != nil {
 		sess, rec, err := x.core.load(ctx)
@@ -338,29 +349,6 @@ func (x *agentActor) activate() {
 	j := newJob(x.core, x.d, x.sess, nil)
 	if err := hook.Run(ctx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
-	}
-}
-
-// endOnClose returns ctx ending (with cause ErrClosed, or actors.ErrClosed)
-// when the agent is closed or its System closes, until stop is called.
-// The activation runs in the actor's Started, which neither Close can
-// reach by message: both would wait for it, and a hook or load that
-// waits on its context would wait for them.
-func (x *agentActor) endOnClose(ctx context.Context) (_ context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	quit := make(chan struct{})
-	go func() {
-		select {
-		case <-x.core.closed:
-			cancel(ErrClosed)
-		case <-x.sys.Done():
-			cancel(actors.ErrClosed)
-		case <-quit:
-		}
-	}()
-	return ctx, func() {
-		close(quit)
-		cancel(nil)
 	}
 }
 

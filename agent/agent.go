@@ -98,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := checkHooks(hooks); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks, now: time.Now, closed: make(chan struct{})}
+	c := &core{cfg: cfg, tools: newTools(cfg.Tools), hooks: hooks, now: time.Now}
 	sys := cfg.System
 	if sys == nil {
 		var err error
@@ -741,7 +741,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // do: each of its waits ends at the latest when the System closes, which
 // stops the actor and releases the identity itself.
 func (a *Agent) shutdown() error {
-	close(a.core.closed) // an activation under way stops waiting
+	a.core.activation.close() // an activation under way stops waiting
 	ctx := context.Background()
 	live, err := a.binding.Live(ctx)
 	if err == nil && live {

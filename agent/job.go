@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"time"
@@ -21,10 +22,50 @@ type core struct {
 	// now is the clock of at-most-once start marks: time.Now, or a
 	// test's (export_test.go).
 	now func() time.Time
-	// closed is closed when the agent's Close begins: it ends the
-	// context of an activation under way (its load and AgentInitialized
-	// hooks), which no message can reach.
-	closed chan struct{}
+	// activation ends the context of an activation under way (its load
+	// and AgentInitialized hooks), which no message can reach, when the
+	// agent's Close begins.
+	activation activationCancel
+}
+
+// activationCancel hands the agent's Close the cancel function of the
+// activation under way, if any. Safe for concurrent use.
+type activationCancel struct {
+	mu     sync.Mutex
+	closed bool // the agent's Close has begun
+	cancel context.CancelCauseFunc
+}
+
+// begin makes cancel the running activation's; if Close has begun, it
+// calls it at once.
+func (a *activationCancel) begin(cancel context.CancelCauseFunc) {
+	a.mu.Lock()
+	closed := a.closed
+	if !closed {
+		a.cancel = cancel
+	}
+	a.mu.Unlock()
+	if closed {
+		cancel(ErrClosed)
+	}
+}
+
+// end forgets the running activation's cancel function.
+func (a *activationCancel) end() {
+	a.mu.Lock()
+	a.cancel = nil
+	a.mu.Unlock()
+}
+
+// close records that Close has begun and ends the activation under way.
+func (a *activationCancel) close() {
+	a.mu.Lock()
+	a.closed = true
+	cancel := a.cancel
+	a.mu.Unlock()
+	if cancel != nil {
+		cancel(ErrClosed)
+	}
 }
 
 // tools is an agent's tool list with its specs, looked up by name: a scan
