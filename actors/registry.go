@@ -97,9 +97,12 @@ type LiveOnly interface {
 // holds the identity as it does during a passivation: messages to it
 // wait, and it is neither activated again nor released, so that no job
 // of a stopped activation runs beside the next one (SPEC R4: an owner is
-// active at most once). The wait ends early when the System closes. An
-// owner that does not implement it is activated again, or released, as
-// soon as its actor has stopped.
+// active at most once). The wait ends early when the System closes. A
+// job cut off so that ignores its cancelled context and then asks its own
+// owner with a context that cannot end therefore waits until the System
+// closes (with its own context, the ask ends at once). An owner that does
+// not implement it is activated again, or released, as soon as its actor
+// has stopped.
 type JobWaiter interface {
 	JobsReturned() <-chan struct{}
 }
