@@ -920,7 +920,10 @@ func (x *orchActor) activate(c actor.Context) {
 		x.loadErr = fmt.Errorf("%s %q: %w", cfg.Kind, cfg.ID, ErrOrchestratorFaulted)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.LoadTimeout)
+	// The load runs in the actor's Started, which no message reaches: its
+	// context ends when the System closes (whose Close waits for the
+	// actor), or after LoadTimeout.
+	ctx, cancel := context.WithTimeout(x.sys.Context(), cfg.LoadTimeout)
 	defer cancel()
 	if cfg.Session != nil {
 		owner, rec, err := cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(cfg.OwnerPath, cfg.ID))

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
+	"github.com/braidhq/braid/persistence"
 )
 
 // SPEC R3, R5: an orchestrator's invocation hook runs as one of its
@@ -116,5 +117,60 @@ func TestSystemClose_EndsTheContextOfARunningAfterNodeCallHook(t *testing.T) {
 		// Proto.Actor's dead-letter throttle waits on a ticker of its own; a
 		// bubble must end with no goroutine left: its fake clock runs on.
 		time.Sleep(time.Minute)
+	})
+}
+
+// blockingLoads is a store whose loads of orchestrator records report on
+// entered and wait for their context to end.
+type blockingLoads struct {
+	persistence.Store
+	entered chan struct{}
+}
+
+func (s *blockingLoads) Load(ctx context.Context, k persistence.Key) (*persistence.Record, error) {
+	if k.Kind != persistence.KindMultiAgent {
+		return s.Store.Load(ctx, k)
+	}
+	close(s.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// SPEC R3, R5: the load of an orchestrator's session on activation has a
+// context that ends when its System closes: a System's Close during a
+// load that waits for a store that does not answer returns nil once the
+// load has given up, without waiting for LoadTimeout or its own context;
+// the Build that activated the graph fails.
+func TestSystemClose_EndsTheLoadOfAnOrchestratorsActivation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sys, err := actors.NewSystem(actors.DefaultConfig())
+		require.NoError(t, err)
+		st := &blockingLoads{Store: persistence.NewMemoryStore(), entered: make(chan struct{})}
+		sm, err := persistence.NewSessionManager(st, "s")
+		require.NoError(t, err)
+		r := newRecorder()
+		built := make(chan error, 1)
+		go func() {
+			_, err := graph.NewBuilder().AddNode("a", textAgent(r, "a")).
+				Build(context.Background(), graph.Config{System: sys, Session: sm})
+			built <- err
+		}()
+		<-st.entered
+
+		closeCtx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		closed := make(chan error, 1)
+		go func() { closed <- sys.Close(closeCtx) }()
+		synctest.Wait() // all that can run has run
+		select {
+		case err := <-closed:
+			assert.NoError(t, err)
+		default:
+			t.Error("Close waits for an orchestrator's load whose context never ends")
+			cancel()
+			<-closed
+		}
+		assert.Error(t, <-built)
+		time.Sleep(time.Minute) // Proto.Actor's dead-letter throttle, as above
 	})
 }
