@@ -17,6 +17,50 @@ import (
 	"github.com/braidhq/braid/persistence"
 )
 
+// closeWhileWaiting closes sys while something of it waits on a context
+// only the Close can end, and reports whether Close returned (nil) once
+// all that can run has run. If it did not, it reports that Close waits
+// for what, lets the wait end (unblock) and ends Close through its own
+// context.
+func closeWhileWaiting(t *testing.T, sys *actors.System, what string, unblock func()) bool {
+	t.Helper()
+	closeCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- sys.Close(closeCtx) }()
+	synctest.Wait() // all that can run has run
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+		return true
+	default:
+		t.Errorf("Close waits for %s whose context never ends", what)
+		unblock()
+		cancel()
+		<-closed
+		return false
+	}
+}
+
+// waitForEnd reports on entered, then waits for ctx to end or for
+// release, and reports ctx's error (nil on release) on returned.
+func waitForEnd(ctx context.Context, entered, release chan struct{}, returned chan error) error {
+	close(entered)
+	select {
+	case <-ctx.Done():
+		returned <- ctx.Err()
+		return ctx.Err()
+	case <-release:
+		returned <- nil
+		return nil
+	}
+}
+
+// endBubble lets a synctest bubble end with no goroutine left:
+// Proto.Actor's dead-letter throttle waits on a ticker of its own, which
+// the bubble's fake clock runs on.
+func endBubble() { time.Sleep(time.Minute) }
+
 // SPEC R3, R5: an orchestrator's invocation hook runs as one of its
 // System's jobs, with a context that ends once its orchestrator stops: a
 // System's Close ends the wait of a hook that watches its context, and
@@ -28,15 +72,7 @@ func TestSystemClose_EndsTheContextOfARunningInvocationHook(t *testing.T) {
 		require.NoError(t, err)
 		entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		h := hook.Func(func(ctx context.Context, _ *multiagent.BeforeMultiAgentInvocationEvent) error {
-			close(entered)
-			select {
-			case <-ctx.Done():
-				returned <- ctx.Err()
-				return ctx.Err()
-			case <-release:
-				returned <- nil
-				return nil
-			}
+			return waitForEnd(ctx, entered, release, returned)
 		})
 		r := newRecorder()
 		g, err := graph.NewBuilder().AddNode("a", textAgent(r, "a")).
@@ -45,27 +81,13 @@ func TestSystemClose_EndsTheContextOfARunningInvocationHook(t *testing.T) {
 		invoked := make(chan error, 1)
 		go func() { _, err := g.Invoke(context.Background(), agent.Text("go")); invoked <- err }()
 		<-entered
-
-		closeCtx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		closed := make(chan error, 1)
-		go func() { closed <- sys.Close(closeCtx) }()
-		synctest.Wait() // all that can run has run
-		select {
-		case err := <-closed:
-			assert.NoError(t, err)
+		if closeWhileWaiting(t, sys, "an invocation hook", func() { close(release) }) {
 			assert.Error(t, <-returned, "the hook's context ended")
-		default:
-			t.Error("Close waits for an invocation hook whose context never ends")
-			close(release)
+		} else {
 			<-returned
-			cancel()
-			<-closed
 		}
 		<-invoked
-		// Proto.Actor's dead-letter throttle waits on a ticker of its own; a
-		// bubble must end with no goroutine left: its fake clock runs on.
-		time.Sleep(time.Minute)
+		endBubble()
 	})
 }
 
@@ -80,13 +102,7 @@ func TestSystemClose_EndsTheContextOfARunningAfterNodeCallHook(t *testing.T) {
 		require.NoError(t, err)
 		entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		h := hook.Func(func(ctx context.Context, _ *multiagent.AfterNodeCallEvent) error {
-			close(entered)
-			select {
-			case <-ctx.Done():
-				returned <- ctx.Err()
-			case <-release:
-				returned <- nil
-			}
+			_ = waitForEnd(ctx, entered, release, returned)
 			return nil
 		})
 		r := newRecorder()
@@ -96,27 +112,13 @@ func TestSystemClose_EndsTheContextOfARunningAfterNodeCallHook(t *testing.T) {
 		invoked := make(chan error, 1)
 		go func() { _, err := g.Invoke(context.Background(), agent.Text("go")); invoked <- err }()
 		<-entered
-
-		closeCtx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		closed := make(chan error, 1)
-		go func() { closed <- sys.Close(closeCtx) }()
-		synctest.Wait() // all that can run has run
-		select {
-		case err := <-closed:
-			assert.NoError(t, err)
+		if closeWhileWaiting(t, sys, "an AfterNodeCall hook", func() { close(release) }) {
 			assert.Error(t, <-returned, "the hook's context ended")
-		default:
-			t.Error("Close waits for an AfterNodeCall hook whose context never ends")
-			close(release)
+		} else {
 			<-returned
-			cancel()
-			<-closed
 		}
 		<-invoked
-		// Proto.Actor's dead-letter throttle waits on a ticker of its own; a
-		// bubble must end with no goroutine left: its fake clock runs on.
-		time.Sleep(time.Minute)
+		endBubble()
 	})
 }
 
@@ -156,21 +158,8 @@ func TestSystemClose_EndsTheLoadOfAnOrchestratorsActivation(t *testing.T) {
 			built <- err
 		}()
 		<-st.entered
-
-		closeCtx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		closed := make(chan error, 1)
-		go func() { closed <- sys.Close(closeCtx) }()
-		synctest.Wait() // all that can run has run
-		select {
-		case err := <-closed:
-			assert.NoError(t, err)
-		default:
-			t.Error("Close waits for an orchestrator's load whose context never ends")
-			cancel()
-			<-closed
-		}
+		closeWhileWaiting(t, sys, "an orchestrator's load", func() {})
 		assert.Error(t, <-built)
-		time.Sleep(time.Minute) // Proto.Actor's dead-letter throttle, as above
+		endBubble()
 	})
 }
