@@ -70,5 +70,6 @@ for pkg in $PKGS; do
   if ! (cd "$pkg" && env -u CI -u BRAID_TEST_POSTGRES_DSN -u BRAID_TEST_POSTGRES_STANDBY_DSN /usr/lib/wine/wine64 "$work/$name.exe" -test.count=1 -test.timeout=10m); then
     status=1
   fi
+  rm -f "$work/$name.exe" # tens of MB each; the prefix is what is worth keeping
 done
 exit $status
