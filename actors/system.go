@@ -64,8 +64,7 @@ type System struct {
 	done     chan struct{} // closed by Close
 	ctx      context.Context
 	cancel   context.CancelCauseFunc // ends ctx (ErrClosed) when Close begins
-	stopped  chan struct{}           // closed when the first Close has ended
-	closeErr error                   // the first Close's, set before stopped is closed
+	closing  Closing                 // the shutdown, run once to its end
 }
 
 // ErrClosed reports that the system was closed.
@@ -80,7 +79,7 @@ func NewSystem(cfg Config) (*System, error) {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return logger.With("lib", "protoactor")
 	}))
-	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	s := &System{sys: sys, pids: make(map[*actor.PID]struct{}), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.pool = newPool(256, &s.jobs)
 	r, err := newRegistry(s, cfg.Observer)
@@ -185,36 +184,24 @@ func stopAndWait(ctx context.Context, sys *actor.ActorSystem, pid *actor.PID) er
 // shuts the system down. So once Close has returned nil, nothing of the
 // System's owners runs any more: a store they used can be closed. A job
 // that does not watch its context keeps Close waiting until it returns.
-// Close waits for all that until ctx ends, and then returns ctx's error.
-// A Close while another is under way waits for the same (or for its ctx)
-// and returns its error; one after it returns that error at once. A job
-// of the System (a hook, tool, model or node of one of its owners) must
-// not call Close with a context that cannot end: Close would wait for
-// that job, which waits for Close.
+// Close waits for all that until ctx ends, and then returns ctx's error;
+// the work goes on (SPEC R5: a caller's context bounds only its wait), and
+// every later Close waits for the same work, or for its own ctx, and
+// returns its outcome: once one has returned nil, nothing of the System
+// runs any more, whatever the earlier ones returned. From the first Close
+// on, Run runs nothing, Done is closed and Context has ended. A job of the System (a hook, tool, model or node of
+// one of its owners) must not call Close with a context that cannot end:
+// Close would wait for that job, which waits for Close.
 func (s *System) Close(ctx context.Context) error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		select {
-		case <-s.stopped:
-			return s.closeErr
-		default:
-		}
-		select {
-		case <-s.stopped:
-			return s.closeErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if !s.closed {
+		s.closed = true
+		s.jobs.close()
+		close(s.done)
+		s.cancel(ErrClosed)
 	}
-	s.closed = true
-	s.jobs.close()
-	close(s.done)
-	s.cancel(ErrClosed)
 	s.mu.Unlock()
-	defer close(s.stopped)
-	s.closeErr = s.shutdown(ctx)
-	return s.closeErr
+	return s.closing.Do(ctx, func() error { return s.shutdown(context.Background()) })
 }
 
 // shutdown is the first Close's work.
