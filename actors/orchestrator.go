@@ -199,6 +199,12 @@ type Orchestrator struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed when Close is called
 	closing   Closing
+	// life ends when Close is called (cause ErrOrchestratorClosed) or the
+	// System closes: the parent of the actor's loads, which no message
+	// reaches, so that neither Close waits for a store that does not
+	// answer (SPEC R5).
+	life     context.Context
+	stopLife context.CancelCauseFunc
 }
 
 // orchInvoke is the in-process form of MultiAgentInvoke.
@@ -307,11 +313,13 @@ func NewOrchestrator(ctx context.Context, sys *System, cfg OrchestratorConfig) (
 		return nil, fmt.Errorf("%s %q: node %q: %w", cfg.Kind, cfg.ID, spec.ID, err)
 	}
 	activations := 0
+	o.life, o.stopLife = context.WithCancelCause(sys.Context())
 	b, err := sys.Registry().Bind(ctx, id, BindConfig{IdleTimeout: cfg.IdleTimeout, Producer: func() actor.Actor {
 		activations++ // the registry's goroutine only
-		return &orchActor{cfg: &o.cfg, sys: sys, opened: o.opened, cfgShape: o.shape, legacy: o.legacy, again: activations > 1}
+		return &orchActor{cfg: &o.cfg, sys: sys, life: o.life, opened: o.opened, cfgShape: o.shape, legacy: o.legacy, again: activations > 1}
 	}})
 	if err != nil {
+		o.stopLife(ErrOrchestratorClosed)
 		o.closeNodes(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("%s %q: %w", cfg.Kind, cfg.ID, err)
 	}
@@ -566,7 +574,10 @@ func (o *Orchestrator) Binding() *Binding { return o.binding }
 // error and the close goes on without the caller. Every call after the
 // first waits for the same close and returns its outcome.
 func (o *Orchestrator) Close(ctx context.Context) error {
-	o.closeOnce.Do(func() { close(o.closed) })
+	o.closeOnce.Do(func() {
+		close(o.closed)
+		o.stopLife(ErrOrchestratorClosed)
+	})
 	return o.closing.Do(ctx, o.shutdown)
 }
 
@@ -647,6 +658,7 @@ type nodeRec struct {
 type orchActor struct {
 	cfg    *OrchestratorConfig
 	sys    *System
+	life   context.Context // Orchestrator.life: ends on either Close
 	opened []openedNode
 
 	loadErr  error // the activation failed: every call gets it (loadFailed)
@@ -921,9 +933,9 @@ func (x *orchActor) activate(c actor.Context) {
 		return
 	}
 	// The load runs in the actor's Started, which no message reaches: its
-	// context ends when the System closes (whose Close waits for the
-	// actor), or after LoadTimeout.
-	ctx, cancel := context.WithTimeout(x.sys.Context(), cfg.LoadTimeout)
+	// context ends when the orchestrator or the System is closed (both
+	// Closes wait for the actor), or after LoadTimeout.
+	ctx, cancel := context.WithTimeout(x.life, cfg.LoadTimeout)
 	defer cancel()
 	if cfg.Session != nil {
 		owner, rec, err := cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(cfg.OwnerPath, cfg.ID))

@@ -433,7 +433,7 @@ func (x *orchActor) reload() error {
 // loadRun loads the stored run: a writer of its own, and the record (nil:
 // none).
 func (x *orchActor) loadRun() (*persistence.Owner, *persistence.Record, error) {
-	ctx, cancel := context.WithTimeout(x.sys.Context(), x.cfg.LoadTimeout)
+	ctx, cancel := context.WithTimeout(x.life, x.cfg.LoadTimeout)
 	defer cancel()
 	owner, rec, err := x.cfg.Session.Open(ctx, persistence.KindMultiAgent, RecordID(x.cfg.OwnerPath, x.cfg.ID))
 	if err != nil {

@@ -106,3 +106,50 @@ func TestInvoke_R5_AbandonedWhileTheActivationWaitsNeverRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, runs.Load(), "the abandoned invocation ran no node")
 }
+
+// silentLoads is a store whose gated loads never answer: they return only
+// once their context ends, as a database that stopped answering does.
+type silentLoads struct {
+	*persistence.MemoryStore
+	gated   atomic.Bool
+	loading chan struct{}
+}
+
+func (s *silentLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
+	if s.gated.Load() && key.Kind == persistence.KindMultiAgent {
+		s.loading <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.MemoryStore.Load(ctx, key)
+}
+
+// SPEC R5: closing a graph whose activation waits for a store that does
+// not answer ends that wait: the load's context ends with the Close, which
+// returns without waiting out LoadTimeout (30 s by default), and the
+// invocation that activated it fails instead of waiting.
+func TestClose_R5_EndsTheWaitOfAnActivationForASilentStore(t *testing.T) {
+	lc := actorstest.NewLifecycles()
+	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sys.Close(context.Background()) })
+	st := &silentLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	sm, err := persistence.NewSessionManager(st, "s1")
+	require.NoError(t, err)
+	g, err := graph.NewBuilder().AddNode("n", agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) {
+		return []model.ContentBlock{model.Text("done")}, nil
+	})).Build(context.Background(), graph.Config{ID: "g", System: sys, Session: sm, IdleTimeout: time.Millisecond})
+	require.NoError(t, err)
+	_, err = g.Invoke(context.Background(), agent.Text("go"))
+	require.NoError(t, err)
+	lc.AwaitNoneLive(t) // passivated: the next call activates it again
+
+	st.gated.Store(true)
+	invoked := make(chan error, 1)
+	go func() { _, err := g.Invoke(context.Background(), agent.Text("again")); invoked <- err }()
+	<-st.loading
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, g.Close(ctx), "Close waited for the silent store's load")
+	assert.Error(t, <-invoked, "the invocation that activated it ends with the Close")
+}
