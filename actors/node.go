@@ -345,6 +345,7 @@ func LocalInput(ctx context.Context) any { return ctx.Value(localKey{}) }
 // reports every run to its parent with a NodeReport.
 type nodeActor struct {
 	sys     *System
+	acts    *jobs // its orchestrator's activation's (orchActor.acts)
 	id      string
 	path    string
 	runner  NodeRunner
@@ -395,6 +396,11 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		c.Send(c.Parent(), n.failedReport(m, fmt.Errorf("node %q: run %d while run is in flight", n.id, m.GetRun())))
 		return
 	}
+	if !n.acts.add(true) {
+		// Its orchestrator's activation has stopped (JobsReturned): the
+		// run is cut off before it began, and carried on later.
+		return
+	}
 	base := WithCallerValues(context.Background(), caller)
 	ctx, cancel := context.WithCancelCause(base)
 	if n.timeout > 0 {
@@ -428,6 +434,7 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 	parent, self := c.Parent(), c.Self()
 	root := n.sys.Root()
 	n.sys.Go(func() {
+		defer n.acts.done() // after the report: the run's last word
 		rep := n.run(ctx, after, m, events, wire, out)
 		cancel(nil)
 		cutAfter(nil)

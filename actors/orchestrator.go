@@ -727,6 +727,9 @@ type orchActor struct {
 	answers  []interrupt.Response // a resume's answers, validated, applied once its hooks pass
 	routedTo map[string]bool      // nodes a resume runs
 
+	// acts counts the jobs this activation started (its invocation hooks
+	// and its nodes' runs), for JobsReturned.
+	acts jobs
 	// hooksStop ends the context of the invocation hooks that run, if
 	// any: the actor stops, and a job of its System must return then.
 	hooksStop context.CancelFunc
@@ -889,6 +892,20 @@ func respond(c actor.Context, msg proto.Message) {
 // Idle implements Passivator: no invocation runs or waits.
 func (x *orchActor) Idle() bool { return x.cur == nil && len(x.queue) == 0 }
 
+// JobsReturned implements JobWaiter: the invocation hooks and the node
+// runs of this activation, which its stop cancelled (the nodes' runs are
+// cut off, ErrCutOff), may still run; a node's executor may still save
+// what it did, and the next activation carries the run on from the store,
+// so it must not begin until they have returned (SPEC R4: a node cut off
+// is not run again beside its cut-off run). The orchestrator's own save
+// needs no wait: its stop waits for it (stopSave).
+// No job begins after it: a node run that reaches its node's actor only
+// now is not run (it is carried on, as the others are).
+func (x *orchActor) JobsReturned() <-chan struct{} {
+	x.acts.close()
+	return x.acts.idleChan()
+}
+
 // AnswerFault implements FaultAnswerer: the invocation or status request
 // whose handling panicked is answered with the fault, unless it is the
 // current invocation or queued (the actor's stop answers those). A
@@ -962,7 +979,7 @@ func (x *orchActor) activate(c actor.Context) {
 			x.nodes[on.id] = n
 		}
 		n.runner, n.path = on.runner, on.path
-		na := &nodeActor{sys: x.sys, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout, stored: cfg.Session != nil}
+		na := &nodeActor{sys: x.sys, acts: &x.acts, id: on.id, path: on.path, runner: on.runner, hooks: cfg.Hooks, timeout: cfg.NodeTimeout, stored: cfg.Session != nil}
 		n.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return na }, actor.WithDispatcher(x.sys.mailboxes()), actor.WithMailbox(newMailbox)))
 		x.order = append(x.order, on.id)
 		x.recs = append(x.recs, n)
@@ -1310,7 +1327,9 @@ func (x *orchActor) runHooks(c actor.Context, phase int) {
 	// watches it returns then.
 	ctx, stop := context.WithCancel(ctx)
 	x.hooksStop = stop
+	x.acts.add(false)
 	x.sys.Go(func() {
+		defer x.acts.done()
 		defer stop()
 		var err error
 		func() {

@@ -105,22 +105,30 @@ func (j *jobs) close() {
 
 // wait returns once no job runs, or ctx's error once ctx ends.
 func (j *jobs) wait(ctx context.Context) error {
-	j.mu.Lock()
-	if j.n == 0 {
-		j.mu.Unlock()
+	idle := j.idleChan()
+	if idle == nil {
 		return nil
 	}
-	if j.idle == nil {
-		j.idle = make(chan struct{})
-	}
-	idle := j.idle
-	j.mu.Unlock()
 	select {
 	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// idleChan returns a channel closed once no job runs, or nil when none
+// runs now.
+func (j *jobs) idleChan() <-chan struct{} {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.n == 0 {
+		return nil
+	}
+	if j.idle == nil {
+		j.idle = make(chan struct{})
+	}
+	return j.idle
 }
 
 // inline is the Proto.Actor dispatcher of Braid's actors: a mailbox that
