@@ -47,7 +47,10 @@ type Result struct {
 	History int
 }
 
-// Metrics counts the work of one invocation.
+// Metrics counts the work of one invocation done by this activation: an
+// invocation that carries on a run a crash or a Close cut off counts from
+// where it carried on (unlike Usage, the counts are not saved), and its
+// Duration is the carried-on part's.
 type Metrics struct {
 	Cycles     int
 	ModelCalls int
