@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -50,17 +51,16 @@ func TestOrchestratorFault_R4_NextActivationWaitsForTheCutOffNodeRuns(t *testing
 			assert.NoError(t, sys.Close(context.Background()))
 			time.Sleep(time.Minute) // Proto.Actor's dead-letter throttle waits on a ticker of its own
 		}()
-		sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s1")
+		sm, err := persistence.NewSessionManager(memory.New(), "s1")
 		require.NoError(t, err)
 		pol := &twoNodes{}
-		bStarted, finish := make(chan struct{}, 2), make(chan struct{})
-		var running, most, bRuns atomic.Int32
+		bStarted, finish := make(chan struct{}, 1), make(chan struct{})
+		var running, most, aRuns, bRuns atomic.Int32
 		a := agentnode.Func(func(ctx context.Context, _ agent.Input) ([]model.ContentBlock, error) {
-			if pol.armed.Load() || bRuns.Load() > 1 {
-				return []model.ContentBlock{model.Text("a")}, nil
+			if aRuns.Add(1) == 1 {
+				<-bStarted
+				pol.armed.Store(true) // the save of this report faults
 			}
-			<-bStarted
-			pol.armed.Store(true) // the save of this report faults
 			return []model.ContentBlock{model.Text("a")}, nil
 		})
 		b := agentnode.Func(func(ctx context.Context, _ agent.Input) ([]model.ContentBlock, error) {
