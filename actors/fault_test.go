@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -191,7 +192,7 @@ func TestOrchestrator_FailedLoadIsTriedAgainByTheNextCall(t *testing.T) {
 // failingSaves fails the saves of orchestrator records while failing is
 // set.
 type failingSaves struct {
-	*persistence.MemoryStore
+	*memory.Store
 	failing atomic.Bool
 }
 
@@ -203,7 +204,7 @@ func (s *failingSaves) Save(ctx context.Context, opts persistence.SaveOptions, c
 			}
 		}
 	}
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // SPEC R5, R6: a protobuf MultiAgentInvoke whose start faults (here:
@@ -216,7 +217,7 @@ func TestOrchestrator_ProtobufInvokeWhoseStartFaultsIsAnsweredWithTheFault(t *te
 	for _, stream := range []bool{false, true} {
 		sys := newSystem(t)
 		ctx := ctxT(t)
-		store := &failingSaves{MemoryStore: persistence.NewMemoryStore()}
+		store := &failingSaves{Store: memory.New()}
 		sm, err := persistence.NewSessionManager(store, "faulty-start")
 		require.NoError(t, err)
 		pol := &resetPanics{}
@@ -276,7 +277,7 @@ func TestOrchestrator_ActorThatPanicsWhileStartingEndsEveryWait(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	defer sys.Close(context.Background())
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	sm, err := persistence.NewSessionManager(store, "s")
 	require.NoError(t, err)
 	node := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -63,7 +64,7 @@ func openOneNode(t *testing.T, st persistence.Store, runs *int, p Policy, h Orch
 // stores, still loads.
 func TestOrchestrator_APolicyInputThatIsNotJSONEndsTheRun(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := 0
 	open := func() *Orchestrator { return openOneNode(t, st, &runs, badInputPolicy{}, noHooks{}) }
 	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})
@@ -95,7 +96,7 @@ func (badReasonHooks) BeforeNode(_ context.Context, node string, gate *interrupt
 // run's record, which stores the gate's interrupts, still loads.
 func TestOrchestrator_AGateInterruptThatIsNotJSONFailsTheNode(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := 0
 	open := func() *Orchestrator { return openOneNode(t, st, &runs, onePolicy{}, badReasonHooks{}) }
 	res, err := open().Invoke(ctx, &braidv1.AgentInput{Messages: [][]byte{[]byte(`{"role":"user","content":[{"text":"go"}]}`)}})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // gatedStore holds every Save until open is closed.
@@ -37,7 +38,7 @@ func TestOrchestratorSave_ItsCommitHasEndedWhenItsReportReachesTheActor(t *testi
 	sys, err := NewSystem(DefaultConfig())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(ctx) })
-	st := &gatedStore{Store: persistence.NewMemoryStore(), open: make(chan struct{})}
+	st := &gatedStore{Store: memory.New(), open: make(chan struct{})}
 	sm, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
 	owner, _, err := sm.Open(ctx, persistence.KindMultiAgent, "o")

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC R4: the notice that a caller stopped waiting (an abandon) sent to
@@ -23,7 +24,7 @@ func TestAbandon_R4_DoesNotActivateAPassivatedAgent(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s1")
+	sm, err := persistence.NewSessionManager(memory.New(), "s1")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -14,7 +14,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // waitingInitHook is an AgentInitialized hook that, from activation
@@ -91,7 +91,7 @@ func TestClose_EndsTheContextOfAnActivationHook(t *testing.T) {
 			assert.NoError(t, sys.Close(context.Background()))
 			drainBubble()
 		}()
-		store := persistence.NewMemoryStore()
+		store := memory.New()
 		entered, release, returned := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		a, err := agent.New(context.Background(), agent.Config{ID: "a", System: sys, Session: mustManager(t, store),
 			Model: model.Scripted(), Hooks: []hook.Provider{waitingInitHook(2, entered, release, returned)}})

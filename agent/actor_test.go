@@ -24,6 +24,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
@@ -171,7 +173,7 @@ func approvalAgent(t *testing.T, sys *actors.System, store persistence.Store, bl
 // tool ran once.
 func TestAgentActor_DrivenByProtobufInterruptAndResume(t *testing.T) {
 	sys := actorstest.System(t)
-	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	a, runs := approvalAgent(t, sys, memory.New(), nil, nil)
 	d := newDriver(t, sys)
 
 	d.send(t, a, wirePrompt(t, "delete a"))
@@ -210,7 +212,7 @@ func TestAgentActor_DrivenByProtobufInterruptAndResume(t *testing.T) {
 // nothing changes.
 func TestAgentActor_RejectionsSurviveTheWire(t *testing.T) {
 	sys := actorstest.System(t)
-	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	a, _ := approvalAgent(t, sys, memory.New(), nil, nil)
 	d := newDriver(t, sys)
 
 	d.send(t, a, wireResume("nope", "y"))
@@ -286,7 +288,7 @@ func TestAgentActor_FailuresOfLowerPackagesSurviveTheWire(t *testing.T) {
 func TestAgentActor_AnswersWhileAToolBlocks(t *testing.T) {
 	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
-	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
+	a, runs := approvalAgent(t, sys, memory.New(), release, started)
 	d := newDriver(t, sys)
 	res, err := a.Invoke(context.Background(), agent.Text("delete a"))
 	require.NoError(t, err)
@@ -329,7 +331,7 @@ func TestAgentActor_AnswersWhileAToolBlocks(t *testing.T) {
 // in the store.
 func TestAgentActor_StreamOverProtobuf(t *testing.T) {
 	sys := actorstest.System(t)
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	a, _ := approvalAgent(t, sys, store, nil, nil)
 	d := newDriver(t, sys)
 	inv := wirePrompt(t, "delete a")
@@ -343,7 +345,7 @@ func TestAgentActor_StreamOverProtobuf(t *testing.T) {
 			require.NoError(t, err)
 			kinds = append(kinds, fmt.Sprintf("%T", ev))
 			if ie, ok := ev.(*agent.InterruptEvent); ok {
-				exp, err := persistence.Export(context.Background(), store, "s1")
+				exp, err := export.Read(context.Background(), store, "s1")
 				require.NoError(t, err)
 				b, err := json.Marshal(exp)
 				require.NoError(t, err)
@@ -485,7 +487,7 @@ func TestAgentActor_PassivatedMidInterruptResumesFromTheStore(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) { events <- l }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	sm, err := persistence.NewSessionManager(store, "idle")
 	require.NoError(t, err)
 	runs := &counter{}
@@ -545,7 +547,7 @@ func TestAgentActor_TenThousandAgentsPassivateAndResume(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	ctx := context.Background()
 	runs := &counter{}
 	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
@@ -637,7 +639,7 @@ func inParallel(t *testing.T, n int, f func(i int) error) {
 // a new registry (a fresh actor system, as in another process) and the
 // resume completes there.
 func TestAgentActor_PassivatedAgentResumesInAFreshRegistry(t *testing.T) {
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	passivated := make(chan struct{}, 1)
 	sys1, err := actors.NewSystem(actors.Config{Observer: func(_ actors.Identity, l actors.Lifecycle) {
 		if l == actors.Passivated {
@@ -758,7 +760,7 @@ func TestAgentActor_ConfigAndClose(t *testing.T) {
 func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
 	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
-	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
+	a, runs := approvalAgent(t, sys, memory.New(), release, started)
 	bg := context.Background() // no Done channel: the call runs its job itself
 	res, err := a.Invoke(bg, agent.Text("delete a"))
 	require.NoError(t, err)
@@ -808,7 +810,7 @@ func TestAgentActor_AnswersWhileALentJobBlocks(t *testing.T) {
 // run, interrupted while it waits for answers, idle once resumed.
 func TestStatus_TellsIdleInterruptedIdle(t *testing.T) {
 	ctx := context.Background()
-	a, _ := approvalAgent(t, actorstest.System(t), persistence.NewMemoryStore(), nil, nil)
+	a, _ := approvalAgent(t, actorstest.System(t), memory.New(), nil, nil)
 	st, err := a.Status(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, agent.ActivityIdle, st.State)
@@ -898,7 +900,7 @@ func askInbox(t *testing.T, a *agent.Agent, inbox *actors.Inbox, msg any) proto.
 func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
 	sys := actorstest.System(t)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
-	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), release, started)
+	a, runs := approvalAgent(t, sys, memory.New(), release, started)
 	inbox := actors.NewInbox(sys)
 	t.Cleanup(inbox.Close)
 	foreign := []any{&braidv1.MultiAgentInvoke{}, &braidv1.MultiAgentStatusRequest{}, &braidv1.NodeRun{}, &braidv1.NodeReport{},
@@ -949,7 +951,7 @@ func TestAgentActor_AnswersAMessageItDoesNotTakeWithAnError(t *testing.T) {
 // whatever was refused left the agent as it was.
 func TestAgentActor_ZeroValueRequestsAreAnsweredOnceAndChangeNothing(t *testing.T) {
 	sys := actorstest.System(t)
-	a, runs := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	a, runs := approvalAgent(t, sys, memory.New(), nil, nil)
 	inbox := actors.NewInbox(sys)
 	t.Cleanup(inbox.Close)
 	type want struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -30,7 +31,7 @@ import (
 func TestAgentAsTool_M11_ACancelledCallEndsWithItsSubAgentsRun(t *testing.T) {
 	ctx := context.Background()
 	sys := actorstest.System(t)
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "c")
+	sm, err := persistence.NewSessionManager(memory.New(), "c")
 	require.NoError(t, err)
 	runs := &counter{}
 	started := make(chan struct{})

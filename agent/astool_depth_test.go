@@ -16,6 +16,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -103,7 +105,7 @@ func TestAgentAsTool_M11_AnInterruptTwoLevelsDownResumesEveryLevel(t *testing.T)
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				var st persistence.Store = persistence.NewMemoryStore()
+				var st persistence.Store = memory.New()
 				if kind == "sqlite" {
 					st = openSQLite(t)
 				}
@@ -146,7 +148,7 @@ func TestAgentAsTool_S6_ACrashTwoLevelsDownCarriesEveryLevelOn(t *testing.T) {
 			ctx := context.Background()
 			st := openSQLite(t)
 			var mu sync.Mutex
-			var crash *persistence.SessionExport
+			var crash *export.Session
 			var opts []tool.Option
 			if mode != "at-least-once" {
 				opts = append(opts, tool.AtMostOnce())
@@ -156,7 +158,7 @@ func TestAgentAsTool_S6_ACrashTwoLevelsDownCarriesEveryLevelOn(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				if crash == nil {
-					exp, err := persistence.Export(ctx, st, "deep")
+					exp, err := export.Read(ctx, st, "deep")
 					require.NoError(t, err)
 					crash = exp
 				}
@@ -169,7 +171,7 @@ func TestAgentAsTool_S6_ACrashTwoLevelsDownCarriesEveryLevelOn(t *testing.T) {
 			require.NoError(t, a.Close(ctx))
 
 			st2 := openSQLite(t)
-			require.NoError(t, persistence.Import(ctx, st2, crash))
+			require.NoError(t, export.Write(ctx, st2, crash))
 			r2 := &depthRig{models: &counter{}, runs: &counter{}, ungated: true, opts: opts}
 			a2, b2, c2 := r2.build(t, st2)
 			s, err := a2.Status(ctx)
@@ -323,12 +325,12 @@ func TestAgentAsTool_S6_ACrashAfterADeepAnswerDoesNotAskAgain(t *testing.T) {
 			st := openSQLite(t)
 			var mu sync.Mutex
 			armed := false
-			var crash *persistence.SessionExport
+			var crash *export.Session
 			cut := func(ctx context.Context) {
 				mu.Lock()
 				defer mu.Unlock()
 				if armed && crash == nil {
-					exp, err := persistence.Export(ctx, st, "deep")
+					exp, err := export.Read(ctx, st, "deep")
 					require.NoError(t, err)
 					crash = exp
 				}
@@ -349,7 +351,7 @@ func TestAgentAsTool_S6_ACrashAfterADeepAnswerDoesNotAskAgain(t *testing.T) {
 			require.NoError(t, a.Close(ctx))
 
 			st2 := openSQLite(t)
-			require.NoError(t, persistence.Import(ctx, st2, crash))
+			require.NoError(t, export.Write(ctx, st2, crash))
 			r2 := &depthRig{models: &counter{}, runs: &counter{}, byTool: byTool}
 			a2, b2, c2 := r2.build(t, st2)
 			s, err := a2.Status(ctx)
@@ -425,14 +427,14 @@ func TestAgentAsTool_S6_AtMostOnceAtEveryLevelAsksOncePerLevel(t *testing.T) {
 	ctx := context.Background()
 	st := openSQLite(t)
 	var mu sync.Mutex
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	once := []tool.Option{tool.AtMostOnce()}
 	r := &depthRig{models: &counter{}, runs: &counter{}, ungated: true, opts: once, helperOpts: once}
 	r.crash = func(ctx context.Context) {
 		mu.Lock()
 		defer mu.Unlock()
 		if crash == nil {
-			exp, err := persistence.Export(ctx, st, "deep")
+			exp, err := export.Read(ctx, st, "deep")
 			require.NoError(t, err)
 			crash = exp
 		}
@@ -444,7 +446,7 @@ func TestAgentAsTool_S6_AtMostOnceAtEveryLevelAsksOncePerLevel(t *testing.T) {
 	require.NoError(t, a.Close(ctx))
 
 	st2 := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st2, crash))
+	require.NoError(t, export.Write(ctx, st2, crash))
 	r2 := &depthRig{models: &counter{}, runs: &counter{}, ungated: true, opts: once, helperOpts: once}
 	a2, b2, c2 := r2.build(t, st2)
 	res, err := a2.Invoke(ctx, agent.Input{})

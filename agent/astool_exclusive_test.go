@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
@@ -31,7 +32,7 @@ type exclusiveRig struct {
 	// subHooks are further hooks of the sub agent.
 	subHooks []hook.Provider
 	mu       sync.Mutex
-	crash    *persistence.SessionExport
+	crash    *export.Session
 }
 
 func openSQLite(t *testing.T) persistence.Store {
@@ -55,7 +56,7 @@ func (r *exclusiveRig) build(t *testing.T, st persistence.Store, calls []model.T
 		if r.crash != nil || r.crashAt == "" || msgs[len(msgs)-1].Text() != r.crashAt {
 			return nil
 		}
-		exp, err := persistence.Export(ctx, st, "x")
+		exp, err := export.Read(ctx, st, "x")
 		r.crash = exp
 		return err
 	})
@@ -166,7 +167,7 @@ func TestAgentAsTool_M11_TwoCallsOfASubAgentCarryOnAfterACrashBetweenThem(t *tes
 	require.NoError(t, outer.Close(ctx))
 
 	st := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st, r.crash))
+	require.NoError(t, export.Write(ctx, st, r.crash))
 	r2 := &exclusiveRig{runs: &counter{}}
 	sub2, outer2 := r2.build(t, st, calls)
 	s, err := outer2.Status(ctx)

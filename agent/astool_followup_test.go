@@ -13,6 +13,8 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -91,7 +93,7 @@ func requireFollowedUp(t *testing.T, sub, outer *agent.Agent) {
 func TestAgentAsTool_M11_ASubAgentThatFollowsUpResumesWhereItWaits(t *testing.T) {
 	ctx := context.Background()
 	r := &followUpRig{runs: &counter{}}
-	sub, outer := r.build(t, persistence.NewMemoryStore())
+	sub, outer := r.build(t, memory.New())
 	res, err := outer.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	stops := answerAll(t, outer, res)
@@ -119,12 +121,12 @@ func followUpCutOff(t *testing.T, ungated bool) {
 	ctx := context.Background()
 	st := openSQLite(t)
 	var mu sync.Mutex
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	r := &followUpRig{runs: &counter{}, ungated: ungated, cut: func(ctx context.Context) {
 		mu.Lock()
 		defer mu.Unlock()
 		if crash == nil {
-			exp, err := persistence.Export(ctx, st, "f") // what a crash leaves now
+			exp, err := export.Read(ctx, st, "f") // what a crash leaves now
 			require.NoError(t, err)
 			crash = exp
 		}
@@ -137,7 +139,7 @@ func followUpCutOff(t *testing.T, ungated bool) {
 	require.NoError(t, outer.Close(ctx))
 
 	st2 := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st2, crash))
+	require.NoError(t, export.Write(ctx, st2, crash))
 	r2 := &followUpRig{runs: &counter{}, ungated: ungated}
 	sub2, outer2 := r2.build(t, st2)
 	s, err := outer2.Status(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -110,13 +111,13 @@ func TestAgentAsTool_S6_ACallCutOffBeforeItStartsGetsAnAnswerToItsOwnPrompt(t *t
 	st := openSQLite(t)
 	var mu sync.Mutex
 	armed := false
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	snap := tool.New("snap", "copies the store", func(ctx context.Context, tc *tool.Context, _ struct{}) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if armed && crash == nil {
 			var err error
-			crash, err = persistence.Export(ctx, st, "x") // what a crash leaves now
+			crash, err = export.Read(ctx, st, "x") // what a crash leaves now
 			if err != nil {
 				return "", err
 			}
@@ -138,7 +139,7 @@ func TestAgentAsTool_S6_ACallCutOffBeforeItStartsGetsAnAnswerToItsOwnPrompt(t *t
 	require.NoError(t, outer.Close(ctx))
 
 	st2 := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st2, crash))
+	require.NoError(t, export.Write(ctx, st2, crash))
 	runs2 := &counter{}
 	sub2, outer2 := (&promptedRig{runs: runs2, ungated: true, first: snap}).build(t, st2)
 	s, err := outer2.Status(ctx)

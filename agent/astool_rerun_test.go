@@ -12,7 +12,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 )
 
 // SPEC S6, M11: the process dies after a sub agent used as a tool has
@@ -31,7 +31,7 @@ func TestAgentAsTool_S6_ACallCutOffAfterItsSubAgentAnsweredGetsThatAnswer(t *tes
 			calls := []model.ToolCall{model.Call("o1", "helper", agent.ToolInput{Prompt: "a"})}
 			st := openSQLite(t)
 			var mu sync.Mutex
-			var crash *persistence.SessionExport
+			var crash *export.Session
 			cut := hook.Func(func(ctx context.Context, ev *agent.AfterToolCallEvent) error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -39,7 +39,7 @@ func TestAgentAsTool_S6_ACallCutOffAfterItsSubAgentAnsweredGetsThatAnswer(t *tes
 					return nil
 				}
 				var err error
-				crash, err = persistence.Export(ctx, st, "x") // what a crash leaves now
+				crash, err = export.Read(ctx, st, "x") // what a crash leaves now
 				return err
 			})
 			r := &exclusiveRig{runs: &counter{}, ungated: !gated}
@@ -52,7 +52,7 @@ func TestAgentAsTool_S6_ACallCutOffAfterItsSubAgentAnsweredGetsThatAnswer(t *tes
 			require.NoError(t, outer.Close(ctx))
 
 			st2 := openSQLite(t)
-			require.NoError(t, persistence.Import(ctx, st2, crash))
+			require.NoError(t, export.Write(ctx, st2, crash))
 			r2 := &exclusiveRig{runs: &counter{}, ungated: !gated}
 			sub2, outer2 := r2.build(t, st2, calls)
 			s, err := outer2.Status(ctx)
@@ -151,7 +151,7 @@ func TestAgentAsTool_S6_ACallCutOffBeforeItsSubAgentsPromptRunsItOnce(t *testing
 	st := openSQLite(t)
 	var mu sync.Mutex
 	fresh := 0
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	cut := hook.Func(func(ctx context.Context, ev *agent.BeforeInvocationEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -159,7 +159,7 @@ func TestAgentAsTool_S6_ACallCutOffBeforeItsSubAgentsPromptRunsItOnce(t *testing
 			return nil
 		}
 		var err error
-		crash, err = persistence.Export(ctx, st, "x") // the mark saved, not the prompt
+		crash, err = export.Read(ctx, st, "x") // the mark saved, not the prompt
 		return err
 	})
 	r := &exclusiveRig{runs: &counter{}, ungated: true, subHooks: []hook.Provider{cut}}
@@ -173,7 +173,7 @@ func TestAgentAsTool_S6_ACallCutOffBeforeItsSubAgentsPromptRunsItOnce(t *testing
 	require.NoError(t, outer.Close(ctx))
 
 	st2 := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st2, crash))
+	require.NoError(t, export.Write(ctx, st2, crash))
 	r2 := &exclusiveRig{runs: &counter{}, ungated: true}
 	sub2, outer2 := r2.build(t, st2, calls)
 	res, err := outer2.Invoke(ctx, agent.Input{})

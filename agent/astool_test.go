@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -43,7 +44,7 @@ func subAndOuter(t *testing.T, store persistence.Store, runs *counter) (*agent.A
 // both were rebuilt on a fresh runtime from their sessions.
 func TestAgentAsTool_InnerInterruptSurfacesAndResumesTheInnerAgent(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := &counter{}
 	_, outer := subAndOuter(t, st, runs)
 	res, err := outer.Invoke(ctx, agent.Text("go"))
@@ -92,7 +93,7 @@ func TestAgentAsTool_S6_ASubAgentCutOffIsCarriedOnByTheSameCallAndDroppedByAnoth
 	for _, prompt := range []string{"go", "another request"} {
 		t.Run(prompt, func(t *testing.T) {
 			ctx := context.Background()
-			r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+			r := &closeCutRig{st: memory.New(), started: make(chan struct{}, 1)}
 			sub := r.closedMidTool(t) // cut off while answering "go"
 			outer := newAgent(t, agent.Config{Model: model.Scripted(), System: actorstest.System(t),
 				Tools: []tool.Tool{agent.AsTool(sub, "helper", "a helper agent")}})
@@ -171,7 +172,7 @@ func gatedTwice(t *testing.T, st persistence.Store, runs *counter) (*agent.Agent
 // second batch never ran.
 func TestAgentAsTool_M11_ASubInterruptRaisedAgainInOneCallIsAskedAgain(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := &counter{}
 	_, outer := gatedTwice(t, st, runs)
 	res, err := outer.Invoke(ctx, agent.Text("go"))

@@ -13,18 +13,20 @@ import (
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // crashingModel copies the session while it is called (what a process
 // killed during the model call leaves) and then fails.
 type crashingModel struct {
 	st   persistence.Store
-	copy chan<- *persistence.SessionExport
+	copy chan<- *export.Session
 }
 
 func (m crashingModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[model.StreamEvent, error] {
 	return func(yield func(model.StreamEvent, error) bool) {
-		exp, err := persistence.Export(ctx, m.st, "s")
+		exp, err := export.Read(ctx, m.st, "s")
 		if err != nil {
 			yield(nil, err)
 			return
@@ -42,16 +44,16 @@ func (m crashingModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[m
 // model answers the saved prompt.
 func TestAgent_A3_ACrashDuringTheModelCallLeavesARunToCarryOnNotTwoPromptsInARow(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
-	copies := make(chan *persistence.SessionExport, 1)
+	st := memory.New()
+	copies := make(chan *export.Session, 1)
 	sm, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
 	a := newAgent(t, agent.Config{ID: "a", Session: sm, Model: crashingModel{st: st, copy: copies}, System: actorstest.System(t)})
 	_, err = a.Invoke(ctx, agent.Text("first"))
 	require.Error(t, err)
 
-	crashed := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, crashed, <-copies))
+	crashed := memory.New()
+	require.NoError(t, export.Write(ctx, crashed, <-copies))
 	sm2, err := persistence.NewSessionManager(crashed, "s")
 	require.NoError(t, err)
 	b := newAgent(t, agent.Config{ID: "a", Session: sm2, Model: model.Scripted(model.TextTurn("answer")), System: actorstest.System(t)})

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -70,7 +71,7 @@ func TestInvoke_I7_APromptTheSessionCouldNotLoadBackIsRefusedBeforeAnythingChang
 	}
 	for name, m := range bad {
 		t.Run(name, func(t *testing.T) {
-			store := persistence.NewMemoryStore()
+			store := memory.New()
 			sm, err := persistence.NewSessionManager(store, "bad")
 			require.NoError(t, err)
 			mod := model.Scripted(model.TextTurn("ok"), model.TextTurn("ok"))
@@ -113,7 +114,7 @@ func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T
 	// history a new agent loads from its session.
 	run := func(t *testing.T, tl tool.Tool, hooks ...hook.Provider) ([]model.Message, *agent.Result, error) {
 		t.Helper()
-		sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "odd")
+		sm, err := persistence.NewSessionManager(memory.New(), "odd")
 		require.NoError(t, err)
 		a := newAgent(t, agent.Config{Session: sm, System: actorstest.System(t), Tools: []tool.Tool{tl}, Hooks: hooks,
 			Model: toolThenText("done", model.Call("t1", "odd", map[string]any{}))})
@@ -162,7 +163,7 @@ func TestToolResult_A13_AResultTheSessionCouldNotLoadBackIsNotSaved(t *testing.T
 // invocation failed until the agent was built again.
 func TestState_A11_AValueOrKeyThatIsNotUTF8IsRefusedAtSet(t *testing.T) {
 	ctx := context.Background()
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "utf8")
+	sm, err := persistence.NewSessionManager(memory.New(), "utf8")
 	require.NoError(t, err)
 	bad := json.RawMessage("\"y\xff\"")
 	var toolErr error

@@ -9,7 +9,7 @@ import (
 
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	braidv1 "github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -18,7 +18,7 @@ import (
 // Error), as for a running one: a caller that sent both to one actor reads
 // the answer to its cancel first.
 func TestAgentActor_R2_ACancelOfAQueuedInvocationIsAnsweredBeforeItsEnd(t *testing.T) {
-	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+	r := &closeCutRig{st: memory.New(), started: make(chan struct{}, 1)}
 	a := r.agent(t)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	d := newDriver(t, actorstest.System(t))

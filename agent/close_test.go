@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -52,7 +53,7 @@ func stubbornAgent(t *testing.T, sys *actors.System, store persistence.Store, st
 // stayed bound for the life of the System.
 func TestClose_WhoseContextEndsStillClosesAndReleasesTheAgent(t *testing.T) {
 	sys := actorstest.System(t)
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	started, cancelled, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	a, runs := stubbornAgent(t, sys, store, started, cancelled, finish)
 	ctx := context.Background()
@@ -101,7 +102,7 @@ func TestClose_WhoseContextEndsStillClosesAndReleasesTheAgent(t *testing.T) {
 func TestClose_AfterTheSystemClosedReturns(t *testing.T) {
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)
-	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), nil, nil)
+	a, _ := approvalAgent(t, sys, memory.New(), nil, nil)
 	require.NoError(t, sys.Close(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -161,7 +162,7 @@ func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)
 	block, started := make(chan struct{}), make(chan struct{}, 1)
-	a, _ := approvalAgent(t, sys, persistence.NewMemoryStore(), block, started)
+	a, _ := approvalAgent(t, sys, memory.New(), block, started)
 	ctx := context.Background()
 	res, err := a.Invoke(ctx, agent.Text("delete a"))
 	require.NoError(t, err)

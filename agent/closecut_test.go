@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
@@ -99,7 +100,7 @@ func testAtMostOnceToolCutOffByCloseAsks(t *testing.T, store persistence.Store) 
 // prompt was saved, still takes the prompt back: the history is as before.
 func TestAgent_A3_CloseBeforeAnythingButThePromptTakesThePromptBack(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	calling := make(chan struct{})
 	m := hangingModel{calling: calling}
 	sm, err := persistence.NewSessionManager(st, "s")
@@ -139,7 +140,7 @@ func (m hangingModel) Stream(ctx context.Context, _ *model.Request) iter.Seq2[mo
 
 // forStores runs test on a memory store and on a SQLite store.
 func forStores(t *testing.T, test func(*testing.T, persistence.Store)) {
-	t.Run("memory", func(t *testing.T) { test(t, persistence.NewMemoryStore()) })
+	t.Run("memory", func(t *testing.T) { test(t, memory.New()) })
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir(), NoFsync: true})
 		require.NoError(t, err)
@@ -154,7 +155,7 @@ func forStores(t *testing.T, test func(*testing.T, persistence.Store)) {
 // carry on and its tool runs again.
 func TestAgentActor_S6_ACancelWithReasonCutOffLeavesTheRunToCarryOn(t *testing.T) {
 	ctx := context.Background()
-	r := &closeCutRig{st: persistence.NewMemoryStore(), started: make(chan struct{}, 1)}
+	r := &closeCutRig{st: memory.New(), started: make(chan struct{}, 1)}
 	a := r.agent(t)
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	d := newDriver(t, actorstest.System(t))

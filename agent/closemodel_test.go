@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -42,7 +43,7 @@ func (m *afterToolsHangs) Stream(ctx context.Context, req *model.Request) iter.S
 // answers without running the tool again; the history stays valid.
 func TestAgent_S6_CloseDuringTheModelCallAfterTheToolsIsCarriedOnWithoutRunningThemAgain(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var runs atomic.Int32
 	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
 		runs.Add(1)
@@ -86,7 +87,7 @@ func TestAgent_S6_CloseDuringTheModelCallAfterTheToolsIsCarriedOnWithoutRunningT
 // answers its result; the history stays valid.
 func TestAgent_S6_CloseDuringAfterToolsIsCarriedOnWithoutRunningTheToolsAgain(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var runs, hooks atomic.Int32
 	fetch := tool.New("fetch", "fetches", func(ctx context.Context, tc *tool.Context, in struct{}) (string, error) {
 		runs.Add(1)

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -27,7 +28,7 @@ import (
 // built again.
 func TestSession_S4_AnAgentWhoseResumeLostToAnotherWriterGoesOnFromTheStoredRun(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := &counter{}
 	build := func() *agent.Agent {
 		sm, err := persistence.NewSessionManager(st, "raced")

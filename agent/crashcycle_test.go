@@ -22,18 +22,20 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
 // watchStore calls after once each save has committed (a test's view of
 // what a crash at that moment would leave).
 type watchStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	after func(ctx context.Context)
 }
 
 func (s *watchStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
-	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	v, err := s.Store.Save(ctx, opts, changes...)
 	if err == nil && s.after != nil {
 		s.after(ctx)
 	}
@@ -43,7 +45,7 @@ func (s *watchStore) Save(ctx context.Context, opts persistence.SaveOptions, cha
 // storedText returns the session's records as one string.
 func storedText(ctx context.Context, t *testing.T, store persistence.Store, session string) string {
 	t.Helper()
-	exp, err := persistence.Export(ctx, store, session)
+	exp, err := export.Read(ctx, store, session)
 	require.NoError(t, err)
 	b, err := json.Marshal(exp)
 	require.NoError(t, err)
@@ -57,7 +59,7 @@ func storedText(ctx context.Context, t *testing.T, store persistence.Store, sess
 type mixedRig struct {
 	runs     counter
 	crashing atomic.Bool
-	crash    *persistence.SessionExport
+	crash    *export.Session
 }
 
 func (r *mixedRig) agent(t *testing.T, store persistence.Store, hooks ...func(*agent.Config)) *agent.Agent {
@@ -66,7 +68,7 @@ func (r *mixedRig) agent(t *testing.T, store persistence.Store, hooks ...func(*a
 	var doneOnce sync.Once
 	if ws, ok := store.(*watchStore); ok {
 		ws.after = func(ctx context.Context) {
-			s := storedText(ctx, t, ws.MemoryStore, crashSession)
+			s := storedText(ctx, t, ws.Store, crashSession)
 			if strings.Contains(s, "once_done ok") && strings.Contains(s, "plain_done ok") {
 				doneOnce.Do(func() { close(bothDone) })
 			}
@@ -82,7 +84,7 @@ func (r *mixedRig) agent(t *testing.T, store persistence.Store, hooks ...func(*a
 				case "once_cut":
 					<-bothDone
 					<-plainArrived
-					exp, err := persistence.Export(ctx, store, crashSession)
+					exp, err := export.Read(ctx, store, crashSession)
 					if err != nil {
 						return "", err
 					}
@@ -115,7 +117,7 @@ func (r *mixedRig) afterCrash(t *testing.T) persistence.Store {
 	t.Helper()
 	ctx := context.Background()
 	r.crashing.Store(true)
-	_, err := r.agent(t, &watchStore{MemoryStore: persistence.NewMemoryStore()}).Invoke(ctx, agent.Text("go"))
+	_, err := r.agent(t, &watchStore{Store: memory.New()}).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	r.crashing.Store(false)
 	return restoreCrash(t, r.crash)
@@ -196,7 +198,7 @@ var errStartBoom = errors.New("durable save refused")
 
 // startFailStore refuses durable saves while down.
 type startFailStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	down atomic.Bool
 }
 
@@ -204,7 +206,7 @@ func (s *startFailStore) Save(ctx context.Context, opts persistence.SaveOptions,
 	if opts.Durable && s.down.Load() {
 		return nil, errStartBoom
 	}
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // SPEC S6, R6: an at-most-once tool whose durable start mark fails to save
@@ -219,7 +221,7 @@ func TestAtMostOnce_S6_AToolWhoseStartMarkFailsToSaveDoesNotRun(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			store := &startFailStore{MemoryStore: persistence.NewMemoryStore()}
+			store := &startFailStore{Store: memory.New()}
 			var runs atomic.Int32
 			build := func() *agent.Agent {
 				del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
@@ -261,13 +263,13 @@ func TestAtMostOnce_S6_AToolWhoseStartMarkFailsToSaveDoesNotRun(t *testing.T) {
 // tool ran twice.
 func TestAtMostOnce_S6_ARecoveryQuestionLeftUnansweredIsAskedAgain(t *testing.T) {
 	ctx := context.Background()
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	var runs counter
 	build := func(store persistence.Store) *agent.Agent {
 		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 			runs.inc("delete_files")
 			if crash == nil {
-				exp, err := persistence.Export(ctx, store, crashSession)
+				exp, err := export.Read(ctx, store, crashSession)
 				if err != nil {
 					return "", err
 				}
@@ -285,12 +287,12 @@ func TestAtMostOnce_S6_ARecoveryQuestionLeftUnansweredIsAskedAgain(t *testing.T)
 			Tools: []tool.Tool{del, inspect}, Session: m, System: actorstest.System(t),
 			Hooks: []hook.Provider{approveHook("inspect", "approval")}})
 	}
-	res, err := build(persistence.NewMemoryStore()).Invoke(ctx, agent.Text("go"))
+	res, err := build(memory.New()).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
 	require.NotNil(t, crash)
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st, crash))
+	st := memory.New()
+	require.NoError(t, export.Write(ctx, st, crash))
 
 	a := build(st)
 	res, err = a.Invoke(ctx, agent.Input{})

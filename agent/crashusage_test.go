@@ -20,23 +20,25 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
 // exportingStore exports the session after every committed save: each
 // export is what a crash right after that save leaves.
 type exportingStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	mu      sync.Mutex
-	exports []*persistence.SessionExport
+	exports []*export.Session
 }
 
 func (s *exportingStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	v, err := s.Store.Save(ctx, opts, changes...)
 	if err == nil {
-		exp, xerr := persistence.Export(ctx, s.MemoryStore, crashSession)
+		exp, xerr := export.Read(ctx, s.Store, crashSession)
 		if xerr != nil {
 			return v, xerr
 		}
@@ -46,7 +48,7 @@ func (s *exportingStore) Save(ctx context.Context, opts persistence.SaveOptions,
 }
 
 // taken returns the exports made so far and forgets them.
-func (s *exportingStore) taken() []*persistence.SessionExport {
+func (s *exportingStore) taken() []*export.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.exports
@@ -76,10 +78,10 @@ func usageAgent(t *testing.T, store persistence.Store, hooks ...hook.Provider) *
 }
 
 // restored imports exp into a fresh store.
-func restored(t *testing.T, exp *persistence.SessionExport) persistence.Store {
+func restored(t *testing.T, exp *export.Session) persistence.Store {
 	t.Helper()
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(context.Background(), st, exp))
+	st := memory.New()
+	require.NoError(t, export.Write(context.Background(), st, exp))
 	return st
 }
 
@@ -89,7 +91,7 @@ func restored(t *testing.T, exp *persistence.SessionExport) persistence.Store {
 // uncrashed invocation's usage.
 func TestInvoke_UsageOfARunCarriedOnAfterACrashCountsEachModelCallOnce(t *testing.T) {
 	ctx := context.Background()
-	store := &exportingStore{MemoryStore: persistence.NewMemoryStore()}
+	store := &exportingStore{Store: memory.New()}
 	a := usageAgent(t, store)
 	res, err := a.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
@@ -125,7 +127,7 @@ func TestInvoke_UsageOfARunCarriedOnAfterACrashCountsEachModelCallOnce(t *testin
 // crash after any of its saves and carried on in a fresh runtime.
 func TestResume_UsageIsTheResumesOwnAlsoWhenCarriedOnAfterACrash(t *testing.T) {
 	ctx := context.Background()
-	store := &exportingStore{MemoryStore: persistence.NewMemoryStore()}
+	store := &exportingStore{Store: memory.New()}
 	a := usageAgent(t, store, approveHook("work", "approve"))
 	first, err := a.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
@@ -171,12 +173,12 @@ func TestResume_UsageIsTheResumesOwnAlsoWhenCarriedOnAfterACrash(t *testing.T) {
 // of the run it dropped.
 func TestSetMessages_HistoryCarriedOnCountsItsOwnUsage(t *testing.T) {
 	ctx := context.Background()
-	store := &exportingStore{MemoryStore: persistence.NewMemoryStore()}
+	store := &exportingStore{Store: memory.New()}
 	a := usageAgent(t, store)
 	_, err := a.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.NoError(t, a.Close(ctx))
-	var cut *persistence.SessionExport // the first turn saved, the run cut off
+	var cut *export.Session // the first turn saved, the run cut off
 	for _, exp := range store.taken() {
 		b := usageAgent(t, restored(t, exp))
 		snap, err := b.Snapshot(ctx)

@@ -18,6 +18,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -29,7 +31,7 @@ import (
 type dupCrashRig struct {
 	runs  counter
 	mu    sync.Mutex
-	crash *persistence.SessionExport
+	crash *export.Session
 }
 
 func (r *dupCrashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Option) *agent.Agent {
@@ -45,7 +47,7 @@ func (r *dupCrashRig) agent(t *testing.T, store persistence.Store, opts ...tool.
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.crash == nil {
-			exp, err := persistence.Export(ctx, store, crashSession)
+			exp, err := export.Read(ctx, store, crashSession)
 			if err != nil {
 				return "", err
 			}
@@ -68,7 +70,7 @@ func (r *dupCrashRig) agent(t *testing.T, store persistence.Store, opts ...tool.
 func (r *dupCrashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.Store {
 	t.Helper()
 	ctx := context.Background()
-	res, err := r.agent(t, persistence.NewMemoryStore(), opts...).Invoke(ctx, agent.Text("go"))
+	res, err := r.agent(t, memory.New(), opts...).Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
 	return restoreCrash(t, r.crash)

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -25,7 +26,7 @@ import (
 // be loaded again.
 func TestSession_S5_APendingCycleWhoseToolUsesShareAnIDLoadsAndResumes(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	runs := &counter{}
 	build := func() *agent.Agent {
 		sm, err := persistence.NewSessionManager(st, "dup")

@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -85,7 +86,7 @@ func (r *dupRig) agent(t *testing.T, store persistence.Store) *agent.Agent {
 // run, once, without a crash and without a recovery question.
 func TestAtMostOnce_S6_CallsSharingAToolUseIDRunWithoutARecoveryQuestion(t *testing.T) {
 	r := &dupRig{}
-	a := r.agent(t, persistence.NewMemoryStore())
+	a := r.agent(t, memory.New())
 	res, err := a.Invoke(context.Background(), agent.Text("go"))
 	require.NoError(t, err)
 	assert.Equal(t, agent.StopEndTurn, res.StopReason, "nothing was cut off (%v)", res.Interrupts)

@@ -13,6 +13,7 @@ import (
 	"github.com/braidhq/braid/actors"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -50,7 +51,7 @@ func TestFault_R4_NextActivationWaitsForTheFaultedActivationsJob(t *testing.T) {
 					assert.NoError(t, sys.Close(context.Background()))
 					time.Sleep(time.Minute) // Proto.Actor's dead-letter throttle (see drainBubble)
 				}()
-				sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s1")
+				sm, err := persistence.NewSessionManager(memory.New(), "s1")
 				require.NoError(t, err)
 				started, finish := make(chan struct{}), make(chan struct{})
 				runs := 0

@@ -30,6 +30,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -128,7 +130,7 @@ func gpSnapshotJSON(t *testing.T, a *agent.Agent) string {
 // session has no record: byte-identical exports mean nothing was saved.
 func gpExport(t *testing.T, store persistence.Store) string {
 	t.Helper()
-	exp, err := persistence.Export(context.Background(), store, gpSessionID)
+	exp, err := export.Read(context.Background(), store, gpSessionID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return "not found"
 	}
@@ -142,7 +144,7 @@ func gpExport(t *testing.T, store persistence.Store) string {
 // when it has no record yet).
 func gpStored(t *testing.T, store persistence.Store) []model.Message {
 	t.Helper()
-	exp, err := persistence.Export(context.Background(), store, gpSessionID)
+	exp, err := export.Read(context.Background(), store, gpSessionID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil
 	}
@@ -168,9 +170,9 @@ func gpReload(t *testing.T, sm *persistence.SessionManager) *agent.Agent {
 	return newAgent(t, agent.Config{Model: model.Scripted(), Session: sm, System: actorstest.System(t)})
 }
 
-func gpSession(t *testing.T) (*persistence.MemoryStore, *persistence.SessionManager) {
+func gpSession(t *testing.T) (*memory.Store, *persistence.SessionManager) {
 	t.Helper()
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	sm, err := persistence.NewSessionManager(store, gpSessionID)
 	require.NoError(t, err)
 	return store, sm
@@ -497,7 +499,7 @@ type gpFixture struct {
 	a     *agent.Agent
 	m     *model.ScriptedModel
 	trap  *gpTrap
-	store *persistence.MemoryStore // nil without a session
+	store *memory.Store // nil without a session
 	sm    *persistence.SessionManager
 }
 
@@ -1015,7 +1017,7 @@ func TestResume_FailedAfterTheCycleKeepsTheHistory(t *testing.T) {
 
 // gpFlakyStore is a memory store whose saves fail while it is down.
 type gpFlakyStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	down atomic.Bool
 }
 
@@ -1023,7 +1025,7 @@ func (s *gpFlakyStore) Save(ctx context.Context, opts persistence.SaveOptions, c
 	if s.down.Load() {
 		return nil, errGpBoom
 	}
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // SPEC A3, S1: a fresh invocation that fails because its saves fail (the
@@ -1038,7 +1040,7 @@ func TestInvoke_FailedSaveTakesThePromptBack(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+			store := &gpFlakyStore{Store: memory.New()}
 			sm, err := persistence.NewSessionManager(store, gpSessionID)
 			require.NoError(t, err)
 			var armed atomic.Bool
@@ -1070,7 +1072,7 @@ func TestInvoke_FailedSaveTakesThePromptBack(t *testing.T) {
 			require.NoError(t, err, "the retry succeeds once the store is back")
 			msgs := agenttest.Messages(t, a)
 			gpRequireOnePrompt(t, msgs, "go")
-			gpSameMessages(t, msgs, gpStored(t, store.MemoryStore), "the session holds what the agent holds")
+			gpSameMessages(t, msgs, gpStored(t, store.Store), "the session holds what the agent holds")
 			gpRequireOnePrompt(t, agenttest.Messages(t, gpReload(t, sm)), "go")
 		})
 	}

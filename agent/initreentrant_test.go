@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC R7, R4: an AgentInitialized hook that calls its own agent's handle
@@ -27,7 +28,7 @@ func TestAgentInitialized_R7_AHookThatCallsItsOwnAgentGetsErrReentrant(t *testin
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s1")
+	sm, err := persistence.NewSessionManager(memory.New(), "s1")
 	require.NoError(t, err)
 	var self atomic.Pointer[agent.Agent]
 	type calls struct{ status, snapshot, cancel, close, invoke error }

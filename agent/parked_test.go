@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/agent/agenttest"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // deferringSession is what a node gives its agent (package agentnode):
@@ -51,7 +52,7 @@ func TestAgentActor_ParkedSaveKeepsTheAgentActive(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "parked")
+	sm, err := persistence.NewSessionManager(memory.New(), "parked")
 	require.NoError(t, err)
 	answer := func() model.Model {
 		return model.ScriptedFunc(func(*model.Request) (model.Turn, error) { return model.TextTurn("answer"), nil })

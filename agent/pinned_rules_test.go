@@ -22,6 +22,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -46,9 +48,9 @@ func TestDuplicateInterruptNames_OnBeforeToolsFailTheInvocation(t *testing.T) {
 
 // auditSession returns a session manager over a fresh memory store, and
 // the store.
-func auditSession(t *testing.T, id string) (*persistence.SessionManager, *persistence.MemoryStore) {
+func auditSession(t *testing.T, id string) (*persistence.SessionManager, *memory.Store) {
 	t.Helper()
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	sm, err := persistence.NewSessionManager(store, id)
 	require.NoError(t, err)
 	return sm, store
@@ -56,7 +58,7 @@ func auditSession(t *testing.T, id string) (*persistence.SessionManager, *persis
 
 // storedMessages is how many messages the store holds for the agent, -1
 // when it has no record of it. Hooks call it, off the test's goroutine.
-func storedMessages(store *persistence.MemoryStore, session, agentID string) int {
+func storedMessages(store *memory.Store, session, agentID string) int {
 	rec, err := store.Load(context.Background(), persistence.Key{SessionID: session, Kind: persistence.KindAgent, ID: agentID})
 	if err != nil {
 		return -1
@@ -468,11 +470,11 @@ func TestIdempotencyKey_IsTheSameOnEveryRerun(t *testing.T) {
 // not the first run's.
 func TestAtMostOnce_RetryHasItsOwnStartMark(t *testing.T) {
 	ctx := context.Background()
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	var mu sync.Mutex
 	runs := 0
 	var firstEnded time.Time
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -481,7 +483,7 @@ func TestAtMostOnce_RetryHasItsOwnStartMark(t *testing.T) {
 			firstEnded = time.Now().UTC().Round(0)
 			return "deleted", nil
 		}
-		exp, err := persistence.Export(ctx, store, "retry-crash") // a crash during the retry
+		exp, err := export.Read(ctx, store, "retry-crash") // a crash during the retry
 		crash = exp
 		return "deleted", err
 	}, tool.AtMostOnce())
@@ -504,8 +506,8 @@ func TestAtMostOnce_RetryHasItsOwnStartMark(t *testing.T) {
 	require.Equal(t, 2, runs)
 	require.NotNil(t, crash)
 
-	after := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, after, crash))
+	after := memory.New()
+	require.NoError(t, export.Write(ctx, after, crash))
 	a := build(after)
 	res, err := a.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)

@@ -1,7 +1,7 @@
 package agent_test
 
 // SPEC S6: what a crash does to tools. A crash is simulated exactly: the
-// tool copies the store (persistence.Export) while it runs, which is what a
+// tool copies the store (export.Read) while it runs, which is what a
 // process killed at that moment leaves behind; a fresh store imported from
 // the copy and a fresh agent on it are the new process.
 
@@ -20,6 +20,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -32,7 +34,7 @@ type crashRig struct {
 	mu    sync.Mutex
 	runs  int
 	keys  []string
-	crash *persistence.SessionExport
+	crash *export.Session
 	// again: copy the store at the next run too (a second crash).
 	again bool
 	// clock, if set, is the agents' clock of start marks.
@@ -61,7 +63,7 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 		r.keys = append(r.keys, tc.IdempotencyKey())
 		if r.crash == nil || r.again {
 			r.again = false
-			exp, err := persistence.Export(ctx, store, crashSession)
+			exp, err := export.Read(ctx, store, crashSession)
 			if err != nil {
 				return "", err
 			}
@@ -81,11 +83,11 @@ func (r *crashRig) agent(t *testing.T, store persistence.Store, opts ...tool.Opt
 
 // restoreCrash returns a fresh store holding exp, what a crash left: the
 // new process's store.
-func restoreCrash(t *testing.T, exp *persistence.SessionExport) persistence.Store {
+func restoreCrash(t *testing.T, exp *export.Session) persistence.Store {
 	t.Helper()
 	require.NotNil(t, exp, "the run copied the store")
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(context.Background(), st, exp))
+	st := memory.New()
+	require.NoError(t, export.Write(context.Background(), st, exp))
 	return st
 }
 
@@ -94,7 +96,7 @@ func restoreCrash(t *testing.T, exp *persistence.SessionExport) persistence.Stor
 func (r *crashRig) afterCrash(t *testing.T, opts ...tool.Option) persistence.Store {
 	t.Helper()
 	ctx := context.Background()
-	first := persistence.NewMemoryStore()
+	first := memory.New()
 	res, err := r.agent(t, first, opts...).Invoke(ctx, agent.Text("delete a"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopEndTurn, res.StopReason)
@@ -221,8 +223,8 @@ func secondCrashAsksAgain(t *testing.T, clock func() time.Time) {
 	require.NoError(t, err)
 	require.Equal(t, 2, r.runs)
 
-	st2 := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st2, r.crash))
+	st2 := memory.New()
+	require.NoError(t, export.Write(ctx, st2, r.crash))
 	b := r.agent(t, st2, tool.AtMostOnce())
 	res, err = b.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)
@@ -251,7 +253,7 @@ func rerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T, clock func() time.Ti
 	ctx := context.Background()
 	var mu sync.Mutex
 	runs := 0
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	mk := func(store persistence.Store) *agent.Agent {
 		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 			mu.Lock()
@@ -266,7 +268,7 @@ func rerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T, clock func() time.Ti
 				_ = v
 			}
 			if n == 1 || n == 3 { // the process is killed while the tool runs
-				exp, err := persistence.Export(ctx, store, crashSession)
+				exp, err := export.Read(ctx, store, crashSession)
 				if err != nil {
 					return "", err
 				}
@@ -284,13 +286,13 @@ func rerunThatInterruptsThenIsCutOffAsksAgain(t *testing.T, clock func() time.Ti
 		return a
 	}
 	restart := func() persistence.Store {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, crash))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, crash))
 		return st
 	}
 
 	// Process A: run 1, cut off.
-	_, err := mk(persistence.NewMemoryStore()).Invoke(ctx, agent.Text("delete a"))
+	_, err := mk(memory.New()).Invoke(ctx, agent.Text("delete a"))
 	require.NoError(t, err)
 	// Process B: recovery, answered "rerun"; the re-run (run 2) asks "confirm".
 	b := mk(restart())

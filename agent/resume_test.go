@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -41,12 +42,12 @@ type rsSave struct {
 // rsSaver is a memory store that records every save; session() is an
 // agent.Session over it.
 type rsSaver struct {
-	*persistence.MemoryStore
+	*memory.Store
 	mu    sync.Mutex
 	saves []rsSave
 }
 
-func newSaver() *rsSaver { return &rsSaver{MemoryStore: persistence.NewMemoryStore()} }
+func newSaver() *rsSaver { return &rsSaver{Store: memory.New()} }
 
 func (s *rsSaver) session(t *testing.T) *persistence.SessionManager {
 	t.Helper()
@@ -56,11 +57,11 @@ func (s *rsSaver) session(t *testing.T) *persistence.SessionManager {
 }
 
 func (s *rsSaver) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
-	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	v, err := s.Store.Save(ctx, opts, changes...)
 	if err != nil {
 		return v, err
 	}
-	rec, err := s.MemoryStore.Load(ctx, changes[0].Key)
+	rec, err := s.Store.Load(ctx, changes[0].Key)
 	if err != nil {
 		return nil, err
 	}

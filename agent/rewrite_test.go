@@ -16,6 +16,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -232,7 +234,7 @@ func rewriteRig(t *testing.T, st persistence.Store, seen *pathsLog, hookRuns *co
 // model's tool use.
 func TestBeforeToolCall_A7_ARewriteAppliesAgainWhenTheCallIsResumed(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	seen, hookRuns := &pathsLog{}, &counter{}
 	a := rewriteRig(t, st, seen, hookRuns)
 	res, err := a.Invoke(ctx, agent.Text("go"))
@@ -271,7 +273,7 @@ func TestBeforeToolCall_A7_ARewriteAppliesAgainWhenTheCallIsResumed(t *testing.T
 // with, and only "rerun" runs it again, once.
 func TestBeforeToolCall_S6_ACallRenamedToAnAtMostOnceToolIsNotRerunAfterACrash(t *testing.T) {
 	ctx := context.Background()
-	var crash *persistence.SessionExport
+	var crash *export.Session
 	runs := &counter{}
 	build := func(st persistence.Store) *agent.Agent {
 		sm, err := persistence.NewSessionManager(st, "rename")
@@ -281,7 +283,7 @@ func TestBeforeToolCall_S6_ACallRenamedToAnAtMostOnceToolIsNotRerunAfterACrash(t
 		del := tool.New("delete_files", "delete", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) {
 			runs.inc(tc.ToolUse.ToolUseID)
 			if crash == nil {
-				exp, err := persistence.Export(ctx, st, "rename")
+				exp, err := export.Read(ctx, st, "rename")
 				if err != nil {
 					return "", err
 				}
@@ -305,7 +307,7 @@ func TestBeforeToolCall_S6_ACallRenamedToAnAtMostOnceToolIsNotRerunAfterACrash(t
 	require.NotNil(t, crash)
 
 	st := openSQLite(t)
-	require.NoError(t, persistence.Import(ctx, st, crash))
+	require.NoError(t, export.Write(ctx, st, crash))
 	a := build(st)
 	res, err = a.Invoke(ctx, agent.Input{})
 	require.NoError(t, err)

@@ -30,6 +30,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -38,11 +40,11 @@ const spSession = "sp"
 // spStore is a memory store that describes each save (spDescribe) and
 // copies the session just before and just after it (nil: no session yet).
 type spStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	mu     sync.Mutex
 	saves  []string
-	before []*persistence.SessionExport
-	after  []*persistence.SessionExport
+	before []*export.Session
+	after  []*export.Session
 	// onSave, when set, hears of each save (its description) once it is
 	// committed, outside the store's lock.
 	onSave func(desc string)
@@ -51,7 +53,7 @@ type spStore struct {
 	beforeSave func(k int)
 }
 
-func newSpStore() *spStore { return &spStore{MemoryStore: persistence.NewMemoryStore()} }
+func newSpStore() *spStore { return &spStore{Store: memory.New()} }
 
 func (s *spStore) manager(t *testing.T) *persistence.SessionManager {
 	t.Helper()
@@ -68,17 +70,17 @@ func (s *spStore) Save(ctx context.Context, opts persistence.SaveOptions, change
 		before(k)
 		s.mu.Lock()
 	}
-	pre, err := spExport(ctx, s.MemoryStore)
+	pre, err := spExport(ctx, s.Store)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	v, err := s.Store.Save(ctx, opts, changes...)
 	if err != nil {
 		s.mu.Unlock()
 		return v, err
 	}
-	post, err := spExport(ctx, s.MemoryStore)
+	post, err := spExport(ctx, s.Store)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -115,8 +117,8 @@ func (s *spStore) last() string {
 }
 
 // spExport copies the session; nil when the store holds none of it yet.
-func spExport(ctx context.Context, st persistence.Store) (*persistence.SessionExport, error) {
-	exp, err := persistence.Export(ctx, st, spSession)
+func spExport(ctx context.Context, st persistence.Store) (*export.Session, error) {
+	exp, err := export.Read(ctx, st, spSession)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, nil
 	}
@@ -128,7 +130,7 @@ func spExport(ctx context.Context, st persistence.Store) (*persistence.SessionEx
 // with the results of ids (and " started[<ids>]" for at-most-once start
 // marks), then " asking" or " answered" for an interrupt state that waits
 // for answers or has them all. "none": no session.
-func spDescribe(exp *persistence.SessionExport) (string, error) {
+func spDescribe(exp *export.Session) (string, error) {
 	if exp == nil {
 		return "none", nil
 	}
@@ -241,11 +243,11 @@ func TestToolCycle_LastResultIsSavedByThePairSave(t *testing.T) {
 		"the stored history holds the result")
 }
 
-func spRestore(t *testing.T, exp *persistence.SessionExport) persistence.Store {
+func spRestore(t *testing.T, exp *export.Session) persistence.Store {
 	t.Helper()
-	out := persistence.NewMemoryStore()
+	out := memory.New()
 	if exp != nil {
-		require.NoError(t, persistence.Import(context.Background(), out, exp))
+		require.NoError(t, export.Write(context.Background(), out, exp))
 	}
 	return out
 }
@@ -382,7 +384,7 @@ func TestToolCycle_FailedPairSaveFailsLikeAFailedResultSave(t *testing.T) {
 	}
 	run := func(t *testing.T, hooks ...hook.Provider) outcome {
 		ctx := context.Background()
-		store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+		store := &gpFlakyStore{Store: memory.New()}
 		r := &spRig{hooks: hooks, atEnd: func(context.Context) { store.down.Store(true) }}
 		a := r.agent(t, store)
 		in := r.interrupted(t, a)
@@ -396,7 +398,7 @@ func TestToolCycle_FailedPairSaveFailsLikeAFailedResultSave(t *testing.T) {
 		o.snap, err = json.Marshal(snap)
 		require.NoError(t, err)
 		o.status = agenttest.Status(t, a)
-		exp, err := spExport(ctx, store.MemoryStore)
+		exp, err := spExport(ctx, store.Store)
 		require.NoError(t, err)
 		o.stored, err = spDescribe(exp)
 		require.NoError(t, err)
@@ -437,7 +439,7 @@ func TestToolCycle_FailedPairSaveFailsLikeAFailedResultSave(t *testing.T) {
 // save of a tool's result fails, no ToolResultEvent is sent for it, and
 // the stream ends with the store's error; the tool ran once.
 func TestToolCycle_ResultIsNotStreamedWhenItsSaveFails(t *testing.T) {
-	store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+	store := &gpFlakyStore{Store: memory.New()}
 	r := &spRig{atEnd: func(context.Context) { store.down.Store(true) }}
 	a := r.agent(t, store)
 	in := r.interrupted(t, a)
@@ -463,7 +465,7 @@ func TestToolCycle_ResultIsNotStreamedWhenItsSaveFails(t *testing.T) {
 // after a restart (start the task, answer interrupts, carry on cut-off
 // work), answering a recovery interrupt "rerun". It returns the tool's runs
 // in the new process, whether braid.recovery was raised, and the history.
-func spCarryOn(t *testing.T, exp *persistence.SessionExport, atMostOnce bool) (runs int32, recovered bool, msgs []model.Message) {
+func spCarryOn(t *testing.T, exp *export.Session, atMostOnce bool) (runs int32, recovered bool, msgs []model.Message) {
 	t.Helper()
 	ctx := context.Background()
 	r := &spRig{atMostOnce: atMostOnce}
@@ -515,11 +517,11 @@ func TestToolCycle_CrashAroundTheMergedSaveLeavesTheSameOutcomes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			st := newSpStore()
-			var atToolEnd *persistence.SessionExport
+			var atToolEnd *export.Session
 			var exportErr error
 			r := &spRig{atMostOnce: atMostOnce}
 			r.atEnd = func(ctx context.Context) { // the process is killed as the tool returns
-				atToolEnd, exportErr = spExport(ctx, st.MemoryStore)
+				atToolEnd, exportErr = spExport(ctx, st.Store)
 			}
 			r.b4(t, r.agent(t, st))
 			require.NoError(t, exportErr)
@@ -533,7 +535,7 @@ func TestToolCycle_CrashAroundTheMergedSaveLeavesTheSameOutcomes(t *testing.T) {
 			assert.Equal(t, st.after[pair-1], st.before[pair], "no save between the tool's end and the pair's")
 			assert.Equal(t, st.after[pair-1], atToolEnd, "the tool's end is in the window")
 
-			states := map[string]*persistence.SessionExport{"before any save": nil, "at the tool's end": atToolEnd,
+			states := map[string]*export.Session{"before any save": nil, "at the tool's end": atToolEnd,
 				"just before the pair's commit": st.before[pair]}
 			for k, exp := range st.after {
 				states[fmt.Sprintf("after save %d (%s)", k+1, saves[k])] = exp
@@ -581,7 +583,7 @@ func TestToolCycle_CrashAroundTheMergedSaveLeavesTheSameOutcomes(t *testing.T) {
 // carrying on would have run the tool on an answer no store held.
 func TestResume_AClaimThatFailsToSaveTakesNoAnswer(t *testing.T) {
 	ctx := context.Background()
-	store := &gpFlakyStore{MemoryStore: persistence.NewMemoryStore()}
+	store := &gpFlakyStore{Store: memory.New()}
 	r := &spRig{}
 	a := r.agent(t, store)
 	in := r.interrupted(t, a)

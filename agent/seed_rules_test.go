@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -183,7 +184,7 @@ func TestToolInterruptNames_NeedBeUniqueOnlyWithinATool(t *testing.T) {
 // completes.
 func TestResume_AnAnswerThatIsNotJSONIsRejectedAndChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	del, runs := countingTool("delete_files")
 	build := func() *agent.Agent {
 		sm, err := persistence.NewSessionManager(store, "myapp")

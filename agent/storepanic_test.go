@@ -13,12 +13,13 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
 // panicStore panics on the first save of a finished tool's result.
 type panicStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	armed atomic.Bool
 }
 
@@ -29,7 +30,7 @@ func (s *panicStore) Save(ctx context.Context, opts persistence.SaveOptions, cha
 			panic("store bug")
 		}
 	}
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // SPEC R6: a store that panics while a tool's result is saved, on a
@@ -38,7 +39,7 @@ func (s *panicStore) Save(ctx context.Context, opts persistence.SaveOptions, cha
 // next invocation runs to its end.
 func TestStorePanic_R6_APanicSavingAToolResultFailsTheInvocationAndLeavesTheAgentUsable(t *testing.T) {
 	ctx := context.Background()
-	st := &panicStore{MemoryStore: persistence.NewMemoryStore()}
+	st := &panicStore{Store: memory.New()}
 	ok := tool.New("ok", "ok", func(ctx context.Context, tc *tool.Context, in pathsIn) (string, error) { return "ok", nil })
 	m, err := persistence.NewSessionManager(st, "p")
 	require.NoError(t, err)

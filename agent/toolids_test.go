@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -53,7 +54,7 @@ func (r *repeatRig) agent(t *testing.T, store persistence.Store) *agent.Agent {
 func TestToolUseIDs_RepeatedIDGetsAnApprovalPerCall(t *testing.T) {
 	ctx := context.Background()
 	r := &repeatRig{}
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	res, err := r.agent(t, store).Invoke(ctx, agent.Text("delete a and b"))
 	require.NoError(t, err)
 	require.Equal(t, agent.StopInterrupt, res.StopReason)
@@ -89,7 +90,7 @@ func TestToolUseIDs_RepeatedIDsAreMadeUniqueInHistoryAndKeys(t *testing.T) {
 		keys = append(keys, tc.IdempotencyKey())
 		return "ok", nil
 	})
-	m, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	m, err := persistence.NewSessionManager(memory.New(), "s")
 	require.NoError(t, err)
 	a := newAgent(t, agent.Config{Model: toolThenText("done", model.Call("t1", "echo", pathsIn{}), model.Call("t1_2", "echo", pathsIn{}),
 		model.Call("t1", "echo", pathsIn{}), model.Call("t2", "echo", pathsIn{})),

@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -155,7 +156,7 @@ func flakyNode(fail *atomic.Bool) actors.Node {
 // fresh run of its own.
 func TestGraph_NewRunTakesBackWhatTheDeadRunLeftInItsNodesAgents(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	var fail atomic.Bool
 	fail.Store(true)

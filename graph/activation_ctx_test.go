@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
@@ -110,7 +111,7 @@ func TestInvoke_R5_AbandonedWhileTheActivationWaitsNeverRuns(t *testing.T) {
 // silentLoads is a store whose gated loads never answer: they return only
 // once their context ends, as a database that stopped answering does.
 type silentLoads struct {
-	*persistence.MemoryStore
+	*memory.Store
 	gated   atomic.Bool
 	loading chan struct{}
 }
@@ -121,7 +122,7 @@ func (s *silentLoads) Load(ctx context.Context, key persistence.Key) (*persisten
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return s.MemoryStore.Load(ctx, key)
+	return s.Store.Load(ctx, key)
 }
 
 // SPEC R5: closing a graph whose activation waits for a store that does
@@ -133,7 +134,7 @@ func TestClose_R5_EndsTheWaitOfAnActivationForASilentStore(t *testing.T) {
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	st := &silentLoads{MemoryStore: persistence.NewMemoryStore(), loading: make(chan struct{}, 1)}
+	st := &silentLoads{Store: memory.New(), loading: make(chan struct{}, 1)}
 	sm, err := persistence.NewSessionManager(st, "s1")
 	require.NoError(t, err)
 	g, err := graph.NewBuilder().AddNode("n", agentnode.Func(func(context.Context, agent.Input) ([]model.ContentBlock, error) {

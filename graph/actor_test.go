@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -234,7 +235,7 @@ func TestGraphActor_RefusesAnInputThatIsNotJSON(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
 	sys := actorstest.System(t)
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{System: sys, Session: manager(t, st, "s")})
 	inbox := actors.NewInbox(sys)
 	t.Cleanup(inbox.Close)

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -52,7 +53,7 @@ func TestGraph_ACancelledNodesAgentSavesAfterItsRunWithoutConflict(t *testing.T)
 					}
 					return model.ToolTurn(model.Call("t1", "work", map[string]any{})), nil
 				})
-				sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "cancel-save")
+				sm, err := persistence.NewSessionManager(memory.New(), "cancel-save")
 				require.NoError(t, err)
 				g, err := graph.NewBuilder().AddNode("a", agentnode.Agent(agent.Config{Model: m, Tools: []tool.Tool{tl}})).
 					Build(ctx, graph.Config{System: actorstest.System(t), Session: sm})

@@ -17,6 +17,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // heldStore keeps the session as the first save that holds node "w" back
@@ -26,7 +28,7 @@ type heldStore struct {
 	persistence.Store
 	once   sync.Once
 	held   chan struct{}
-	copy   *persistence.SessionExport
+	copy   *export.Session
 	xOnce  sync.Once
 	xWaits chan struct{}
 }
@@ -34,7 +36,7 @@ type heldStore struct {
 func (s *heldStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
 	v, err := s.Store.Save(ctx, opts, changes...)
 	if err == nil && s.copy == nil {
-		exp, xerr := persistence.Export(ctx, s.Store, "s")
+		exp, xerr := export.Read(ctx, s.Store, "s")
 		if xerr != nil {
 			return v, xerr
 		}
@@ -62,7 +64,7 @@ func (s *heldStore) Save(ctx context.Context, opts persistence.SaveOptions, chan
 func TestGraphCrash_ACarriedOnRunSchedulesNothingNewWhileItWaits_M4(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	hs := &heldStore{Store: persistence.NewMemoryStore(), held: make(chan struct{}), xWaits: make(chan struct{})}
+	hs := &heldStore{Store: memory.New(), held: make(chan struct{}), xWaits: make(chan struct{})}
 	nodes := func(r *recorder, block bool) *graph.Builder {
 		z := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
 			if block {
@@ -86,8 +88,8 @@ func TestGraphCrash_ACarriedOnRunSchedulesNothingNewWhileItWaits_M4(t *testing.T
 	require.NoError(t, g.Close(ctx))
 	require.NotNil(t, hs.copy)
 
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(ctx, st, hs.copy))
+	st := memory.New()
+	require.NoError(t, export.Write(ctx, st, hs.copy))
 	r2 := newRecorder()
 	g2 := build(t, nodes(r2, false), graph.Config{ID: "g", Session: manager(t, st, "s"), Hooks: []hook.Provider{gate(r2, "x")}})
 	before, err := g2.Status(ctx)

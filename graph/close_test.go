@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -73,7 +74,7 @@ func TestGraph_CloseAnswersRunningAndLaterInvocations(t *testing.T) {
 // the System, and a later Close did nothing.
 func TestGraph_CloseWhoseContextEndedStillReleasesEveryIdentity(t *testing.T) {
 	ctx := context.Background()
-	sys, st, r := actorstest.System(t), persistence.NewMemoryStore(), newRecorder()
+	sys, st, r := actorstest.System(t), memory.New(), newRecorder()
 	newGraph := func() (*graph.Graph, error) {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b").
 			Build(ctx, graph.Config{ID: "g", Session: manager(t, st, "s1"), System: sys})
@@ -135,7 +136,7 @@ func closedMidTool(t *testing.T, st persistence.Store, b func() *graph.Builder, 
 // model sees what it returned then. Before, the cut was recorded as the
 // tool's error result and the carried-on run answered with it.
 func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T) {
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	b := func() *graph.Builder { return graph.NewBuilder().AddNode("n", cutOffAgent(&runs, started, nil)) }
@@ -150,7 +151,7 @@ func TestGraph_S6_AToolCutOffByCloseRunsAgainWhenTheRunIsCarriedOn(t *testing.T)
 // a braid.recovery interrupt for it.
 func TestGraph_S6_AnAtMostOnceToolCutOffByCloseAsksBeforeRunningAgain(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	b := func() *graph.Builder {
@@ -200,7 +201,7 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := persistence.NewMemoryStore()
+			st := memory.New()
 			var runs atomic.Int32
 			started := make(chan struct{}, 1)
 			cut := make(chan struct{})
@@ -243,7 +244,7 @@ func TestGraph_S6_AToolCutOffByTheNodesStopIsCutOffAsByACrash(t *testing.T) {
 // later resumes the nested graph, runs the cut-off tool again, and
 // completes.
 func TestGraph_S6_ANestedRunCutOffByItsParentsCloseIsCarriedOnNotCancelled(t *testing.T) {
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	b := func() *graph.Builder {

@@ -13,14 +13,15 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
-// stuckSave is a MemoryStore whose first orchestrator save waits, after
+// stuckSave is a memory store whose first orchestrator save waits, after
 // signalling entered, until release is closed or its context ends (a
 // store stuck on a lock that honours its context); ended is closed when
 // that save has returned, whatever its outcome.
 type stuckSave struct {
-	*persistence.MemoryStore
+	*memory.Store
 	once     sync.Once
 	entered  chan struct{}
 	release  chan struct{}
@@ -29,7 +30,7 @@ type stuckSave struct {
 }
 
 func newStuckSave() *stuckSave {
-	return &stuckSave{MemoryStore: persistence.NewMemoryStore(), entered: make(chan struct{}),
+	return &stuckSave{Store: memory.New(), entered: make(chan struct{}),
 		release: make(chan struct{}), ended: make(chan struct{})}
 }
 
@@ -39,13 +40,13 @@ func (s *stuckSave) Save(ctx context.Context, opts persistence.SaveOptions, chan
 		s.once.Do(func() { held = true })
 	}
 	if !held {
-		return s.MemoryStore.Save(ctx, opts, changes...)
+		return s.Store.Save(ctx, opts, changes...)
 	}
 	defer close(s.ended)
 	close(s.entered)
 	select {
 	case <-s.release:
-		return s.MemoryStore.Save(ctx, opts, changes...)
+		return s.Store.Save(ctx, opts, changes...)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // Config.Validate refuses what Build refuses, before anything is built,
@@ -26,7 +27,7 @@ func TestConfig_ValidateRefusesWhatBuildRefuses(t *testing.T) {
 	assert.Equal(t, graph.DefaultID, def.ID)
 	require.NoError(t, def.Validate())
 	require.NoError(t, graph.Config{}.Validate(), "an empty ID is DefaultID")
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	sm, err := persistence.NewSessionManager(memory.New(), "s")
 	require.NoError(t, err)
 	require.NoError(t, graph.Config{IdleTimeout: time.Minute, Session: sm}.Validate())
 

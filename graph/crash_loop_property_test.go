@@ -23,6 +23,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -212,7 +214,7 @@ func TestGraphCrash_RandomLoopsRecoverFromAnySaveWithoutRedoingARound(t *testing
 // node id's latest state, a gate: the round under way raised it, so the
 // gate is listed again (unanswered) or holds (answered) after a crash,
 // and is not raised again.
-func gateRaised(t *testing.T, exp *persistence.SessionExport, id string) bool {
+func gateRaised(t *testing.T, exp *export.Session, id string) bool {
 	t.Helper()
 	raised := false
 	for _, rec := range exp.Records {
@@ -261,7 +263,7 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 		if useSQLite {
 			return sqliteStore(t)
 		}
-		return persistence.NewMemoryStore()
+		return memory.New()
 	}
 	// driveToEnd answers by the node the reason names: a flat
 	// graph without denials answers every interrupt "y".
@@ -305,9 +307,9 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 	require.NotEmpty(t, copies)
 	checkHistoriesOf(t, copies[len(copies)-1], "first process", l.toolUses)
 
-	recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
+	recoverFrom := func(exp *export.Session, label string) []*export.Session {
 		st := newStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		require.NoError(t, export.Write(ctx, st, exp))
 		held, err := json.Marshal(exp)
 		require.NoError(t, err)
 		var tree any
@@ -367,7 +369,7 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 			}
 			assert.Equal(t, want, r2.count("gate:"+id), "%s: %s's gate asks once a round (%d of %d rounds done)", label, id, done, l.rounds)
 		}
-		after, err := persistence.Export(ctx, st, "prop")
+		after, err := export.Read(ctx, st, "prop")
 		require.NoError(t, err, label)
 		checkHistoriesOf(t, after, label, l.toolUses)
 		require.NoError(t, g2.Close(ctx))

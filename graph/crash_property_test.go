@@ -22,6 +22,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -360,14 +362,14 @@ func (g *randomGraph) answer(t *testing.T, i interrupt.Interrupt) string {
 // user messages in a row, each assistant tool use answered by the next
 // message, in order, and (the agents here call one tool once) one tool
 // use in all.
-func checkHistories(t *testing.T, exp *persistence.SessionExport, label string) {
+func checkHistories(t *testing.T, exp *export.Session, label string) {
 	t.Helper()
 	checkHistoriesOf(t, exp, label, func(string) int { return 1 })
 }
 
 // checkHistoriesOf is checkHistories with uses(record id) tool uses in
 // the history of each agent record.
-func checkHistoriesOf(t *testing.T, exp *persistence.SessionExport, label string, uses func(id string) int) {
+func checkHistoriesOf(t *testing.T, exp *export.Session, label string, uses func(id string) int) {
 	t.Helper()
 	for _, rec := range exp.Records {
 		if rec.Kind != persistence.KindAgent {
@@ -467,7 +469,7 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 	wantStatus := rg.status(ran)
 	useSQLite := seed%4 == 3
 	ctx := context.Background()
-	var base persistence.Store = persistence.NewMemoryStore()
+	var base persistence.Store = memory.New()
 	if useSQLite {
 		base = sqliteStore(t)
 	}
@@ -510,12 +512,12 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 	// recoverFrom resumes a new process (a fresh System and store) from
 	// exp and drives the run to its end; it returns the copies of the
 	// session after each of its saves.
-	recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
-		var st persistence.Store = persistence.NewMemoryStore()
+	recoverFrom := func(exp *export.Session, label string) []*export.Session {
+		var st persistence.Store = memory.New()
 		if useSQLite {
 			st = sqliteStore(t)
 		}
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		require.NoError(t, export.Write(ctx, st, exp))
 		held, err := json.Marshal(exp)
 		require.NoError(t, err)
 		var tree any
@@ -570,7 +572,7 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 				}
 			}
 		}
-		after, err := persistence.Export(ctx, st, "prop")
+		after, err := export.Read(ctx, st, "prop")
 		require.NoError(t, err, label)
 		checkHistories(t, after, label)
 		require.NoError(t, g2.Close(ctx))

@@ -22,6 +22,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // copyingStore copies the session after every save.
@@ -29,7 +31,7 @@ type copyingStore struct {
 	persistence.Store
 	session string
 	mu      sync.Mutex
-	copies  []*persistence.SessionExport
+	copies  []*export.Session
 }
 
 func (s *copyingStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
@@ -37,7 +39,7 @@ func (s *copyingStore) Save(ctx context.Context, opts persistence.SaveOptions, c
 	defer s.mu.Unlock()
 	v, err := s.Store.Save(ctx, opts, changes...)
 	if err == nil {
-		exp, xerr := persistence.Export(ctx, s.Store, s.session)
+		exp, xerr := export.Read(ctx, s.Store, s.session)
 		if xerr != nil {
 			return v, xerr
 		}
@@ -54,7 +56,7 @@ func (s *copyingStore) made() int {
 }
 
 // since returns the copies s made after its first n.
-func (s *copyingStore) since(n int) []*persistence.SessionExport {
+func (s *copyingStore) since(n int) []*export.Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.copies[n:]
@@ -107,7 +109,7 @@ func finish(t *testing.T, g *graph.Graph) *multiagent.Result {
 // whose result was saved; every node ends COMPLETED, run once.
 func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+	cs := &copyingStore{Store: memory.New(), session: "crash"}
 	r := newRecorder()
 	hooks := []hook.Provider{gate(r, "gated")}
 	g := build(t, crashGraph(r), graph.Config{ID: "g", Session: manager(t, cs, "crash"), Hooks: hooks})
@@ -118,8 +120,8 @@ func TestGraphCrash_ResumeAfterEverySaveReRunsNothingCompleted(t *testing.T) {
 	require.Greater(t, len(copies), 10)
 
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		toolSaved := false
 		finished := map[string]bool{} // node -> its agent's history ends with its answer
 		for _, rec := range exp.Records {

@@ -13,7 +13,8 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -48,7 +49,7 @@ func TestGraphCrash_UsageOfANodeRunCutOffByACrashIsCountedOnce(t *testing.T) {
 		return graph.NewBuilder().AddNode("w", agentnode.Agent(node("w", false))).
 			AddNode("ask", agentnode.Agent(node("ask", true))).AddEdge("w", "ask")
 	}
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+	cs := &copyingStore{Store: memory.New(), session: "crash"}
 	g := build(t, mk(), graph.Config{ID: "g", Session: manager(t, cs, "crash")})
 	res := finish(t, g)
 	two := one.Add(one)
@@ -58,8 +59,8 @@ func TestGraphCrash_UsageOfANodeRunCutOffByACrashIsCountedOnce(t *testing.T) {
 	require.NoError(t, g.Close(ctx))
 
 	for i, exp := range cs.since(0) {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		g2 := build(t, mk(), graph.Config{ID: "g", Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		final := finish(t, g2)
 		label := fmt.Sprintf("crash after save %d", i+1)

@@ -16,7 +16,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // cutOnceModel's first call reports its start on started and waits for
@@ -47,7 +47,7 @@ func TestGraph_AfterNodeCallFiresOnceForARunCarriedOnAfterAClose(t *testing.T) {
 		name := map[bool]string{false: "graph", true: "system"}[closeSystem]
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			store := persistence.NewMemoryStore()
+			store := memory.New()
 			m := &cutOnceModel{started: make(chan struct{})}
 			var mu sync.Mutex
 			var seen []multiagent.Status

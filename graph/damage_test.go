@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/proto/braidv1"
 )
@@ -29,7 +30,7 @@ import (
 // another kind of error.
 func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() graph.Config {
 		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}}
@@ -78,7 +79,7 @@ func TestGraphSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 // entry node waits at its gate.
 func TestGraphSession_WhatItStoresLoads(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	odd := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
 		_, err := ev.Interrupt("approve <a> & <b>", json.RawMessage(`{"k":1,"k":2}`))
 		return err
@@ -124,7 +125,7 @@ func (badRunner) Close(context.Context) error             { return nil }
 // node's result, still loads.
 func TestGraphSession_ANodeResultThatIsNotJSONFailsTheNode(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	cfg := func() graph.Config {
 		return graph.Config{ID: "g", Session: manager(t, st, "s1"), System: actorstest.System(t)}
 	}
@@ -146,7 +147,7 @@ func TestGraphSession_ANodeResultThatIsNotJSONFailsTheNode(t *testing.T) {
 // copy, and the original still resumes.
 func TestGraphSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func(session string) graph.Config {
 		return graph.Config{ID: "g", Session: manager(t, st, session), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "gated")}}

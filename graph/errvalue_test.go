@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
@@ -88,7 +89,7 @@ func TestGraph_AgentNodeErrorKeepsTheUsersErrorValue(t *testing.T) {
 // SPEC R2, S2: a node's agent whose session store fails with
 // sqlite.ErrBusy fails the node with an error that matches it.
 func TestGraph_AgentNodeErrorMatchesItsStoresSentinel(t *testing.T) {
-	st := &busyAgentStore{Store: persistence.NewMemoryStore()}
+	st := &busyAgentStore{Store: memory.New()}
 	b := graph.NewBuilder().AddNode("a", textAgent(newRecorder(), "a"))
 	res := invokeFailed(t, build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s")}))
 	err := res.Node("a").Err

@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // The README's graph: inspector → cleanup, whose BeforeNodeCallEvent hook
@@ -40,7 +41,7 @@ func Example() {
 		}
 		return answers
 	}
-	sess, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "example")
+	sess, err := persistence.NewSessionManager(memory.New(), "example")
 	if err != nil {
 		fmt.Println(err)
 		return

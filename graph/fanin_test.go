@@ -26,7 +26,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // hold makes a node end only when it is released; a release that comes
@@ -175,7 +175,7 @@ func TestGraph_JoinHeldBackAcrossAnInterruptRunsOnce(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				st := persistence.NewMemoryStore()
+				st := memory.New()
 				r := newRecorder()
 				b := graph.NewBuilder().AddNode("start", heldFn(r, "start", nil, nil)).
 					AddNode("p1", heldFn(r, "p1", nil, nil)).AddNode("p2", heldFn(r, "p2", nil, nil)).

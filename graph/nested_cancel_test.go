@@ -16,7 +16,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // blockingNode blocks its first call until its context ends (recording
@@ -104,7 +105,7 @@ func TestGraph_NodeTimeoutStopsANestedGraph(t *testing.T) {
 // INTERRUPTED with nothing to answer.
 func TestGraph_CrashAfterAnySaveOfANestedResumeKeepsTheAnswer(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+	cs := &copyingStore{Store: memory.New(), session: "crash"}
 	mk := func(r *recorder) *graph.Builder {
 		inner := graph.NewBuilder().AddNode("deep", toolAgent(r, "deep", "lookup", "which"))
 		return graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})).
@@ -122,8 +123,8 @@ func TestGraph_CrashAfterAnySaveOfANestedResumeKeepsTheAnswer(t *testing.T) {
 	copies := cs.since(from)
 	require.NotEmpty(t, copies)
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		g2 := build(t, mk(newRecorder()), graph.Config{ID: "top", Session: manager(t, st, "crash")})
 		s, err := g2.Status(ctx)
 		require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -30,7 +30,7 @@ func TestGraph_S6_ACloseCutsOffAGraphNestedTwoLevelsDownAndItsAtMostOnceToolAsks
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			store := persistence.NewMemoryStore()
+			store := memory.New()
 			st := manager
 			var runs atomic.Int32
 			started := make(chan struct{}, 1)

@@ -24,6 +24,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // storedMessages reads the messages of agent record id from st.
@@ -103,7 +104,7 @@ func timedOutInTheModelCall(t *testing.T, name string, timeout time.Duration) bo
 	})
 	// the take-back: n's agent record rewritten to no messages
 	takeBack := func(c persistence.Change) bool { return c.Key.ID == "g:n:n" && c.From == 0 && len(c.Messages) == 0 }
-	st := &signalStore{Store: persistence.NewMemoryStore(), when: takeBack, saved: make(chan struct{}, 1)}
+	st := &signalStore{Store: memory.New(), when: takeBack, saved: make(chan struct{}, 1)}
 	sm := manager(t, st, "s")
 	var runs atomic.Int32
 	// "stopping": the second run's gate lets the cut-off call end,
@@ -154,7 +155,7 @@ func timedOutInTheModelCall(t *testing.T, name string, timeout time.Duration) bo
 // revisit's history only.
 func TestGraph_ResetOnRevisitNodeWithASessionCompletesItsRevisit(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	b := graph.NewBuilder().AddNode("loop", textAgent(r, "loop")).AddNode("back", fn(r, "back", nil)).
 		AddEdge("loop", "back").

@@ -17,11 +17,13 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // orchNodeStatus reads node's last status and base from the
 // orchestrator's log in exp.
-func orchNodeStatus(exp *persistence.SessionExport, node string) (string, int) {
+func orchNodeStatus(exp *export.Session, node string) (string, int) {
 	status, base := "", 0
 	for _, rec := range exp.Records {
 		if rec.Kind != persistence.KindMultiAgent {
@@ -43,7 +45,7 @@ func orchNodeStatus(exp *persistence.SessionExport, node string) (string, int) {
 }
 
 // recordLen is the number of messages record id holds in exp.
-func recordLen(exp *persistence.SessionExport, id string) int {
+func recordLen(exp *export.Session, id string) int {
 	for _, rec := range exp.Records {
 		if rec.ID == id {
 			return len(rec.Messages)
@@ -56,7 +58,7 @@ func recordLen(exp *persistence.SessionExport, id string) int {
 // run, before its agent began it: recovery must run the node, not take
 // the agent's answer of the first run as this run's. prior is the number
 // of messages the agent's record holds after the first run.
-func crashAtLaunch(t *testing.T, copies []*persistence.SessionExport, node string, prior int, mk func(*recorder) *graph.Builder) {
+func crashAtLaunch(t *testing.T, copies []*export.Session, node string, prior int, mk func(*recorder) *graph.Builder) {
 	t.Helper()
 	ctx := context.Background()
 	checked := 0
@@ -64,8 +66,8 @@ func crashAtLaunch(t *testing.T, copies []*persistence.SessionExport, node strin
 		if status, _ := orchNodeStatus(exp, node); status != "NODE_STATUS_EXECUTING" || recordLen(exp, "g:"+node+":"+node) != prior {
 			continue
 		}
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		r2 := newRecorder()
 		g2 := build(t, mk(r2), graph.Config{ID: "g", Session: manager(t, st, "s"), Hooks: []hook.Provider{gate(r2, "a")}})
 		pre, err := g2.Status(ctx)
@@ -103,7 +105,7 @@ func gatedRun(t *testing.T, g *graph.Graph, text string, between ...func()) {
 // launch runs it on recovery.
 func TestGraph_NodeProgressSurvivesPassivation(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	cs := &copyingStore{Store: memory.New(), session: "s"}
 	r := newRecorder()
 	mk := func(r *recorder) *graph.Builder {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
@@ -136,7 +138,7 @@ func TestGraph_NodeProgressSurvivesPassivation(t *testing.T) {
 // after the gated node's launch runs it on recovery.
 func TestGraph_AnsweredGateKeepsTheNodesProgress(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	cs := &copyingStore{Store: memory.New(), session: "s"}
 	r := newRecorder()
 	mk := func(r *recorder) *graph.Builder { return graph.NewBuilder().AddNode("a", textAgent(r, "a")) }
 	g := build(t, mk(r), graph.Config{ID: "g", Session: manager(t, cs, "s"), Hooks: []hook.Provider{gate(r, "a")}})

@@ -13,7 +13,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -33,7 +33,7 @@ func TestGraph_S6_ARecoveryQuestionIsAnsweredThroughTheGraphInAFreshRuntime(t *t
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st := persistence.NewMemoryStore()
+			st := memory.New()
 			var runs atomic.Int32
 			started := make(chan struct{}, 1)
 			b := func() *graph.Builder {

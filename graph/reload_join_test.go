@@ -14,7 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC M8, S4: a join waits for every predecessor that will run, also
@@ -28,7 +28,7 @@ import (
 func TestGraph_AJoinWaitsForAPredecessorTheStoredRunStillRuns(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := &failingStore{Store: persistence.NewMemoryStore()}
+	st := &failingStore{Store: memory.New()}
 	release := make(chan struct{})
 	slowB := agentnode.Func(func(ctx context.Context, in agent.Input) ([]model.ContentBlock, error) {
 		<-release

@@ -14,7 +14,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 	"github.com/braidhq/braid/tool"
 )
@@ -58,7 +58,7 @@ func TestGraphActor_AReportNoInvocationWaitsForIsDropped(t *testing.T) {
 	sys, err := actors.NewSystem(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sys.Close(context.Background()) })
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	started, release := make(chan struct{}, 2), make(chan struct{})
 	b := func() *graph.Builder { return graph.NewBuilder().AddNode("slow", heldAgent(started, release)) }
 
@@ -153,7 +153,7 @@ func TestGraphActor_AReportWithoutInterruptsToAnswerFailsTheNode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			g := build(t, graph.NewBuilder().AddNode("slow", heldAgent(started, release)),
-				graph.Config{Session: manager(t, persistence.NewMemoryStore(), "s")})
+				graph.Config{Session: manager(t, memory.New(), "s")})
 			done := invokeAsync(ctx, g, agent.Text("go"))
 			<-started
 			rep.NodeId, rep.Run = "slow", 1

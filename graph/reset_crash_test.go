@@ -12,6 +12,8 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // loopGraph is loop → back → loop, while loop ran fewer than 2 times;
@@ -32,7 +34,7 @@ func TestGraph_CrashDuringARevisitFinishesItOnce(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		t.Run(map[bool]string{false: "kept", true: "reset"}[reset], func(t *testing.T) {
 			ctx := context.Background()
-			cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+			cs := &copyingStore{Store: memory.New(), session: "crash"}
 			g := build(t, loopGraph(newRecorder(), reset), graph.Config{ID: "g", Session: manager(t, cs, "crash")})
 			res, err := g.Invoke(ctx, agent.Text("go"))
 			require.NoError(t, err)
@@ -56,8 +58,8 @@ func TestGraph_CrashDuringARevisitFinishesItOnce(t *testing.T) {
 						}
 					}
 				}
-				st := persistence.NewMemoryStore()
-				require.NoError(t, persistence.Import(ctx, st, exp))
+				st := memory.New()
+				require.NoError(t, export.Write(ctx, st, exp))
 				r2 := newRecorder()
 				g2 := build(t, loopGraph(r2, reset), graph.Config{ID: "g", Session: manager(t, st, "crash")})
 				final := finish(t, g2)

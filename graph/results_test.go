@@ -17,7 +17,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -53,7 +54,7 @@ func askingUsageAgent() actors.Node {
 // left out.
 func TestGraph_UsageAndDurationAreSummedAcrossResumes(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	a := agentnode.Agent(agent.Config{Model: model.ScriptedFunc(func(req *model.Request) (model.Turn, error) {
 		return model.Turn{Text: "a done", Usage: model.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}, nil
 	})})
@@ -129,7 +130,7 @@ func usageAgent(id string, n int) actors.Node {
 func TestGraph_NestedUsageIsCountedOnceAcrossCrashes(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "crash"}
+	cs := &copyingStore{Store: memory.New(), session: "crash"}
 	mk := func() *graph.Builder {
 		inner := graph.NewBuilder().AddNode("a", usageAgent("a", 10)).AddNode("b", usageAgent("b", 100)).
 			AddNode("c", usageAgent("c", 1000)).AddEdge("a", "b").AddEdge("b", "c")
@@ -143,8 +144,8 @@ func TestGraph_NestedUsageIsCountedOnceAcrossCrashes(t *testing.T) {
 	copies := cs.since(0)
 	require.Greater(t, len(copies), 5)
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		g := build(t, mk(), graph.Config{ID: "top", Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		f := finish(t, g)
 		assert.Equal(t, want, f.Node("mid").Multi.Usage, "save %d: the nested run's own", i)

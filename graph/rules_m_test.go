@@ -22,6 +22,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -170,7 +171,7 @@ func TestGraph_InterruptedAndResumedNodeIsOneExecution(t *testing.T) {
 func TestGraphStream_NoInterruptEventWhenTheRunCannotBeSaved(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := &failingStore{Store: persistence.NewMemoryStore()}
+	st := &failingStore{Store: memory.New()}
 	// b's gate arms the store as it interrupts: the next save, the one
 	// that holds b's interrupt, fails.
 	armingGate := hook.Func(func(ctx context.Context, ev *multiagent.BeforeNodeCallEvent) error {
@@ -204,7 +205,7 @@ func TestGraphStream_NoInterruptEventWhenTheRunCannotBeSaved(t *testing.T) {
 func TestGraphSession_ANodesEndIsSavedWhileOthersRun(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := &signalledSaves{MemoryStore: persistence.NewMemoryStore(), saved: make(chan struct{}, 64)}
+	st := &signalledSaves{Store: memory.New(), saved: make(chan struct{}, 64)}
 	hy := newHold()
 	b := graph.NewBuilder().AddNode("start", heldFn(r, "start", nil, nil)).
 		AddNode("x", heldFn(r, "x", nil, nil)).AddNode("y", heldFn(r, "y", hy, nil)).
@@ -256,7 +257,7 @@ func TestGraphSession_HeldNodeRunsOnResumeAlsoAfterARestore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			r := newRecorder()
-			st := persistence.NewMemoryStore()
+			st := memory.New()
 			ht := newHold()
 			b := graph.NewBuilder().AddNode("info", heldFn(r, "info", nil, nil)).
 				AddNode("day", toolAgent(r, "day", "lookup", "which day")).AddNode("time", heldFn(r, "time", ht, nil)).
@@ -316,7 +317,7 @@ func TestGraph_ResultCountsCompletedFailedAndInterruptedNodes(t *testing.T) {
 func TestGraphStream_ANestedInterruptIsStreamedOnceAfterTheOuterSave(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	inner := graph.NewBuilder().AddNode("ask", toolAgent(r, "ask", "lookup", "which"))
 	g := build(t, graph.NewBuilder().AddNode("inner", inner.AsNode(graph.Config{})), graph.Config{ID: "g", Session: manager(t, st, "s")})
 	var events []*multiagent.InterruptEvent
@@ -345,15 +346,15 @@ func TestGraphStream_ANestedInterruptIsStreamedOnceAfterTheOuterSave(t *testing.
 	assert.Equal(t, "g/inner", events[0].Node)
 }
 
-// signalledSaves is a MemoryStore that signals saved after every save
+// signalledSaves is a memory store that signals saved after every save
 // that changed an orchestrator's record.
 type signalledSaves struct {
-	*persistence.MemoryStore
+	*memory.Store
 	saved chan struct{}
 }
 
 func (s *signalledSaves) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
-	v, err := s.MemoryStore.Save(ctx, opts, changes...)
+	v, err := s.Store.Save(ctx, opts, changes...)
 	for _, c := range changes {
 		if c.Key.Kind == persistence.KindMultiAgent {
 			select {

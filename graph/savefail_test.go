@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // failingStore fails the saves of orchestrator records once armed.
@@ -44,7 +45,7 @@ func (s *failingStore) Save(ctx context.Context, opts persistence.SaveOptions, c
 // again once the store works.
 func TestGraph_FailedSaveAtLaunchEndsTheInvocationWithItsError(t *testing.T) {
 	r := newRecorder()
-	st := &failingStore{Store: persistence.NewMemoryStore()}
+	st := &failingStore{Store: memory.New()}
 	b := graph.NewBuilder().AddNode("a", fn(r, "a", nil)).AddNode("b", fn(r, "b", nil)).AddEdge("a", "b")
 	g := build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s")})
 	st.armed.Store(true)
@@ -65,7 +66,7 @@ func TestGraph_FailedSaveAtLaunchEndsTheInvocationWithItsError(t *testing.T) {
 // (launch from a report).
 func TestGraph_FailedSaveAfterANodeEndsTheInvocationWithItsError(t *testing.T) {
 	r := newRecorder()
-	st := &failingStore{Store: persistence.NewMemoryStore()}
+	st := &failingStore{Store: memory.New()}
 	b := graph.NewBuilder().AddNode("a", agentFn(func() { st.armed.Store(true) })).AddNode("b", fn(r, "b", nil)).AddEdge("a", "b")
 	g := build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s")})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -90,7 +91,7 @@ type actorsNode = actors.Node
 // then sees the winner's run.
 func TestGraph_LosingConcurrentResumeGetsErrConflictBeforeAnythingRuns(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	mk := func() *graph.Graph {
 		b := graph.NewBuilder().AddNode("ask", toolAgent(r, "ask", "lookup", "which"))
@@ -148,7 +149,7 @@ func (s *racedStore) Save(ctx context.Context, opts persistence.SaveOptions, cha
 func TestGraph_S4_AfterItsLastSaveConflictsTheNextInvocationStartsFromTheStoredRun(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := &racedStore{Store: persistence.NewMemoryStore()}
+	st := &racedStore{Store: memory.New()}
 	g := build(t, graph.NewBuilder().AddNode("a", fn(r, "a", nil)), graph.Config{ID: "g", Session: manager(t, st, "s")})
 	_, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)

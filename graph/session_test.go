@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/swarm"
 )
@@ -143,7 +144,7 @@ func TestGraphSession_ChangedEdgesAreAnError(t *testing.T) {
 		return nodes().AddNode("g", textAgent(r, "g")).AddEdge("a", "g").AddEdge("g", first).AddEdge("g", second).
 			AddEdge("b", "c").AddEdge("c", "b", never)
 	}
-	cst := persistence.NewMemoryStore()
+	cst := memory.New()
 	ccfg := func() graph.Config {
 		return graph.Config{ID: "g", Session: manager(t, cst, "s2"), System: actorstest.System(t), Hooks: []hook.Provider{gate(r, "g")}}
 	}
@@ -216,7 +217,7 @@ func TestGraphSession_PassivatedGraphResumes(t *testing.T) {
 // still opens it.
 func TestGraphSession_ASwarmOfTheSameIDGetsADamageErrorOnTheGraphsRecord(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	g := build(t, graph.NewBuilder().AddNode("a", textAgent(r, "a")), graph.Config{ID: "x", Session: manager(t, st, "s")})
 	_, err := g.Invoke(ctx, agent.Text("go"))

@@ -23,13 +23,14 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
 // dataSizes is a store that records the largest data an orchestrator's
 // save wrote.
 type dataSizes struct {
-	*persistence.MemoryStore
+	*memory.Store
 	mu  sync.Mutex
 	max int
 }
@@ -42,7 +43,7 @@ func (s *dataSizes) Save(ctx context.Context, opts persistence.SaveOptions, chan
 		}
 	}
 	s.mu.Unlock()
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // leafID names the i-th leaf of a fan-out (zero-padded: ids sort in order).
@@ -72,7 +73,7 @@ func fanOut(n int, reversed bool) *graph.Builder {
 func TestGraphSession_ASaveWritesNoMoreForALargerGraph(t *testing.T) {
 	ctx := context.Background()
 	size := func(n int) int {
-		st := &dataSizes{MemoryStore: persistence.NewMemoryStore()}
+		st := &dataSizes{Store: memory.New()}
 		g := build(t, fanOut(n, false), graph.Config{ID: "g", Session: manager(t, st, "s"), MaxNodeExecutions: n + 1})
 		res, err := g.Invoke(ctx, agent.Text("go"))
 		require.NoError(t, err)
@@ -105,7 +106,7 @@ func fanOutShape(n int) string {
 func TestGraphSession_ALargeGraphIsKnownAgainByItsTopologyDigest(t *testing.T) {
 	ctx := context.Background()
 	const n = 300
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() graph.Config {
 		return graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t), MaxNodeExecutions: n + 1,

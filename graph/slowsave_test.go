@@ -17,13 +17,14 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
-// heldSave is a MemoryStore whose first save that hold picks waits, after
+// heldSave is a memory store whose first save that hold picks waits, after
 // signalling entered, until release is closed: a save stuck on a slow
 // disk, a database, or another process's lock.
 type heldSave struct {
-	*persistence.MemoryStore
+	*memory.Store
 	hold     func(opts persistence.SaveOptions, changes []persistence.Change) bool
 	once     sync.Once
 	entered  chan struct{}
@@ -32,7 +33,7 @@ type heldSave struct {
 }
 
 func newHeldSave(hold func(persistence.SaveOptions, []persistence.Change) bool) *heldSave {
-	return &heldSave{MemoryStore: persistence.NewMemoryStore(), hold: hold,
+	return &heldSave{Store: memory.New(), hold: hold,
 		entered: make(chan struct{}), release: make(chan struct{})}
 }
 
@@ -45,7 +46,7 @@ func (s *heldSave) Save(ctx context.Context, opts persistence.SaveOptions, chang
 			<-s.release
 		}
 	}
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 func (s *heldSave) let() { s.released.Do(func() { close(s.release) }) }

@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // gatedChain is a → b → c, with b and c gated by a BeforeNodeCall hook,
@@ -140,7 +141,7 @@ func TestGraphSession_S4_AStaleGraphRefusingAResumeTakesTheStoredRunSoTheRetryPr
 // takes the next prompt.
 func TestGraphSession_S4_AStaleInterruptedGraphTakesAPromptAfterTheConflict(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	b := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
@@ -313,7 +314,7 @@ func TestGraphSession_S4_ANodeAgentsConflictOnAnotherRecordFailsTheNode(t *testi
 			r.add("model:a")
 			return model.TextTurn("a done"), nil
 		})}))
-	g := build(t, b, graph.Config{ID: "g", Session: manager(t, persistence.NewMemoryStore(), "shared"), System: actorstest.System(t)})
+	g := build(t, b, graph.Config{ID: "g", Session: manager(t, memory.New(), "shared"), System: actorstest.System(t)})
 
 	res, err := g.Invoke(ctx, agent.Text("go"))
 	require.NoError(t, err)

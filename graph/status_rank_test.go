@@ -16,7 +16,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC M2, M3: a run's status is the worst of its nodes' by FAILED >
@@ -94,7 +94,7 @@ func TestGraph_RunStatusIsTheWorstOfItsNodes(t *testing.T) {
 func TestGraph_FailedRunListsNoInterruptsAndRefusesResponses(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	mk := func() *graph.Graph {
 		b := graph.NewBuilder().AddNode("info", textAgent(r, "info")).AddNode("fails", fn(r, "fails", errors.New("boom"))).
 			AddNode("asks", textAgent(r, "asks")).AddEdge("info", "fails").AddEdge("info", "asks")

@@ -14,6 +14,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 func describe(ev multiagent.Event) string {
@@ -41,7 +42,7 @@ func describe(ev multiagent.Event) string {
 func TestGraphStream_YieldsNodeEventsThenInterruptsThenResult(t *testing.T) {
 	ctx := context.Background()
 	r := newRecorder()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	b := graph.NewBuilder().AddNode("a", textAgent(r, "a")).AddNode("b", textAgent(r, "b")).AddEdge("a", "b")
 	g := build(t, b, graph.Config{ID: "g", Session: manager(t, st, "s"), Hooks: []hook.Provider{gate(r, "b")}})
 	var got []string

@@ -11,7 +11,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC R5, M12: a Stream whose context ends stops yielding the run's
@@ -22,7 +22,7 @@ func TestGraphStream_AContextThatEndsEndsTheStreamEvenWithEventsQueued(t *testin
 	ctx := context.Background()
 	r := newRecorder()
 	b := graph.NewBuilder().AddNode("a", toolAgent(r, "a", "ta", "")).AddNode("b", toolAgent(r, "b", "tb", "ok")).AddEdge("a", "b")
-	g := build(t, b, graph.Config{ID: "g", Session: manager(t, persistence.NewMemoryStore(), "s")})
+	g := build(t, b, graph.Config{ID: "g", Session: manager(t, memory.New(), "s")})
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var after []string

@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/hook"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // closeWhileWaiting closes sys while something of it waits on a context
@@ -147,7 +148,7 @@ func TestSystemClose_EndsTheLoadOfAnOrchestratorsActivation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sys, err := actors.NewSystem(actors.DefaultConfig())
 		require.NoError(t, err)
-		st := &blockingLoads{Store: persistence.NewMemoryStore(), entered: make(chan struct{})}
+		st := &blockingLoads{Store: memory.New(), entered: make(chan struct{})}
 		sm, err := persistence.NewSessionManager(st, "s")
 		require.NoError(t, err)
 		r := newRecorder()

@@ -20,6 +20,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // fn is a function node that records its runs under "fn:<id>" and answers
@@ -137,7 +138,7 @@ func TestGraph_BuildErrors(t *testing.T) {
 		for _, sess := range []bool{false, true} {
 			cfg := graph.Config{ID: id, System: actorstest.System(t)}
 			if sess {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+				cfg.Session = manager(t, memory.New(), "s")
 			}
 			_, err = graph.NewBuilder().AddNode("a", fn(r, "a", nil)).Build(ctx, cfg)
 			require.ErrorIs(t, err, graph.ErrBuild, "%q, session %v", id, sess)
@@ -149,7 +150,7 @@ func TestGraph_BuildErrors(t *testing.T) {
 		for _, sess := range []bool{false, true} {
 			cfg := graph.Config{System: actorstest.System(t)}
 			if sess {
-				cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+				cfg.Session = manager(t, memory.New(), "s")
 			}
 			_, err = graph.NewBuilder().AddNode(id, fn(r, "a", nil)).Build(ctx, cfg)
 			require.ErrorIs(t, err, graph.ErrBuild, "%q, session %v", id, sess)
@@ -211,7 +212,7 @@ func TestGraph_ResetOnRevisitStartsTheAgentAfresh(t *testing.T) {
 // agent config that wrongly sets one.
 func nodeSession(t *testing.T) *persistence.SessionManager {
 	t.Helper()
-	sm, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	sm, err := persistence.NewSessionManager(memory.New(), "s")
 	require.NoError(t, err)
 	return sm
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -150,7 +152,7 @@ func answerAll(res *multiagent.Result, v string) agent.Input {
 func withAndWithoutSession(t *testing.T, test func(t *testing.T, session func(graph.Config) graph.Config)) {
 	t.Run("session", func(t *testing.T) {
 		test(t, func(cfg graph.Config) graph.Config {
-			cfg.Session = manager(t, persistence.NewMemoryStore(), "s")
+			cfg.Session = manager(t, memory.New(), "s")
 			return cfg
 		})
 	})
@@ -417,7 +419,7 @@ func TestGraph_ReansweringAGateWhileANestedRunWaitsKeepsTheNestedRun(t *testing.
 	r := newRecorder()
 	inner := graph.NewBuilder().AddNode("deep", askingNode(seen, nil))
 	g := build(t, graph.NewBuilder().AddNode("mid", inner.AsNode(graph.Config{})),
-		graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "mid")}, Session: manager(t, persistence.NewMemoryStore(), "s")})
+		graph.Config{ID: "g", Hooks: []hook.Provider{gate(r, "mid")}, Session: manager(t, memory.New(), "s")})
 	gateID, res := pastTheGate(t, g, "first")
 	deepAsk := res.Interrupts[0].ID
 
@@ -442,7 +444,7 @@ func TestGraph_ReansweringAGateWhileANestedRunWaitsKeepsTheNestedRun(t *testing.
 // run's conversation alone, its prompt given once.
 func TestGraphCrash_NewRunCutOffBeforeTheDeadInvocationWasDroppedRunsTheNewPrompt(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	cs := &copyingStore{Store: memory.New(), session: "s"}
 	var fail atomic.Bool
 	fail.Store(true)
 	topology := func(seen *seenModel) *graph.Builder {
@@ -463,8 +465,8 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadInvocationWasDroppedRunsTheNewPromp
 
 	for i, exp := range copies {
 		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
-			st := persistence.NewMemoryStore()
-			require.NoError(t, persistence.Import(ctx, st, exp))
+			st := memory.New()
+			require.NoError(t, export.Write(ctx, st, exp))
 			seen := &seenModel{}
 			g2 := build(t, topology(seen), graph.Config{ID: "g", Session: manager(t, st, "s")})
 			before, err := g2.Status(ctx)
@@ -487,7 +489,7 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadInvocationWasDroppedRunsTheNewPromp
 // run's conversation alone.
 func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	cs := &copyingStore{Store: memory.New(), session: "s"}
 	var fail atomic.Bool
 	fail.Store(true)
 	topology := func(seen *seenModel) *graph.Builder {
@@ -509,8 +511,8 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt
 
 	for i, exp := range copies {
 		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
-			st := persistence.NewMemoryStore()
-			require.NoError(t, persistence.Import(ctx, st, exp))
+			st := memory.New()
+			require.NoError(t, export.Write(ctx, st, exp))
 			g2 := build(t, topology(&seenModel{}), graph.Config{ID: "g", Session: manager(t, st, "s")})
 			finish(t, g2)
 			h := storedHistory(t, st, "s", anyAgent)
@@ -529,7 +531,7 @@ func TestGraphCrash_NewRunCutOffBeforeTheDeadNestedRunWasDroppedRunsTheNewPrompt
 // invocation on (its tool runs once), as the run does without a crash.
 func TestGraphCrash_NewRunAfterAFailedAfterNodeCallKeepsTheCompletedInvocation(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore(), session: "s"}
+	cs := &copyingStore{Store: memory.New(), session: "s"}
 	var failHook atomic.Bool
 	failHook.Store(true)
 	after := hook.Func(func(ctx context.Context, ev *multiagent.AfterNodeCallEvent) error {
@@ -562,8 +564,8 @@ func TestGraphCrash_NewRunAfterAFailedAfterNodeCallKeepsTheCompletedInvocation(t
 
 	for i, exp := range copies {
 		t.Run(fmt.Sprintf("copy %d", i), func(t *testing.T) {
-			st := persistence.NewMemoryStore()
-			require.NoError(t, persistence.Import(ctx, st, exp))
+			st := memory.New()
+			require.NoError(t, export.Write(ctx, st, exp))
 			var before []string
 			for _, rec := range exp.Records {
 				if rec.Kind == persistence.KindAgent {

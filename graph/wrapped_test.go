@@ -17,6 +17,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/proto/braidv1"
 )
 
@@ -47,7 +48,7 @@ func (w wrappedRunner) Close(ctx context.Context) error             { return w.i
 // fresh runtime resumes it; the tool runs once, after the answer.
 func TestGraphSession_AWrappedAgentNodeSavesItsInterrupt(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	mk := func() *graph.Builder {
 		return graph.NewBuilder().AddNode("a", wrapped{toolAgent(r, "a", "work", "ask")})
@@ -107,7 +108,7 @@ func (p pairRunner) Close(ctx context.Context) error {
 // the second one's answer are in the store when the graph reports.
 func TestGraphSession_TwoAgentsInOneNodeRunBothSave(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	reviewer := agentnode.Agent(agent.Config{ID: "reviewer", Model: model.Scripted(model.TextTurn("reviewer done"))})
 	g := build(t, graph.NewBuilder().AddNode("n", pair{toolAgent(r, "n", "work", "ask"), reviewer}),
@@ -168,7 +169,7 @@ func (r detachedRunner) Close(ctx context.Context) error             { return ni
 // the store.
 func TestGraphSession_AnExecutorThatOutlivesItsRunSavesOnItsOwn(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	d := detached{inner: textAgent(r, "late"), release: make(chan struct{}), done: make(chan struct{})}
 	g := build(t, graph.NewBuilder().AddNode("late", d), graph.Config{ID: "g", Session: manager(t, st, "s"), System: actorstest.System(t)})

@@ -9,7 +9,7 @@
 // state (Change.From), and one Save may commit several owners of one
 // session in one transaction. Stores:
 //
-//   - NewMemoryStore, for tests;
+//   - package persistence/memory, for tests;
 //   - package persistence/sqlite, the embedded default: one braid.db per
 //     folder, shared by the processes of one machine;
 //   - package persistence/postgres, for several processes and machines.
@@ -26,7 +26,7 @@
 // id is refused sooner, with actors.ErrBound: one live owner per identity.)
 // agent.Config.Session takes a manager.
 //
-// Export and Import turn a session into person-readable JSON and back
+// Package persistence/export turns a session into person-readable JSON and back
 // (`braid session export` and `import`), so a session can move between
 // stores; Store.DeleteSession removes one (`braid session delete`),
 // damaged records included. Sessions are kept until deleted.

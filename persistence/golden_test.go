@@ -1,10 +1,10 @@
 package persistence_test
 
 // Golden sessions of schema version 1 (SPEC S1, S5): session exports
-// (persistence.Export, indented) written by a real agent over a MemoryStore,
+// (export.Read, indented) written by a real agent over a memory store,
 // committed as testdata/golden/v1/<session id>.json, so a later build that
 // cannot read them, or reads them differently, fails here. The tests only
-// read testdata: each imports a golden file into a fresh MemoryStore and
+// read testdata: each imports a golden file into a fresh memory store and
 // works there. Regenerate with
 //
 //	go test ./persistence -run TestGolden_Update -update
@@ -34,6 +34,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -196,24 +198,24 @@ func newGoldenAgent(sess agent.Session, runs *goldenRuns) (*agent.Agent, error) 
 func goldenFile(sessionID string) string { return filepath.Join(goldenDir, sessionID+".json") }
 
 // goldenExport reads a golden session's export strictly: no unknown field.
-func goldenExport(t *testing.T, sessionID string) *persistence.SessionExport {
+func goldenExport(t *testing.T, sessionID string) *export.Session {
 	t.Helper()
 	b, err := os.ReadFile(goldenFile(sessionID))
 	require.NoError(t, err)
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	var exp persistence.SessionExport
+	var exp export.Session
 	require.NoError(t, d.Decode(&exp), goldenFile(sessionID))
 	require.Equal(t, sessionID, exp.SessionID, "%s: the file is named after its session", goldenFile(sessionID))
 	require.NotEmpty(t, exp.Records)
 	return &exp
 }
 
-// goldenStore imports a golden session into a fresh MemoryStore.
-func goldenStore(t *testing.T, sessionID string) *persistence.MemoryStore {
+// goldenStore imports a golden session into a fresh memory store.
+func goldenStore(t *testing.T, sessionID string) *memory.Store {
 	t.Helper()
-	st := persistence.NewMemoryStore()
-	require.NoError(t, persistence.Import(context.Background(), st, goldenExport(t, sessionID)))
+	st := memory.New()
+	require.NoError(t, export.Write(context.Background(), st, goldenExport(t, sessionID)))
 	return st
 }
 
@@ -226,9 +228,9 @@ func goldenManager(t *testing.T, st persistence.Store, sessionID string) *persis
 	return m
 }
 
-// exportOf returns the session as persistence.Export reads it (nil when the
+// exportOf returns the session as export.Read reads it (nil when the
 // session has no record): versions and timestamps included.
-func exportOf(t *testing.T, st persistence.Store, sessionID string) *persistence.SessionExport {
+func exportOf(t *testing.T, st persistence.Store, sessionID string) *export.Session {
 	t.Helper()
 	exp, err := exportErr(st, sessionID)
 	require.NoError(t, err)
@@ -237,8 +239,8 @@ func exportOf(t *testing.T, st persistence.Store, sessionID string) *persistence
 
 // exportErr is exportOf for goroutines other than the test's (hooks,
 // tools), which must not call t.FailNow.
-func exportErr(st persistence.Store, sessionID string) (*persistence.SessionExport, error) {
-	exp, err := persistence.Export(context.Background(), st, sessionID)
+func exportErr(st persistence.Store, sessionID string) (*export.Session, error) {
+	exp, err := export.Read(context.Background(), st, sessionID)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, nil
 	}
@@ -259,11 +261,11 @@ func invokeOK(t *testing.T, a *agent.Agent, in agent.Input, want agent.StopReaso
 	return res
 }
 
-// goldenWrite runs the scenarios against a MemoryStore and writes their
+// goldenWrite runs the scenarios against a memory store and writes their
 // exports over the golden files (and removes anything else in goldenDir).
 func goldenWrite(t *testing.T) {
 	t.Helper()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	interruptID := func(res *agent.Result) string {
 		t.Helper()
 		require.Len(t, res.Interrupts, 1)
@@ -639,25 +641,25 @@ func cloneRecord(r *persistence.Record) *persistence.Record {
 }
 
 // The damage tests below (SPEC S5) edit a stored golden record by hand,
-// through MemoryStore.Tamper, as a person editing the database would, and
+// through memory.Store.Tamper, as a person editing the database would, and
 // load it as a fresh process would: OpenAgent, then agent.New. A record that
 // does not decode strictly must be refused with a *DamageError naming the
 // session, the owner (its Key) and the part ("data", "message N", "pending
 // work", "record"); it is never loaded silently, never overwritten, nothing
 // panics, and the other sessions of the store stay usable.
 
-// goldenStoreAll imports every golden session into one fresh MemoryStore.
-func goldenStoreAll(t *testing.T) *persistence.MemoryStore {
+// goldenStoreAll imports every golden session into one fresh memory store.
+func goldenStoreAll(t *testing.T) *memory.Store {
 	t.Helper()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	for _, id := range goldenSessions {
-		require.NoError(t, persistence.Import(context.Background(), st, goldenExport(t, id)))
+		require.NoError(t, export.Write(context.Background(), st, goldenExport(t, id)))
 	}
 	return st
 }
 
 // storedRecord reads a record as stored, past every check.
-func storedRecord(t *testing.T, st *persistence.MemoryStore, key persistence.Key) *persistence.Record {
+func storedRecord(t *testing.T, st *memory.Store, key persistence.Key) *persistence.Record {
 	t.Helper()
 	var out *persistence.Record
 	require.True(t, st.Tamper(key, func(r *persistence.Record) { out = cloneRecord(r) }), "no record %s", key)
@@ -719,7 +721,7 @@ func goldenPartJSON(t *testing.T, sessionID string, p goldenPart) []byte {
 
 // tamperPart replaces part p of the stored record with edit(its JSON,
 // compacted first so that edits and positions see no layout).
-func tamperPart(t *testing.T, st *persistence.MemoryStore, key persistence.Key, p goldenPart, edit func([]byte) []byte) {
+func tamperPart(t *testing.T, st *memory.Store, key persistence.Key, p goldenPart, edit func([]byte) []byte) {
 	t.Helper()
 	require.True(t, st.Tamper(key, func(r *persistence.Record) { p.set(r, edit(compacted(t, p.get(r)))) }))
 }
@@ -739,7 +741,7 @@ const (
 // the outcome against mode: a *DamageError naming key and one of parts, or
 // (damageOrExact) an exact load. Either way nothing panics, the stored
 // record is not changed, and the other golden sessions in st still load.
-func checkLoad(t *testing.T, st *persistence.MemoryStore, key persistence.Key, mode loadMode, parts ...string) {
+func checkLoad(t *testing.T, st *memory.Store, key persistence.Key, mode loadMode, parts ...string) {
 	t.Helper()
 	ctx := context.Background()
 	stored := storedRecord(t, st, key)

@@ -11,6 +11,8 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 )
 
@@ -21,7 +23,7 @@ import (
 // original still loads, and so do the session's other records.
 func TestOpenAgent_ARecordUnderAnotherKeyIsDamage(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	s, _ := openAgent(t, newManager(t, st))
 	require.NoError(t, s.Save(ctx, agentRec(1, userMsgs("a", "b")...), persistence.SaveInvocation))
 	other, _, err := newManager(t, st).OpenAgent(ctx, "bystander")
@@ -72,7 +74,7 @@ func TestOpenAgent_ARecordUnderAnotherKeyIsDamage(t *testing.T) {
 // record that names an empty one is damage, as this build never writes it.
 func TestOpenAgent_ARecordThatNamesNoOwnerLoads(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	key := persistence.Key{SessionID: smSession, Kind: persistence.KindAgent, ID: smAgent}
 	save := func(data string) {
 		t.Helper()
@@ -101,32 +103,32 @@ func TestOpenAgent_ARecordThatNamesNoOwnerLoads(t *testing.T) {
 // the export as it was imports.
 func TestImport_RefusesRecordsMovedToAnotherKey(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	s, _ := openAgent(t, newManager(t, st))
 	require.NoError(t, s.Save(ctx, agentRec(1, userMsgs("a")...), persistence.SaveInvocation))
-	exp, err := persistence.Export(ctx, st, smSession)
+	exp, err := export.Read(ctx, st, smSession)
 	require.NoError(t, err)
 
-	dst := persistence.NewMemoryStore()
+	dst := memory.New()
 	moved := *exp
 	moved.SessionID = "clone"
-	err = persistence.Import(ctx, dst, &moved)
+	err = export.Write(ctx, dst, &moved)
 	var de *persistence.DamageError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, persistence.Key{SessionID: "clone", Kind: persistence.KindAgent, ID: smAgent}, de.Key)
 	assert.Contains(t, err.Error(), `of session "sm-session"`)
 
 	renamed := *exp
-	renamed.Records = append([]persistence.RecordExport(nil), exp.Records...)
+	renamed.Records = append([]export.Record(nil), exp.Records...)
 	renamed.Records[0].ID = "other"
-	require.ErrorAs(t, persistence.Import(ctx, dst, &renamed), &de)
+	require.ErrorAs(t, export.Write(ctx, dst, &renamed), &de)
 	assert.Equal(t, "other", de.Key.ID)
 
 	infos, err := dst.Sessions(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, infos, "nothing is written")
 
-	require.NoError(t, persistence.Import(ctx, dst, exp))
+	require.NoError(t, export.Write(ctx, dst, exp))
 	_, rec := openAgent(t, newManager(t, dst))
 	assert.Equal(t, []string{"a"}, msgTexts(rec.Messages))
 }
@@ -137,24 +139,24 @@ func TestImport_RefusesRecordsMovedToAnotherKey(t *testing.T) {
 // and writes nothing.
 func TestImport_S2_ABadIdIsErrBadIDBeforeAnythingElse(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	s, _ := openAgent(t, newManager(t, st))
 	require.NoError(t, s.Save(ctx, agentRec(1, userMsgs("a")...), persistence.SaveInvocation))
-	exp, err := persistence.Export(ctx, st, smSession)
+	exp, err := export.Read(ctx, st, smSession)
 	require.NoError(t, err)
 
-	dst := persistence.NewMemoryStore()
-	for name, edit := range map[string]func(*persistence.SessionExport){
-		"session": func(e *persistence.SessionExport) { e.SessionID = "a/b" },
-		"record":  func(e *persistence.SessionExport) { e.Records[0].ID = "bad\xff" },
+	dst := memory.New()
+	for name, edit := range map[string]func(*export.Session){
+		"session": func(e *export.Session) { e.SessionID = "a/b" },
+		"record":  func(e *export.Session) { e.Records[0].ID = "bad\xff" },
 	} {
 		bad := *exp
-		bad.Records = append([]persistence.RecordExport(nil), exp.Records...)
+		bad.Records = append([]export.Record(nil), exp.Records...)
 		edit(&bad)
-		err := persistence.Import(ctx, dst, &bad)
+		err := export.Write(ctx, dst, &bad)
 		require.ErrorIs(t, err, persistence.ErrBadID, name)
 		assert.NotErrorIs(t, err, persistence.ErrDamaged, name)
-		require.ErrorIs(t, persistence.CheckExport(&bad), persistence.ErrBadID, name)
+		require.ErrorIs(t, export.Check(&bad), persistence.ErrBadID, name)
 	}
 	infos, err := dst.Sessions(ctx)
 	require.NoError(t, err)

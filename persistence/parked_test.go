@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
@@ -28,7 +29,7 @@ import (
 // BRAID_TEST_POSTGRES_DSN names one (else that subtest skips).
 func eachStore(t *testing.T, fn func(t *testing.T, st persistence.Store)) {
 	open := map[string]func(t *testing.T) persistence.Store{
-		"memory": func(*testing.T) persistence.Store { return persistence.NewMemoryStore() },
+		"memory": func(*testing.T) persistence.Store { return memory.New() },
 		"sqlite": func(t *testing.T) persistence.Store {
 			st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: t.TempDir()})
 			require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC S5: an agent record whose "state" or "interrupts" is null (a
@@ -26,7 +27,7 @@ func TestOpenAgent_NullStateOrInterruptsIsDamage(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			store := persistence.NewMemoryStore()
+			store := memory.New()
 			key := persistence.Key{SessionID: "s1", Kind: persistence.KindAgent, ID: "default"}
 			_, err := store.Save(ctx, persistence.SaveOptions{}, persistence.Change{Key: key, Data: []byte(data), Incarnation: 1})
 			require.NoError(t, err)
@@ -48,7 +49,7 @@ func TestOpenAgent_NullStateOrInterruptsIsDamage(t *testing.T) {
 // 0x1f, and DEL) is a typed ErrBadID, refused before any I/O: by
 // ValidateID, by a session manager, and by a store's Save.
 func TestValidateID_RefusesEveryControlCharacter(t *testing.T) {
-	store := persistence.NewMemoryStore()
+	store := memory.New()
 	for r := rune(0); r <= 0x7f; r++ {
 		if r >= 0x20 && r < 0x7f {
 			continue

@@ -21,6 +21,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/tool"
 )
 
@@ -45,14 +47,14 @@ type reasonRig struct {
 }
 
 func newReasonRig(t *testing.T) *reasonRig {
-	return &reasonRig{store: &reasonStore{MemoryStore: persistence.NewMemoryStore()}, runs: &goldenRuns{}}
+	return &reasonRig{store: &reasonStore{Store: memory.New()}, runs: &goldenRuns{}}
 }
 
-// reasonStore is a MemoryStore that keeps the JSON of every change it is
+// reasonStore is a memory store that keeps the JSON of every change it is
 // asked to save, so a test sees that nothing of a failed interrupt was ever
 // sent to the store, not only that none of it is there at the end.
 type reasonStore struct {
-	*persistence.MemoryStore
+	*memory.Store
 	mu   sync.Mutex
 	sent []string
 }
@@ -66,7 +68,7 @@ func (s *reasonStore) Save(ctx context.Context, opts persistence.SaveOptions, ch
 		}
 	}
 	s.mu.Unlock()
-	return s.MemoryStore.Save(ctx, opts, changes...)
+	return s.Store.Save(ctx, opts, changes...)
 }
 
 // requireNeverSent checks that no save ever carried id.
@@ -82,7 +84,7 @@ func (s *reasonStore) requireNeverSent(t *testing.T, id string) {
 
 // export is the stored session (nil when there is none yet), from
 // goroutines other than the test's too (hooks).
-func (r *reasonRig) export() (*persistence.SessionExport, error) {
+func (r *reasonRig) export() (*export.Session, error) {
 	return exportErr(r.store, reasonSession)
 }
 
@@ -138,9 +140,9 @@ func askApproval(ev *agent.BeforeToolCallEvent) error {
 
 // requireSessionAsBefore checks that the stored session is exactly what it
 // was at the snapshot (every record's version, timestamp, data and
-// messages: persistence.Export, compared whole), and that nothing stored
+// messages: export.Read, compared whole), and that nothing stored
 // mentions the interrupt the bad reason was given to.
-func requireSessionAsBefore(t *testing.T, before, after *persistence.SessionExport, badID string) {
+func requireSessionAsBefore(t *testing.T, before, after *export.Session, badID string) {
 	t.Helper()
 	assert.Equal(t, before, after, "the stored session is as it was before the call")
 	b, err := json.Marshal(after)
@@ -170,7 +172,7 @@ func TestReason_NotJSONInHookFailsInvocationSessionUnchanged(t *testing.T) {
 	for _, bad := range badReasons {
 		t.Run(bad.name, func(t *testing.T) {
 			r := newReasonRig(t)
-			var before *persistence.SessionExport
+			var before *export.Session
 			var callErr error
 			a := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
 				var err error
@@ -246,7 +248,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 
 			// 2: a fresh agent resumes; the hook gets "y", then raises
 			// "confirm" with a bad reason.
-			var before *persistence.SessionExport
+			var before *export.Session
 			var mu sync.Mutex
 			b := r.agent(t, func(ev *agent.BeforeToolCallEvent) error {
 				ans, err := ev.Interrupt("approval", map[string]any{"paths": []string{"a.txt"}})
@@ -319,7 +321,7 @@ func TestReason_NotJSONDuringResumeSessionUnchanged(t *testing.T) {
 // error result (as for any tool error) and the loop goes on. Nothing of
 // the interrupt reaches the session.
 func TestReason_NotJSONInToolIsErrorAtCall(t *testing.T) {
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	var callErr error
 	bad := tool.New("bad", "bad", func(ctx context.Context, tc *tool.Context, in goldenPaths) (string, error) {
 		_, callErr = tc.Interrupt("confirm", math.NaN())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence/internal/agentjson"
 )
 
 // SavePoint says why an owner saves (SPEC S1, I9).
@@ -294,19 +295,6 @@ type AgentRecord struct {
 	Usage model.Usage
 }
 
-type agentData struct {
-	// Session and Owner name the record's key, so that a record found
-	// under another key is damage (SPEC S5); records of earlier builds
-	// have neither.
-	Session    string                     `json:"session,omitempty"`
-	Owner      string                     `json:"owner,omitempty"`
-	State      map[string]json.RawMessage `json:"state"`
-	Interrupts *interrupt.State           `json:"interrupts"`
-	Pending    json.RawMessage            `json:"pending,omitempty"`
-	// Usage is left out when zero (a record of an earlier build has none).
-	Usage *model.Usage `json:"usage,omitempty"`
-}
-
 // AgentSession is one agent's writer (an Owner that speaks AgentRecords).
 // Its agent calls it one call at a time, as an Owner; DeferDurable,
 // EndDeferral, TakeDeferred and Parked are safe to call from any
@@ -415,7 +403,7 @@ func (m *SessionManager) OpenAgent(ctx context.Context, agentID string) (*AgentS
 // *DamageError names key and the part that does not read back exactly as
 // stored.
 func readAgentRecord(key Key, data json.RawMessage, messages []json.RawMessage) (*AgentRecord, error) {
-	d, err := parseAgentData(data)
+	d, err := agentjson.Parse(data)
 	if err != nil {
 		return nil, Damaged(key, "data", "%v", err)
 	}
@@ -572,7 +560,7 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	if keep < 0 || keep > len(rec.Messages) {
 		return nil, fmt.Errorf("%w: %s: keep %d of a %d-message history", ErrBadSave, s.key, keep, len(rec.Messages))
 	}
-	d := agentData{Session: s.key.SessionID, Owner: s.key.ID, State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
+	d := agentjson.Data{Session: s.key.SessionID, Owner: s.key.ID, State: rec.State, Interrupts: rec.Interrupts, Pending: rec.Pending}
 	if rec.Usage != (model.Usage{}) {
 		u := rec.Usage // not &rec.Usage, which would move every rec to the heap
 		d.Usage = &u
@@ -583,7 +571,7 @@ func (s *AgentSession) StageAgent(rec *AgentRecord, keep int) (*Staged, error) {
 	if d.Interrupts == nil {
 		d.Interrupts = interrupt.NewState()
 	}
-	data, err := appendAgentData(nil, d)
+	data, err := agentjson.Append(nil, d)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: agent data is not JSON-encodable: %w", ErrBadSave, s.key, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
@@ -76,7 +77,7 @@ const (
 	smAgent   = "sm-agent"
 )
 
-func newSpy() *spyStore { return &spyStore{Store: persistence.NewMemoryStore()} }
+func newSpy() *spyStore { return &spyStore{Store: memory.New()} }
 
 func newManager(t *testing.T, st persistence.Store, opts ...persistence.ManagerOption) *persistence.SessionManager {
 	t.Helper()
@@ -212,7 +213,7 @@ func TestSessionManager_AfterSaveOncePerCommittedSave(t *testing.T) {
 	ctx := context.Background()
 	var points []persistence.SavePoint
 	var versions []int64
-	m := newManager(t, persistence.NewMemoryStore(), persistence.AfterSaveForTest(func(k persistence.Key, p persistence.SavePoint, v int64) {
+	m := newManager(t, memory.New(), persistence.AfterSaveForTest(func(k persistence.Key, p persistence.SavePoint, v int64) {
 		points = append(points, p)
 		versions = append(versions, v)
 	}))
@@ -232,7 +233,7 @@ func TestSessionManager_TwoWritersOfOneOwnerConflict(t *testing.T) {
 	ctx := context.Background()
 	for _, existing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("existing=%v", existing), func(t *testing.T) {
-			st := persistence.NewMemoryStore()
+			st := memory.New()
 			m := newManager(t, st)
 			var base int64
 			if existing {
@@ -265,7 +266,7 @@ func TestSessionManager_TwoWritersOfOneOwnerConflict(t *testing.T) {
 // written; the writers' versions move only on success.
 func TestSessionManager_CommitIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	m := newManager(t, st)
 	orch, _, err := m.Open(ctx, persistence.KindMultiAgent, "graph")
 	require.NoError(t, err)
@@ -292,7 +293,7 @@ func TestSessionManager_CommitIsAllOrNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"step":1}`, string(rec.Data), "the orchestrator's part was not written either")
 
-	m2 := newManager(t, persistence.NewMemoryStore())
+	m2 := newManager(t, memory.New())
 	foreign, _ := openAgent(t, m2)
 	stF, err := foreign.StageAgent(agentRec(0), 0)
 	require.NoError(t, err)
@@ -305,9 +306,9 @@ func TestSessionManager_RejectsNilStoreAndBadIDs(t *testing.T) {
 	_, err := persistence.NewSessionManager(nil, "s")
 	assert.Error(t, err)
 	for _, id := range []string{"", "a/b", `a\b`, "a\x00b", "bad\xff", "\u0085", string(make([]byte, 256))} {
-		_, err := persistence.NewSessionManager(persistence.NewMemoryStore(), id)
+		_, err := persistence.NewSessionManager(memory.New(), id)
 		assert.ErrorIs(t, err, persistence.ErrBadID, "%q", id)
-		m := newManager(t, persistence.NewMemoryStore())
+		m := newManager(t, memory.New())
 		_, _, err = m.OpenAgent(context.Background(), id)
 		assert.ErrorIs(t, err, persistence.ErrBadID, "agent %q", id)
 		if id != "" { // agent.New takes "" as the default id
@@ -324,7 +325,7 @@ func TestSessionManager_RejectsNilStoreAndBadIDs(t *testing.T) {
 // the second agent is refused at New.
 func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T) {
 	ctx := context.Background()
-	m := newManager(t, persistence.NewMemoryStore())
+	m := newManager(t, memory.New())
 	var mu sync.Mutex
 	runs := 0
 	var buildOn func(*actors.System) (*agent.Agent, error)
@@ -400,7 +401,7 @@ func TestSessionManager_TwoAgentsResumingOneInterruptRunTheToolOnce(t *testing.T
 // committed twice.
 func TestAgentSession_DeferDurableParksUntilCommittedTogether(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	m, err := persistence.NewSessionManager(st, "s")
 	require.NoError(t, err)
 	as, _, err := m.OpenAgent(ctx, "a")
@@ -441,7 +442,7 @@ func TestAgentSession_DeferDurableParksUntilCommittedTogether(t *testing.T) {
 // another incarnation. The histories of the two are never mixed.
 func TestSessionManager_AWriterOfADeletedSessionConflictsWithItsNewRecord(t *testing.T) {
 	ctx := context.Background()
-	for name, st := range map[string]persistence.Store{"memory": persistence.NewMemoryStore(), "sqlite": sqliteStore(t)} {
+	for name, st := range map[string]persistence.Store{"memory": memory.New(), "sqlite": sqliteStore(t)} {
 		t.Run(name, func(t *testing.T) {
 			a, _ := openAgent(t, newManager(t, st))
 			require.NoError(t, a.Save(ctx, agentRec(1, userMsgs("a1")...), persistence.SaveInvocation))
@@ -477,7 +478,7 @@ func sqliteStore(t *testing.T) persistence.Store {
 // deleted and created again at the same version.
 func TestOwner_BehindNamesTheConflictASaveWouldGet(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	key := persistence.Key{SessionID: smSession, Kind: persistence.KindAgent, ID: smAgent}
 	fresh := func() *persistence.AgentSession {
 		s, _ := openAgent(t, newManager(t, st))

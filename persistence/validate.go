@@ -173,3 +173,30 @@ func CheckLoaded(rec *Record) error {
 	}
 	return nil
 }
+
+// CheckRecord reads the data and messages of key's record strictly, the
+// way the session manager reads them when it loads the record (SPEC S5),
+// and returns a *DamageError naming key and the part ("data", "message 3")
+// that it would refuse; nil when the record would load.
+//
+// An agent's record (KindAgent) gets the checks of
+// SessionManager.OpenAgent: its data in the stored form ("state" and
+// "interrupts" required, no unknown key, interrupt.ParseState's form for
+// the interrupts), naming no other session or owner than key, and each
+// message read by model.ParseMessage and valid. An orchestrator's record
+// (KindMultiAgent), whose form the actors package reads and checks when it
+// restores a run, is checked here for the session and owner its data
+// names only.
+func CheckRecord(key Key, data json.RawMessage, messages []json.RawMessage) error {
+	if key.Kind != KindAgent {
+		var names struct{ Session, Owner string }
+		if json.Unmarshal(data, &names) == nil {
+			if err := key.CheckOwner(names.Session, names.Owner); err != nil {
+				return Damaged(key, "data", "%v", err)
+			}
+		}
+		return nil
+	}
+	_, err := readAgentRecord(key, data, messages)
+	return err
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 	"github.com/braidhq/braid/tool"
 )
@@ -84,7 +85,7 @@ func TestSwarmConfig_Defaults(t *testing.T) {
 	assert.Zero(t, d.RepetitiveHandoffDetectionWindow)
 	assert.NoError(t, d.Validate())
 	assert.NoError(t, swarm.Config{}.Validate())
-	m, err := persistence.NewSessionManager(persistence.NewMemoryStore(), "s")
+	m, err := persistence.NewSessionManager(memory.New(), "s")
 	require.NoError(t, err)
 	assert.NoError(t, swarm.Config{Session: m, IdleTimeout: time.Second}.Validate())
 }

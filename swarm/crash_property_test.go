@@ -32,6 +32,8 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 	"github.com/braidhq/braid/tool"
 )
@@ -488,7 +490,7 @@ func answeredIDs(v any, ids map[string]bool) {
 // checkSwarmHistories checks every agent's history in exp (SPEC A3): no
 // two user messages in a row, each assistant tool use answered by the
 // next message, in order, and no unanswered tool use at the end.
-func checkSwarmHistories(t *testing.T, exp *persistence.SessionExport, label string) {
+func checkSwarmHistories(t *testing.T, exp *export.Session, label string) {
 	t.Helper()
 	for _, rec := range exp.Records {
 		if rec.Kind != persistence.KindAgent {
@@ -553,7 +555,7 @@ func checkSwarmCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rs *rand
 		if rs.sqlite {
 			return sqliteStore(t)
 		}
-		return persistence.NewMemoryStore()
+		return memory.New()
 	}
 	steps, failure := rs.ran()
 	wantStatus := multiagent.StatusCompleted
@@ -601,9 +603,9 @@ func checkSwarmCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rs *rand
 
 	// recoverFrom resumes a new process from exp, drives the run to its
 	// end and checks it; it returns the copies of its own saves.
-	recoverFrom := func(exp *persistence.SessionExport, label string) []*persistence.SessionExport {
+	recoverFrom := func(exp *export.Session, label string) []*export.Session {
 		st := store()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		require.NoError(t, export.Write(ctx, st, exp))
 		held, err := json.Marshal(exp)
 		require.NoError(t, err)
 		var tree any
@@ -661,7 +663,7 @@ func checkSwarmCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rs *rand
 				assert.Equal(t, 1, runs, "%s: step %d's tool had no saved result: it runs once (SPEC S6)", label, step)
 			}
 		}
-		after, err := persistence.Export(ctx, st, "crash")
+		after, err := export.Read(ctx, st, "crash")
 		require.NoError(t, err, label)
 		checkSwarmHistories(t, after, label)
 		require.NoError(t, run2.Close(ctx))

@@ -13,6 +13,8 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 )
 
@@ -21,7 +23,7 @@ import (
 type copyingStore struct {
 	persistence.Store
 	mu     sync.Mutex
-	copies []*persistence.SessionExport
+	copies []*export.Session
 }
 
 func (s *copyingStore) Save(ctx context.Context, opts persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
@@ -29,7 +31,7 @@ func (s *copyingStore) Save(ctx context.Context, opts persistence.SaveOptions, c
 	defer s.mu.Unlock()
 	v, err := s.Store.Save(ctx, opts, changes...)
 	if err == nil {
-		exp, xerr := persistence.Export(ctx, s.Store, "crash")
+		exp, xerr := export.Read(ctx, s.Store, "crash")
 		if xerr != nil {
 			return v, xerr
 		}
@@ -76,7 +78,7 @@ func finishSwarm(t *testing.T, s *swarm.Swarm) *multiagent.Result {
 // node ends COMPLETED.
 func TestSwarmCrash_ResumeAfterEverySaveFollowsTheHandoffs(t *testing.T) {
 	ctx := context.Background()
-	cs := &copyingStore{Store: persistence.NewMemoryStore()}
+	cs := &copyingStore{Store: memory.New()}
 	r := newRecorder()
 	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, cs, "crash")})
 	res := finishSwarm(t, s)
@@ -87,8 +89,8 @@ func TestSwarmCrash_ResumeAfterEverySaveFollowsTheHandoffs(t *testing.T) {
 	cs.mu.Unlock()
 	require.Greater(t, len(copies), 6)
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		r2 := newRecorder()
 		s2 := build(t, researchSwarm(r2), swarm.Config{Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		before, err := s2.Status(ctx)

@@ -11,7 +11,8 @@ import (
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 	"github.com/braidhq/braid/tool"
 )
@@ -38,7 +39,7 @@ func TestSwarmCrash_UsageOfANodeRunCutOffByACrashIsCountedOnce(t *testing.T) {
 		return swarm.NewBuilder().AddAgent(agent.Config{ID: "a", Model: a, Tools: []tool.Tool{work}}).
 			AddAgent(agent.Config{ID: "b", Model: b})
 	}
-	cs := &copyingStore{Store: persistence.NewMemoryStore()}
+	cs := &copyingStore{Store: memory.New()}
 	s := build(t, mk(), swarm.Config{Session: manager(t, cs, "crash")})
 	res := finishSwarm(t, s)
 	want := model.Usage{InputTokens: 3, OutputTokens: 3, TotalTokens: 6}
@@ -48,8 +49,8 @@ func TestSwarmCrash_UsageOfANodeRunCutOffByACrashIsCountedOnce(t *testing.T) {
 	copies := cs.copies
 	cs.mu.Unlock()
 	for i, exp := range copies {
-		st := persistence.NewMemoryStore()
-		require.NoError(t, persistence.Import(ctx, st, exp))
+		st := memory.New()
+		require.NoError(t, export.Write(ctx, st, exp))
 		s2 := build(t, mk(), swarm.Config{Session: manager(t, st, "crash"), System: actorstest.System(t)})
 		final := finishSwarm(t, s2)
 		label := fmt.Sprintf("crash after save %d of %d", i+1, len(copies))

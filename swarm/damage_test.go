@@ -11,6 +11,7 @@ import (
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/persistencetest"
 	"github.com/braidhq/braid/swarm"
 )
@@ -21,7 +22,7 @@ import (
 // node, when a new swarm loads it; never a panic.
 func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)}
@@ -63,7 +64,7 @@ func TestSwarmSession_DamagedOrchestratorRecordIsADamageError(t *testing.T) {
 // copy, and the original still resumes.
 func TestSwarmSession_ARecordCopiedToAnotherSessionIsDamage(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	s := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)})
 	res, err := s.Invoke(ctx, agent.Text("find it"))

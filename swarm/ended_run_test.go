@@ -10,7 +10,7 @@ import (
 	"github.com/braidhq/braid/actors/actorstest"
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 )
 
@@ -20,7 +20,7 @@ import (
 // for the node history that names the agent it lacks).
 func TestSwarmSession_ATeamWithoutAnAgentOfAnEndedRunStartsANewOne_M10(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{ID: "s", Session: manager(t, st, "x"), System: actorstest.System(t)}

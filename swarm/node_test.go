@@ -13,7 +13,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 )
 
@@ -56,7 +56,7 @@ func TestSwarmAsGraphNode_InnerInterruptSurfacesWithPathAndResumes(t *testing.T)
 // and neither level restarts.
 func TestSwarmAsGraphNode_ResumesAfterRebuildFromSession(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	top := func() *graph.Builder {
 		team := swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "check"})).

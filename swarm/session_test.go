@@ -16,6 +16,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 )
 
@@ -34,7 +35,7 @@ func researchSwarm(r *recorder) *swarm.Builder {
 // survived, so the node after the handoff is told all of it.
 func TestSwarmSession_FreshRuntimeResumesInterruptedRun(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{Session: manager(t, st, "sess"), System: actorstest.System(t)}
@@ -75,7 +76,7 @@ func TestSwarmSession_FreshRuntimeResumesInterruptedRun(t *testing.T) {
 // restart.
 func TestSwarmSession_GateAnsweredInFreshRuntimeRunsTargetWithHandoffMessage(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	b := func() *swarm.Builder {
 		return swarm.NewBuilder().AddAgent(teamAgent(r, "a", handoff{to: "b", message: "approve the refund"})).AddAgent(teamAgent(r, "b", handoff{}))
@@ -105,7 +106,7 @@ func TestSwarmSession_GateAnsweredInFreshRuntimeRunsTargetWithHandoffMessage(t *
 // error, not a silent restart.
 func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	s1 := build(t, researchSwarm(r), swarm.Config{Session: manager(t, st, "sess")})
 	_, err := s1.Invoke(ctx, agent.Text("go"))
@@ -139,7 +140,7 @@ func TestSwarmSession_ChangedTeamIsAnError(t *testing.T) {
 // store; the handoff the resumed agent made is still followed.
 func TestSwarmSession_PassivatedSwarmResumes(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	lc := actorstest.NewLifecycles()
 	sys, err := actors.NewSystem(actors.Config{Observer: lc.Observe})
@@ -174,7 +175,7 @@ func TestSwarmSession_PassivatedSwarmResumes(t *testing.T) {
 // once.
 func TestSwarmSession_RacingResumesOneProceedsOneConflicts(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{Session: manager(t, st, "race"), System: actorstest.System(t)}

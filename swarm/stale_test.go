@@ -12,6 +12,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/swarm"
 )
 
@@ -24,7 +25,7 @@ import (
 // state) and the swarm ends. The answered tool runs exactly once.
 func TestSwarmSession_S4_AStaleSwarmRefusingAResumeTakesTheStoredRunSoTheRetryProceeds(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{Session: manager(t, st, "shared"), System: actorstest.System(t)}
@@ -66,7 +67,7 @@ func TestSwarmSession_S4_AStaleSwarmRefusingAResumeTakesTheStoredRunSoTheRetryPr
 // history rather than failing the node on its prompt's save.
 func TestSwarmSession_S4_AStaleSwarmsRetriedPromptRunsOnItsAgentsStoredHistories(t *testing.T) {
 	ctx := context.Background()
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	r := newRecorder()
 	cfg := func() swarm.Config {
 		return swarm.Config{Session: manager(t, st, "shared"), System: actorstest.System(t)}

@@ -18,6 +18,7 @@ import (
 	"github.com/braidhq/braid/agent"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
 
@@ -97,7 +98,7 @@ func TestDemo_AnswerInALaterRun(t *testing.T) {
 	assert.Contains(t, so.String(), "name=demo-approval source=hook")
 	so.Reset()
 	require.Equal(t, 0, run(context.Background(), []string{"session", "export", "-dir", store, "demo"}, nil, &so, &se), se.String())
-	var exp persistence.SessionExport
+	var exp export.Session
 	require.NoError(t, json.Unmarshal(so.Bytes(), &exp), so.String())
 	require.Len(t, exp.Records, 1)
 	assert.Equal(t, "demo", exp.SessionID)

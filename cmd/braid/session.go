@@ -22,6 +22,7 @@ import (
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 	"github.com/braidhq/braid/persistence/postgres"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
@@ -35,7 +36,7 @@ const sessionUsage = `usage: braid session <list|show|export|import|delete> [fla
   show <id>        a session for people: each record's history and the
                    interrupts it waits for
   export <id>      a session as JSON (records, data, messages), which
-                   import (and persistence.Import) reads back
+                   import (and export.Write) reads back
   import <file>    writes an exported session ("-": standard input) into
                    the store, under the session id it was exported from;
                    a session of that id already stored is left alone and
@@ -132,7 +133,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 			return bad("%s takes one session id, got an empty one", sub)
 		}
 	}
-	var exp *persistence.SessionExport
+	var exp *export.Session
 	if sub == "import" {
 		if exp, err = readExport(pos[0]); err != nil {
 			return err
@@ -172,7 +173,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 	case "delete":
 		return deleteSession(ctx, store, id, stdout)
 	case "export":
-		exp, err := persistence.Export(ctx, store, id)
+		exp, err := export.Read(ctx, store, id)
 		if err != nil {
 			return readErr(id, err)
 		}
@@ -183,7 +184,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	if exp, err = persistence.Export(ctx, store, id); err != nil {
+	if exp, err = export.Read(ctx, store, id); err != nil {
 		return readErr(id, err)
 	}
 	return showSession(exp, stdout)
@@ -360,7 +361,7 @@ func openPostgres(ctx context.Context, dsn string, mode int) (*postgres.Store, e
 // readExport reads an exported session from file ("-": standard input),
 // strictly: an unknown field is an error, so that a file of another form
 // is not imported as an empty session.
-func readExport(file string) (*persistence.SessionExport, error) {
+func readExport(file string) (*export.Session, error) {
 	var r io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -372,7 +373,7 @@ func readExport(file string) (*persistence.SessionExport, error) {
 	}
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var exp persistence.SessionExport
+	var exp export.Session
 	if err := dec.Decode(&exp); err != nil {
 		return nil, fmt.Errorf("%s: not an exported session: %w", file, err)
 	}
@@ -383,7 +384,7 @@ func readExport(file string) (*persistence.SessionExport, error) {
 		return nil, fmt.Errorf("%s: the exported session has no record", file)
 	}
 	// Checked before the store is opened (and a SQLite one created).
-	if err := persistence.CheckExport(&exp); err != nil {
+	if err := export.Check(&exp); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &exp, nil
@@ -392,12 +393,12 @@ func readExport(file string) (*persistence.SessionExport, error) {
 // errSessionExists: an import names a session that the store holds.
 var errSessionExists = errors.New("the session already exists in the store")
 
-// importSession writes exp into store (persistence.Import). A session of
+// importSession writes exp into store (export.Write). A session of
 // that id already stored (a record of it: the import's new records
 // conflict with it) is errSessionExists, which says how to replace it;
 // nothing is written then.
-func importSession(ctx context.Context, store persistence.Store, exp *persistence.SessionExport) error {
-	err := persistence.Import(ctx, store, exp)
+func importSession(ctx context.Context, store persistence.Store, exp *export.Session) error {
+	err := export.Write(ctx, store, exp)
 	var ce *persistence.ConflictError
 	if errors.As(err, &ce) && ce.Expected == 0 {
 		return fmt.Errorf("session %q: %w (import does not replace it: to replace it, delete it first with braid session delete %s)",
@@ -544,9 +545,9 @@ func endsWithUser(msgs []json.RawMessage) bool {
 }
 
 // showSession prints each record: its history, one line per message, and
-// the interrupts it waits for. exp is as persistence.Export returns it,
+// the interrupts it waits for. exp is as export.Read returns it,
 // its agents' records checked as the session manager loads them.
-func showSession(exp *persistence.SessionExport, w io.Writer) error {
+func showSession(exp *export.Session, w io.Writer) error {
 	fmt.Fprintf(w, "session %s\n", shownID(exp.SessionID))
 	for _, r := range exp.Records {
 		fmt.Fprintf(w, "\n%s %s (version %d, updated %s)\n", r.Kind, shownID(r.ID), r.Version, r.UpdatedAt.Local().Format(time.DateTime))
@@ -603,7 +604,7 @@ func readRun(key persistence.Key, data json.RawMessage, log []json.RawMessage) (
 }
 
 // showRun prints an orchestrator's record: its status and its nodes'.
-func showRun(sessionID string, r persistence.RecordExport, w io.Writer) error {
+func showRun(sessionID string, r export.Record, w io.Writer) error {
 	run, err := readRun(persistence.Key{SessionID: sessionID, Kind: r.Kind, ID: r.ID}, r.Data, r.Messages)
 	if err != nil {
 		return err

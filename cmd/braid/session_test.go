@@ -26,6 +26,7 @@ import (
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/export"
 	"github.com/braidhq/braid/persistence/sqlite"
 	"github.com/braidhq/braid/tool"
 )
@@ -145,10 +146,10 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 
 // recordsOf returns an export's records without their versions and times,
 // which an import starts again.
-func recordsOf(t *testing.T, export string) []persistence.RecordExport {
+func recordsOf(t *testing.T, text string) []export.Record {
 	t.Helper()
-	var exp persistence.SessionExport
-	require.NoError(t, json.Unmarshal([]byte(export), &exp), export)
+	var exp export.Session
+	require.NoError(t, json.Unmarshal([]byte(text), &exp), text)
 	for i := range exp.Records {
 		exp.Records[i].Version, exp.Records[i].UpdatedAt = 0, time.Time{}
 		exp.Records[i].Data = compactJSON(t, exp.Records[i].Data)
@@ -260,7 +261,7 @@ func TestSession_ShowExportImportRefuseDamagedRecords(t *testing.T) {
 	_, store := waitingDemo(t)
 	code, exported, se := cli("export", "-dir", store, "demo")
 	require.Equal(t, 0, code, se)
-	var exp persistence.SessionExport
+	var exp export.Session
 	require.NoError(t, json.Unmarshal([]byte(exported), &exp))
 	require.Len(t, exp.Records, 1)
 	sound := string(compactJSON(t, exp.Records[0].Data))
@@ -280,14 +281,14 @@ func TestSession_ShowExportImportRefuseDamagedRecords(t *testing.T) {
 	}
 
 	other := filepath.Join(t.TempDir(), "other")
-	for part, edit := range map[string]func(*persistence.RecordExport){
-		"data": func(r *persistence.RecordExport) { r.Data = json.RawMessage(`{"bogus":1}`) },
-		"message 0": func(r *persistence.RecordExport) {
+	for part, edit := range map[string]func(*export.Record){
+		"data": func(r *export.Record) { r.Data = json.RawMessage(`{"bogus":1}`) },
+		"message 0": func(r *export.Record) {
 			r.Messages[0] = json.RawMessage(`{"role":"user","content":[{"text":"hi"}],"bogus":1}`)
 		},
 	} {
 		damaged := exp
-		damaged.Records = []persistence.RecordExport{exp.Records[0]}
+		damaged.Records = []export.Record{exp.Records[0]}
 		damaged.Records[0].Messages = append([]json.RawMessage(nil), exp.Records[0].Messages...)
 		edit(&damaged.Records[0])
 		b, err := json.Marshal(damaged)
@@ -455,7 +456,7 @@ func TestSession_ListStatusCallsARunningRunIncompleteWhateverItsNodesHold(t *tes
 	// Wait until the asks agent's record waits for its answer (it
 	// commits with the run's record), while slow still runs.
 	require.Eventually(t, func() bool {
-		exp, err := persistence.Export(ctx, st, "rs")
+		exp, err := export.Read(ctx, st, "rs")
 		if err != nil {
 			return false
 		}
@@ -667,9 +668,9 @@ func TestSession_ShowAndDeleteReachSessionsUnderIdsNoSaveWrites(t *testing.T) {
 	code, so, se = cli("list", "-dir", dir)
 	require.Equal(t, 0, code, se)
 	assert.Equal(t, 3, strings.Count(so, "\n"), "the header, keep and newer: %s", so)
-	_, export, se := cli("export", "-dir", dir, "keep")
+	_, exported, se := cli("export", "-dir", dir, "keep")
 	assert.Empty(t, se)
-	assert.Equal(t, kept, export, "keep's records and messages are as they were")
+	assert.Equal(t, kept, exported, "keep's records and messages are as they were")
 }
 
 // `braid session list`, `show` and `export` open the store read-only: in
@@ -740,9 +741,9 @@ func TestSession_AQuotedIdThatSavesWriteNamesThatSessionNotAnother(t *testing.T)
 	code, so, se = cli("list", "-dir", dir)
 	require.Equal(t, 0, code, se)
 	assert.Equal(t, 2, strings.Count(so, "\n"), "the header and a: %s", so)
-	_, export, se := cli("export", "-dir", dir, "a")
+	_, exported, se := cli("export", "-dir", dir, "a")
 	assert.Empty(t, se)
-	assert.Equal(t, keptA, export, "the session a is as it was")
+	assert.Equal(t, keptA, exported, "the session a is as it was")
 }
 
 // SPEC S5: a session stored by hand under the empty id, which no save
@@ -778,9 +779,9 @@ func TestSession_ShowAndDeleteReachASessionUnderTheEmptyID(t *testing.T) {
 	code, so, se = cli("delete", "-dir", dir, `""`)
 	require.Equal(t, 0, code, se)
 	assert.Equal(t, `deleted session "": 1 record`+"\n", so)
-	_, export, se := cli("export", "-dir", dir, "keep")
+	_, exported, se := cli("export", "-dir", dir, "keep")
 	assert.Empty(t, se)
-	assert.Equal(t, kept, export, "keep's records and messages are as they were")
+	assert.Equal(t, kept, exported, "keep's records and messages are as they were")
 }
 
 // A path or id a message asks the user to type is one word of the

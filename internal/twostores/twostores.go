@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 	"github.com/braidhq/braid/persistence/sqlite"
 )
 
@@ -32,7 +33,7 @@ func Pairs() []Pair {
 			return open(), open()
 		}},
 		{"memory", func(*testing.T) (persistence.Store, persistence.Store) {
-			st := persistence.NewMemoryStore()
+			st := memory.New()
 			return st, st
 		}},
 	}

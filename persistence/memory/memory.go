@@ -1,4 +1,4 @@
-package persistence
+package memory
 
 import (
 	"bytes"
@@ -8,20 +8,23 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/braidhq/braid/persistence"
 )
 
-// MemoryStore keeps records in memory, for tests. Safe for concurrent use.
-type MemoryStore struct {
+// Store is a persistence.Store that keeps records in memory, for tests:
+// nothing survives the process. Safe for concurrent use.
+type Store struct {
 	mu      sync.Mutex
-	records map[Key]*Record
+	records map[persistence.Key]*persistence.Record
 	closed  bool
 }
 
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{records: map[Key]*Record{}} }
+// New returns an empty Store.
+func New() *Store { return &Store{records: map[persistence.Key]*persistence.Record{}} }
 
-// Load implements Store.
-func (s *MemoryStore) Load(ctx context.Context, key Key) (*Record, error) {
+// Load implements persistence.Store.
+func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
@@ -31,22 +34,22 @@ func (s *MemoryStore) Load(ctx context.Context, key Key) (*Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, persistence.ErrClosed
 	}
 	r, ok := s.records[key]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, persistence.ErrNotFound
 	}
 	c := cloneRecord(r)
-	if err := CheckLoaded(c); err != nil {
+	if err := persistence.CheckLoaded(c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Save implements Store.
-func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change) ([]int64, error) {
-	if err := CheckSave(changes); err != nil {
+// Save implements persistence.Store.
+func (s *Store) Save(ctx context.Context, _ persistence.SaveOptions, changes ...persistence.Change) ([]int64, error) {
+	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -55,28 +58,28 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, persistence.ErrClosed
 	}
 	for _, c := range changes {
 		var cur int64
 		old, ok := s.records[c.Key]
 		if ok {
-			if err := CheckStored(c.Key, old.Version); err != nil {
+			if err := persistence.CheckStored(c.Key, old.Version); err != nil {
 				return nil, err
 			}
 			cur = old.Version
 		}
 		if cur != c.Base {
-			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
+			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur}
 		}
-		if ok && old.SchemaVersion != SchemaVersion {
-			return nil, SchemaDamage(c.Key, "record", old.SchemaVersion)
+		if ok && old.SchemaVersion != persistence.SchemaVersion {
+			return nil, persistence.SchemaDamage(c.Key, "record", old.SchemaVersion)
 		}
 		if ok && old.Incarnation != c.Incarnation {
-			return nil, &ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
+			return nil, &persistence.ConflictError{Key: c.Key, Expected: c.Base, Actual: cur, Recreated: true}
 		}
 		if ok && c.From > len(old.Messages) {
-			return nil, ErrFromPastEnd(c, len(old.Messages))
+			return nil, persistence.ErrFromPastEnd(c, len(old.Messages))
 		}
 	}
 	now := time.Now().UTC()
@@ -84,10 +87,10 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 	for i, c := range changes {
 		r := s.records[c.Key]
 		if r == nil {
-			r = &Record{Key: c.Key, Incarnation: c.Incarnation}
+			r = &persistence.Record{Key: c.Key, Incarnation: c.Incarnation}
 			s.records[c.Key] = r
 		}
-		r.SchemaVersion, r.Version, r.UpdatedAt, r.Data = SchemaVersion, r.Version+1, now, bytes.Clone(c.Data)
+		r.SchemaVersion, r.Version, r.UpdatedAt, r.Data = persistence.SchemaVersion, r.Version+1, now, bytes.Clone(c.Data)
 		r.Messages = r.Messages[:c.From]
 		for _, m := range c.Messages {
 			r.Messages = append(r.Messages, bytes.Clone(m))
@@ -97,18 +100,18 @@ func (s *MemoryStore) Save(ctx context.Context, _ SaveOptions, changes ...Change
 	return versions, nil
 }
 
-// Sync implements Store: memory has nothing to make durable.
-func (s *MemoryStore) Sync(ctx context.Context) error {
+// Sync implements persistence.Store: memory has nothing to make durable.
+func (s *Store) Sync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	return ctx.Err()
 }
 
-// Delete implements Store.
-func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
+// Delete implements persistence.Store.
+func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
@@ -118,15 +121,15 @@ func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return persistence.ErrClosed
 	}
 	delete(s.records, key)
 	return nil
 }
 
-// DeleteSession implements Store.
-func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) (int, error) {
-	if err := ValidateID("session", sessionID); err != nil {
+// DeleteSession implements persistence.Store.
+func (s *Store) DeleteSession(ctx context.Context, sessionID string) (int, error) {
+	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -135,7 +138,7 @@ func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) (int,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return 0, ErrClosed
+		return 0, persistence.ErrClosed
 	}
 	n := 0
 	for k := range s.records {
@@ -147,9 +150,9 @@ func (s *MemoryStore) DeleteSession(ctx context.Context, sessionID string) (int,
 	return n, nil
 }
 
-// Session implements Store.
-func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record, error) {
-	if err := ValidateID("session", sessionID); err != nil {
+// Session implements persistence.Store.
+func (s *Store) Session(ctx context.Context, sessionID string) ([]*persistence.Record, error) {
+	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -158,40 +161,40 @@ func (s *MemoryStore) Session(ctx context.Context, sessionID string) ([]*Record,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, persistence.ErrClosed
 	}
-	var out []*Record
+	var out []*persistence.Record
 	for k, r := range s.records {
 		if k.SessionID != sessionID {
 			continue
 		}
 		c := cloneRecord(r)
-		if err := CheckLoaded(c); err != nil {
+		if err := persistence.CheckLoaded(c); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b *Record) int {
+	slices.SortFunc(out, func(a, b *persistence.Record) int {
 		return cmp.Or(cmp.Compare(a.Key.Kind, b.Key.Kind), cmp.Compare(a.Key.ID, b.Key.ID))
 	})
 	return out, nil
 }
 
-// Sessions implements Store.
-func (s *MemoryStore) Sessions(ctx context.Context) ([]SessionInfo, error) {
+// Sessions implements persistence.Store.
+func (s *Store) Sessions(ctx context.Context) ([]persistence.SessionInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, persistence.ErrClosed
 	}
-	by := map[string]*SessionInfo{}
+	by := map[string]*persistence.SessionInfo{}
 	for k, r := range s.records {
 		in := by[k.SessionID]
 		if in == nil {
-			in = &SessionInfo{SessionID: k.SessionID}
+			in = &persistence.SessionInfo{SessionID: k.SessionID}
 			by[k.SessionID] = in
 		}
 		in.Records++
@@ -199,16 +202,16 @@ func (s *MemoryStore) Sessions(ctx context.Context) ([]SessionInfo, error) {
 			in.UpdatedAt = r.UpdatedAt
 		}
 	}
-	out := make([]SessionInfo, 0, len(by))
+	out := make([]persistence.SessionInfo, 0, len(by))
 	for _, in := range by {
 		out = append(out, *in)
 	}
-	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.SessionID, b.SessionID) })
+	slices.SortFunc(out, func(a, b persistence.SessionInfo) int { return cmp.Compare(a.SessionID, b.SessionID) })
 	return out, nil
 }
 
-// Close implements Store.
-func (s *MemoryStore) Close() error {
+// Close implements persistence.Store.
+func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -218,7 +221,7 @@ func (s *MemoryStore) Close() error {
 // Tamper lets fn change a stored record in place, bypassing every check,
 // as a person editing the database by hand would: for damage tests. It
 // reports whether the record exists.
-func (s *MemoryStore) Tamper(key Key, fn func(*Record)) bool {
+func (s *Store) Tamper(key persistence.Key, fn func(*persistence.Record)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[key]
@@ -228,7 +231,7 @@ func (s *MemoryStore) Tamper(key Key, fn func(*Record)) bool {
 	return ok
 }
 
-func cloneRecord(r *Record) *Record {
+func cloneRecord(r *persistence.Record) *persistence.Record {
 	c := *r
 	c.Data = bytes.Clone(r.Data)
 	c.Messages = make([]json.RawMessage, len(r.Messages))

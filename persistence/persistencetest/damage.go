@@ -10,6 +10,7 @@ import (
 
 	"github.com/braidhq/braid/internal/strictjson/strictjsontest"
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // Edits are damage a stored record's texts take, each a replacement of
@@ -40,14 +41,14 @@ func OnlyRecord(t *testing.T, st persistence.Store, sessionID string, kind persi
 	return keys[0]
 }
 
-// RecordDamage checks SPEC S5 on one stored record of a MemoryStore: for
+// RecordDamage checks SPEC S5 on one stored record of a Store: for
 // the record's data and each of its messages in turn, each edit, and bit
 // flips and truncations, load (which builds the record's owner afresh and
 // reads it) must return a *persistence.DamageError naming key, an error
 // that other accepts, or, for bit flips and truncations only, no error (a
 // text that still reads as a record). Never a panic, never an error of
 // another kind. The record is restored afterwards, and must load again.
-func RecordDamage(t *testing.T, st *persistence.MemoryStore, key persistence.Key, load func() error, edits Edits, other func(error) bool) {
+func RecordDamage(t *testing.T, st *memory.Store, key persistence.Key, load func() error, edits Edits, other func(error) bool) {
 	t.Helper()
 	var orig *persistence.Record
 	if !st.Tamper(key, func(r *persistence.Record) { orig = cloneRecord(r) }) {

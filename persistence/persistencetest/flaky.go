@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // ErrLoadsFail is what a FailingLoads store's loads return while Failing
@@ -15,24 +16,24 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// FailingLoads is a MemoryStore whose loads fail with ErrLoadsFail while
+// FailingLoads is a memory store whose loads fail with ErrLoadsFail while
 // Failing is set: a store that is down for a while, to test what an
 // owner's activation does when its load fails and once the store is back.
 type FailingLoads struct {
-	*persistence.MemoryStore
+	*memory.Store
 	Failing atomic.Bool
 }
 
-// NewFailingLoads returns a FailingLoads over a new MemoryStore, loading.
+// NewFailingLoads returns a FailingLoads over a new memory store, loading.
 func NewFailingLoads() *FailingLoads {
-	return &FailingLoads{MemoryStore: persistence.NewMemoryStore()}
+	return &FailingLoads{Store: memory.New()}
 }
 
-// Load fails while Failing is set, and loads from the MemoryStore
+// Load fails while Failing is set, and loads from the memory store
 // otherwise.
 func (s *FailingLoads) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
 	if s.Failing.Load() {
 		return nil, ErrLoadsFail
 	}
-	return s.MemoryStore.Load(ctx, key)
+	return s.Store.Load(ctx, key)
 }

@@ -4,7 +4,7 @@
 //
 //	func TestStore_Conformance(t *testing.T) {
 //		persistencetest.Run(t, func(t *testing.T) persistencetest.Harness {
-//			s := persistence.NewMemoryStore()
+//			s := memory.New()
 //			return persistencetest.Harness{Store: s, Tamper: ...}
 //		})
 //	}
@@ -36,7 +36,7 @@ import (
 type Harness struct {
 	Store persistence.Store
 	// Tamper edits the record stored under key in place, bypassing every
-	// check (an SQL UPDATE for SQL stores, MemoryStore.Tamper for memory),
+	// check (an SQL UPDATE for SQL stores, memory.Store.Tamper for memory),
 	// as a person editing the data by hand would. fn sees the record as
 	// stored; it fails t if there is no such record.
 	Tamper func(t *testing.T, key persistence.Key, fn func(*persistence.Record))

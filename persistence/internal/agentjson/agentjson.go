@@ -1,4 +1,4 @@
-package persistence
+package agentjson
 
 import (
 	"encoding/json"
@@ -11,15 +11,26 @@ import (
 	"github.com/braidhq/braid/model"
 )
 
-// The data of an agent's record,
+// Data is an agent's record data. Its stored form is
 // {"session":..,"owner":..,"state":{..},"interrupts":{..},"pending":..,"usage":{..}}
 // (session and owner left out when empty, pending when there is none,
-// usage when it is zero), written and read without
-// reflection: appendAgentData writes exactly what encoding/json writes for
-// agentData (HTML escaping off; state keys sorted), parseAgentData reads
-// that form strictly (SPEC S5).
+// usage when it is zero; state keys sorted; HTML escaping off).
+type Data struct {
+	// Session and Owner name the record's key, so that a record found
+	// under another key is damage (SPEC S5); records of earlier builds
+	// have neither.
+	Session    string                     `json:"session,omitempty"`
+	Owner      string                     `json:"owner,omitempty"`
+	State      map[string]json.RawMessage `json:"state"`
+	Interrupts *interrupt.State           `json:"interrupts"`
+	Pending    json.RawMessage            `json:"pending,omitempty"`
+	// Usage is left out when zero (a record of an earlier build has none).
+	Usage *model.Usage `json:"usage,omitempty"`
+}
 
-func appendAgentData(dst []byte, d agentData) ([]byte, error) {
+// Append appends d in its stored form to dst: exactly what encoding/json
+// writes for d with HTML escaping off.
+func Append(dst []byte, d Data) ([]byte, error) {
 	out := append(dst, '{')
 	if d.Session != "" {
 		out = append(strictjson.AppendString(append(out, `"session":`...), d.Session), ',')
@@ -60,22 +71,22 @@ func appendAgentData(dst []byte, d agentData) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// agentDataKeys are the keys of the stored form, in index order.
+// DataKeys are the keys of the stored form, in index order.
 var (
-	agentDataKeys = []string{"state", "interrupts", "pending", "session", "owner", "usage"}
-	usageKeys     = []string{"inputTokens", "outputTokens", "totalTokens"}
+	DataKeys  = []string{"state", "interrupts", "pending", "session", "owner", "usage"}
+	usageKeys = []string{"inputTokens", "outputTokens", "totalTokens"}
 )
 
-// parseAgentData reads an agent's data strictly: "state" (an object) and
+// Parse reads an agent's data strictly: "state" (an object) and
 // "interrupts" (interrupt.ParseState's form) are required (null reads as
 // nil, which OpenAgent refuses), "pending" is any JSON value (the agent
 // reads it), "session" and "owner" are optional non-empty strings,
 // "usage" is optional and exactly {"inputTokens":n,"outputTokens":n,
 // "totalTokens":n} with integers as encoding/json writes them, no other
 // key, no key twice.
-func parseAgentData(data []byte) (agentData, error) {
-	var d agentData
-	keys := strictjson.NewKeys("agent data", agentDataKeys)
+func Parse(data []byte) (Data, error) {
+	var d Data
+	keys := strictjson.NewKeys("agent data", DataKeys)
 	err := strictjson.Decode(data, func(r *strictjson.Reader) error {
 		return r.Fields(&keys, func(i int) (err error) {
 			switch {
@@ -86,9 +97,9 @@ func parseAgentData(data []byte) (agentData, error) {
 				d.Usage, err = readUsage(r)
 				return err
 			case i >= 3:
-				s, err := r.StringNotNull(agentDataKeys[i])
+				s, err := r.StringNotNull(DataKeys[i])
 				if err == nil && s == "" {
-					err = fmt.Errorf("%w: %s is empty", strictjson.ErrStrict, agentDataKeys[i])
+					err = fmt.Errorf("%w: %s is empty", strictjson.ErrStrict, DataKeys[i])
 				}
 				if i == 3 {
 					d.Session = s

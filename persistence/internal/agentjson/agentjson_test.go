@@ -1,8 +1,8 @@
-package persistence
+package agentjson_test
 
-// The stored form of an agent's data (agentdata.go) against encoding/json
+// The stored form of an agent's data against encoding/json
 // (SPEC S5): appendAgentData writes byte for byte what encoding/json
-// writes for agentData with HTML escaping off, and parseAgentData accepts
+// writes for agentjson.Data with HTML escaping off, and agentjson.Parse accepts
 // exactly what the reflective strict decoding (DecodeExact) accepts, with
 // the same value, except that it may also refuse a key repeated inside a
 // value that DecodeExact keeps opaque.
@@ -22,13 +22,15 @@ import (
 	"github.com/braidhq/braid/internal/strictjson/strictjsontest"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
+	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/internal/agentjson"
 )
 
 var dataStrings = []string{"k", "<b>&", "q\"\\", "nl\n", "bad\xff", "\u2028", "日本", ""}
 
-func genAgentData(r *rand.Rand) agentData {
+func genAgentData(r *rand.Rand) agentjson.Data {
 	s := func() string { return dataStrings[r.IntN(len(dataStrings))] }
-	d := agentData{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
+	d := agentjson.Data{State: map[string]json.RawMessage{}, Interrupts: interrupt.NewState()}
 	if r.IntN(3) > 0 {
 		d.Session, d.Owner = s(), s()
 	}
@@ -59,23 +61,23 @@ func TestAppendAgentData_WritesWhatEncodingJSONWrites(t *testing.T) {
 		d := genAgentData(r)
 		want, err := strictjson.Marshal(d)
 		require.NoError(t, err)
-		got, err := appendAgentData([]byte("p"), d)
+		got, err := agentjson.Append([]byte("p"), d)
 		require.NoError(t, err)
 		require.Equal(t, "p"+string(want), string(got))
 	}
-	bad := agentData{State: map[string]json.RawMessage{"a": json.RawMessage(`{`)}, Interrupts: interrupt.NewState()}
-	out, err := appendAgentData([]byte("p"), bad)
+	bad := agentjson.Data{State: map[string]json.RawMessage{"a": json.RawMessage(`{`)}, Interrupts: interrupt.NewState()}
+	out, err := agentjson.Append([]byte("p"), bad)
 	assert.Error(t, err)
 	assert.Equal(t, "p", string(out))
 }
 
 func checkAgentDataParse(t *testing.T, raw []byte) {
 	t.Helper()
-	old := func(raw []byte) (agentData, error) {
-		var d agentData
-		return d, DecodeExact(raw, &d)
+	old := func(raw []byte) (agentjson.Data, error) {
+		var d agentjson.Data
+		return d, persistence.DecodeExact(raw, &d)
 	}
-	strictjsontest.Differential(t, raw, old, parseAgentData, func(want, got agentData) bool {
+	strictjsontest.Differential(t, raw, old, agentjson.Parse, func(want, got agentjson.Data) bool {
 		return want.Session == got.Session && want.Owner == got.Owner &&
 			reflect.DeepEqual(want.State, got.State) && bytes.Equal(want.Pending, got.Pending) &&
 			reflect.DeepEqual(want.Usage, got.Usage) &&
@@ -97,7 +99,7 @@ func TestParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(t *
 		{`"totalTokens":`, `"totalTokens":99999999999999999999,"t":`}, {`"usage":{`, `"usage":{"cacheTokens":1,`},
 		{`"usage":{"inputTokens":`, `"usage":{"inputTokens": 1e0,"i":`}, {`{"state"`, `{"usage":{},"state"`}}
 	for range 1500 {
-		b, err := appendAgentData(nil, genAgentData(r))
+		b, err := agentjson.Append(nil, genAgentData(r))
 		require.NoError(t, err)
 		for _, x := range strictjsontest.Mutations(r, b, reps) {
 			checkAgentDataParse(t, x)
@@ -116,7 +118,7 @@ func TestParseAgentData_EscapedStateKeysKeepTheirValues(t *testing.T) {
 	} {
 		checkAgentDataParse(t, []byte(raw))
 	}
-	d, err := parseAgentData([]byte(`{"state":{"tab\tkey":{"x\ny":1}}` + interrupts))
+	d, err := agentjson.Parse([]byte(`{"state":{"tab\tkey":{"x\ny":1}}` + interrupts))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]json.RawMessage{"tab\tkey": json.RawMessage(`{"x\ny":1}`)}, d.State)
 }
@@ -124,7 +126,7 @@ func TestParseAgentData_EscapedStateKeysKeepTheirValues(t *testing.T) {
 func FuzzParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(f *testing.F) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 20 {
-		if b, err := appendAgentData(nil, genAgentData(r)); err == nil {
+		if b, err := agentjson.Append(nil, genAgentData(r)); err == nil {
 			f.Add(b)
 		}
 	}
@@ -134,14 +136,14 @@ func FuzzParseAgentData_AcceptsExactlyWhatTheStrictReflectiveDecodingAccepts(f *
 // interruptedData is an agent's data as the b4 cycle stores it at its
 // interrupt: a state key, one interrupt with a reason, the pending tool
 // cycle.
-func interruptedData(b *testing.B) agentData {
+func interruptedData(b *testing.B) agentjson.Data {
 	st := interrupt.NewState()
 	st.Register(interrupt.Interrupt{ID: "v1:before_tool_call:t1:6c1f", Name: "myapp-approval",
 		Reason: json.RawMessage(`{"paths":["a.txt","b.txt"]}`), Source: interrupt.SourceHook})
 	st.Activate()
 	pending := json.RawMessage(`{"kind":"tools","assistantMessage":{"role":"assistant","content":[{"text":"I will delete them."},` +
 		`{"toolUse":{"toolUseId":"t1","name":"delete_files","input":{"paths":["a.txt","b.txt"]}}}]},"completedToolResults":[]}`)
-	return agentData{State: map[string]json.RawMessage{"trust": json.RawMessage(`["move_files"]`)}, Interrupts: st, Pending: pending}
+	return agentjson.Data{State: map[string]json.RawMessage{"trust": json.RawMessage(`["move_files"]`)}, Interrupts: st, Pending: pending}
 }
 
 // BenchmarkAgentData compares the hand-written form of an agent's data with
@@ -149,12 +151,12 @@ func interruptedData(b *testing.B) agentData {
 // strictly.
 func BenchmarkAgentData(b *testing.B) {
 	d := interruptedData(b)
-	raw, err := appendAgentData(nil, d)
+	raw, err := agentjson.Append(nil, d)
 	require.NoError(b, err)
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := appendAgentData(nil, d); err != nil {
+			if _, err := agentjson.Append(nil, d); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -170,7 +172,7 @@ func BenchmarkAgentData(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := parseAgentData(raw); err != nil {
+			if _, err := agentjson.Parse(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -178,8 +180,8 @@ func BenchmarkAgentData(b *testing.B) {
 	b.Run("decode-reflect", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			var x agentData
-			if err := DecodeExact(raw, &x); err != nil {
+			var x agentjson.Data
+			if err := persistence.DecodeExact(raw, &x); err != nil {
 				b.Fatal(err)
 			}
 		}
