@@ -159,13 +159,13 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 	// show, export and delete name a session; the empty id ("" typed
 	// back as list prints it) is one no save writes, as a '/' is.
 	if idErr := persistence.ValidateID("session", id); sub != "list" && sub != "import" && idErr != nil {
-		return badIDSession(ctx, store, sub, id, idErr, stdout)
+		return badIDSession(ctx, store, sub, id, idErr, *dir, *dsn, stdout)
 	}
 	switch sub {
 	case "list":
 		return listSessions(ctx, store, *withStatus, stdout)
 	case "import":
-		if err := importSession(ctx, store, exp); err != nil {
+		if err := importSession(ctx, store, exp, *dir, *dsn); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "imported session %s: %s\n", shownID(exp.SessionID), recordCount(len(exp.Records)))
@@ -175,7 +175,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 	case "export":
 		exp, err := export.Read(ctx, store, id)
 		if err != nil {
-			return readErr(id, err)
+			return readErr(id, err, *dir, *dsn)
 		}
 		b, err := json.MarshalIndent(exp, "", "  ")
 		if err != nil {
@@ -185,7 +185,7 @@ func runSession(ctx context.Context, args []string, stdout io.Writer) (err error
 		return err
 	}
 	if exp, err = export.Read(ctx, store, id); err != nil {
-		return readErr(id, err)
+		return readErr(id, err, *dir, *dsn)
 	}
 	return showSession(exp, stdout)
 }
@@ -198,15 +198,34 @@ func storeName(dir, dsn string) string {
 	return "the store in " + dir
 }
 
-// readErr is err, show's or export's for session id, saying how to remove
-// the session when a record of it is damaged; a record of a newer schema
-// version is not damaged for the build that wrote it, which reads it.
-func readErr(id string, err error) error {
+// deleteCommand is the `braid session delete` command line that deletes
+// session id from the store a command used (the SQLite store in dir, or
+// the PostgreSQL one when dsn is set), for a message to suggest: it names
+// that store, so that copied it does not act on the default one. A DSN
+// may hold a password, so it is left as a placeholder. An id that begins
+// with '-' comes after "--", so that it is not read as a flag.
+func deleteCommand(id, dir, dsn string) string {
+	store := "-dir " + shellWord(dir)
+	if dsn != "" {
+		store = "-postgres DSN"
+	}
+	word := shellWord(shownID(id))
+	if strings.HasPrefix(shownID(id), "-") {
+		word = "-- " + word
+	}
+	return "braid session delete " + store + " " + word
+}
+
+// readErr is err, show's or export's for session id in the store of dir
+// or dsn, saying how to remove the session when a record of it is
+// damaged; a record of a newer schema version is not damaged for the
+// build that wrote it, which reads it.
+func readErr(id string, err error, dir, dsn string) error {
 	switch {
 	case errors.Is(err, persistence.ErrSchemaVersion):
 		return fmt.Errorf("%w (written by a newer Braid: read it with that build)", err)
 	case errors.Is(err, persistence.ErrDamaged):
-		return fmt.Errorf("%w (braid session delete %s removes the session)", err, shellWord(shownID(id)))
+		return fmt.Errorf("%w (%s removes the session)", err, deleteCommand(id, dir, dsn))
 	}
 	return err
 }
@@ -239,7 +258,7 @@ type storedSessionDeleter interface {
 // marks them damaged). delete removes exactly that session's records and
 // messages; show and export say that it is damaged and why, and how to
 // remove it. An id no session is stored under is not found.
-func badIDSession(ctx context.Context, store persistence.Store, sub, id string, idErr error, w io.Writer) error {
+func badIDSession(ctx context.Context, store persistence.Store, sub, id string, idErr error, dir, dsn string, w io.Writer) error {
 	if sub == "delete" {
 		d, ok := store.(storedSessionDeleter)
 		if !ok {
@@ -261,8 +280,8 @@ func badIDSession(ctx context.Context, store persistence.Store, sub, id string, 
 	}
 	for _, in := range infos {
 		if in.SessionID == id {
-			return fmt.Errorf("session %s: %w: its %d records are stored under an id no save writes (%w); braid session delete %s removes them",
-				shownID(id), persistence.ErrDamaged, in.Records, idErr, shellWord(shownID(id)))
+			return fmt.Errorf("session %s: %w: its %d records are stored under an id no save writes (%w); %s removes them",
+				shownID(id), persistence.ErrDamaged, in.Records, idErr, deleteCommand(id, dir, dsn))
 		}
 	}
 	return fmt.Errorf("session %s: %w; no save writes that id (%w)", shownID(id), persistence.ErrNotFound, idErr)
@@ -396,13 +415,14 @@ var errSessionExists = errors.New("the session already exists in the store")
 // importSession writes exp into store (export.Write). A session of
 // that id already stored (a record of it: the import's new records
 // conflict with it) is errSessionExists, which says how to replace it;
-// nothing is written then.
-func importSession(ctx context.Context, store persistence.Store, exp *export.Session) error {
+// nothing is written then. dir and dsn name the store, for the delete
+// command the message suggests.
+func importSession(ctx context.Context, store persistence.Store, exp *export.Session, dir, dsn string) error {
 	err := export.Write(ctx, store, exp)
 	var ce *persistence.ConflictError
 	if errors.As(err, &ce) && ce.Expected == 0 {
-		return fmt.Errorf("session %q: %w (import does not replace it: to replace it, delete it first with braid session delete %s)",
-			exp.SessionID, errSessionExists, exp.SessionID)
+		return fmt.Errorf("session %q: %w (import does not replace it: to replace it, delete it first with %s)",
+			exp.SessionID, errSessionExists, deleteCommand(exp.SessionID, dir, dsn))
 	}
 	return err
 }

@@ -115,7 +115,7 @@ func TestSession_ExportDeleteImportMovesAWaitingRun(t *testing.T) {
 	code, _, se = cli("import", "-dir", other, file)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, se, `braid session: session "demo": the session already exists in the store`)
-	assert.Contains(t, se, "delete it first with braid session delete demo")
+	assert.Contains(t, se, "delete it first with braid session delete -dir "+shellWord(other)+" demo")
 	assert.NotContains(t, se, "another writer")
 	moved := filepath.Join(t.TempDir(), "moved.json")
 	require.NoError(t, os.WriteFile(moved, []byte(strings.Replace(exported, `"sessionId": "demo"`, `"sessionId": "copy"`, 1)), 0o600))
@@ -641,7 +641,7 @@ func TestSession_ShowAndDeleteReachSessionsUnderIdsNoSaveWrites(t *testing.T) {
 			assert.Equal(t, 1, code, "%s %s: %s", sub, id, se)
 			assert.Empty(t, so)
 			assert.Contains(t, se, "damaged", "%s %s", sub, id)
-			assert.Contains(t, se, "braid session delete "+shellWord(id), "%s %s", sub, id)
+			assert.Contains(t, se, "braid session delete -dir "+shellWord(dir)+" "+shellWord(id), "%s %s", sub, id)
 		}
 	}
 	_, _, se = cli("show", "-dir", dir, `"\xff"`)
@@ -774,7 +774,7 @@ func TestSession_ShowAndDeleteReachASessionUnderTheEmptyID(t *testing.T) {
 	assert.Equal(t, 1, code, se)
 	assert.Empty(t, so)
 	assert.Contains(t, se, "damaged")
-	assert.Contains(t, se, "braid session delete "+shellWord(`""`))
+	assert.Contains(t, se, "braid session delete -dir "+shellWord(dir)+" "+shellWord(`""`))
 
 	code, so, se = cli("delete", "-dir", dir, `""`)
 	require.Equal(t, 0, code, se)
@@ -805,4 +805,43 @@ func TestShellWord_IsOneWordOfTheSystemsCommandLine(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, shellWordFor(c.goos, c.in), "%s %q", c.goos, c.in)
 	}
+}
+
+// The `braid session delete` command that a refused import or a damaged
+// session's show suggests names the store the refused command used, so
+// that copied as it is it deletes the session there, not one of that id
+// in the default store (.braid, or $BRAID_STORE_DIR).
+func TestSession_SuggestedDeleteNamesTheStoreUsed(t *testing.T) {
+	_, store := waitingDemo(t)
+	code, exported, se := cli("export", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	file := filepath.Join(t.TempDir(), "demo.json")
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
+
+	code, _, se = cli("import", "-dir", store, file)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "braid session delete -dir "+shellWord(store)+" demo")
+
+	dir := filepath.Join(t.TempDir(), "with space")
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Dir: dir})
+	require.NoError(t, err)
+	for _, id := range []string{"bad", "-bad"} {
+		_, err = st.Save(context.Background(), persistence.SaveOptions{}, persistence.Change{
+			Key:  persistence.Key{SessionID: id, Kind: persistence.KindAgent, ID: "a"},
+			Data: json.RawMessage(`{"state":{},"interrupts":{"activated":false,"interrupts":[]}}`)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	execSQL(t, dir, `UPDATE braid_records SET data = '{"nope":1}'`)
+	code, _, se = cli("show", "-dir", dir, "bad")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "braid session delete -dir "+shellWord(dir)+" bad removes the session", se)
+	// An id that begins with '-' is suggested after "--", which the
+	// command reads as the id, not as a flag.
+	code, _, se = cli("show", "-dir", dir, "--", "-bad")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, se, "braid session delete -dir "+shellWord(dir)+" -- -bad removes the session", se)
+	code, so, se := cli("delete", "-dir", dir, "--", "-bad")
+	assert.Equal(t, 0, code, se)
+	assert.Equal(t, "deleted session -bad: 1 record\n", so)
 }
