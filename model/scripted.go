@@ -56,7 +56,12 @@ type ScriptedModel struct {
 }
 
 // Scripted returns a model that answers call n with turns[n]; a call past the
-// end fails with ErrScriptExhausted.
+// end fails with ErrScriptExhausted. n counts the calls of this value only,
+// not the turns of the conversation: an agent that a new process restores
+// from its session (to resume an interrupt, say) makes its next call with
+// a new Scripted, which answers it with turns[0] again. For a run that goes
+// on in another process, use ScriptedFunc, whose turn depends on the
+// request's messages.
 func Scripted(turns ...Turn) *ScriptedModel {
 	return &ScriptedModel{turns: turns}
 }
