@@ -308,9 +308,10 @@ const (
 // SQLite store in dir, which must exist unless mode is create (for
 // PostgreSQL: Braid's tables must be there unless mode is create, and
 // nothing is created when they are not); read-only in mode readOnly,
-// which creates nothing. Only a store that does not exist is "no store"; one
-// that cannot be looked at (permission denied, a path through a file) is
-// reported as it is. A dir without a store that is a demo's workspace
+// which creates nothing. A dir that is the database file (DIR/braid.db)
+// is refused, saying to give its folder. Only a store that does not exist
+// is "no store"; one that cannot be looked at (permission denied, a path
+// through a file) is reported as it is. A dir without a store that is a demo's workspace
 // (its store is in dir/.braid) is refused, create or not, saying which
 // -dir to give: a store created beside the demo's would hold sessions
 // the demo never finds.
@@ -320,6 +321,11 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 			testHookOpenForWrite()
 		}
 		return openPostgres(ctx, dsn, mode)
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().IsRegular() && filepath.Base(dir) == sqlite.FileName {
+		// -dir takes the folder that holds braid.db, not the file.
+		parent := filepath.Dir(dir)
+		return nil, fmt.Errorf("-dir %s is the store's database file: -dir takes the folder that holds it: give -dir %s", dir, shellWord(parent))
 	}
 	_, err := os.Stat(filepath.Join(dir, sqlite.FileName))
 	switch {

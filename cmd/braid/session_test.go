@@ -845,3 +845,24 @@ func TestSession_SuggestedDeleteNamesTheStoreUsed(t *testing.T) {
 	assert.Equal(t, 0, code, se)
 	assert.Equal(t, "deleted session -bad: 1 record\n", so)
 }
+
+// A -dir that names the SQLite database file itself (DIR/braid.db)
+// rather than its folder is refused, by every subcommand, with the -dir
+// to give instead, and nothing is created.
+func TestSession_DirNamingTheDatabaseFileSaysToGiveItsFolder(t *testing.T) {
+	_, store := waitingDemo(t)
+	code, exported, se := cli("export", "-dir", store, "demo")
+	require.Equal(t, 0, code, se)
+	file := filepath.Join(t.TempDir(), "demo.json")
+	require.NoError(t, os.WriteFile(file, []byte(exported), 0o600))
+	db := filepath.Join(store, sqlite.FileName)
+	for _, args := range [][]string{{"list"}, {"show", "demo"}, {"export", "demo"}, {"delete", "demo"}, {"import", file}} {
+		code, so, se := cli(append(args, "-dir", db)...)
+		assert.Equal(t, exitFailure, code, "%v", args)
+		assert.Empty(t, so, "%v", args)
+		assert.Contains(t, se, "give -dir "+shellWord(store), "%v: %s", args, se)
+	}
+	code, so, se := cli("list", "-dir", store)
+	require.Equal(t, 0, code, se)
+	assert.Contains(t, so, "demo", "the session is still there")
+}
