@@ -572,7 +572,14 @@ func (o *Orchestrator) Binding() *Binding { return o.binding }
 // so does every later call. Close waits for the actors to stop and the
 // identities to be released, or for ctx to end: it then returns ctx's
 // error and the close goes on without the caller. Every call after the
-// first waits for the same close and returns its outcome.
+// first waits for the same close and returns its outcome. The identity is
+// released only once the node runs and invocation hooks of the activation
+// it stops have returned (JobWaiter), so a node or hook of the
+// orchestrator that closes it must pass its own context, which the close
+// cuts off (Close then returns that context's error, and the close
+// completes once the node or hook has returned): with a context that
+// cannot end, Close waits for the very run it is called from, until the
+// System closes.
 func (o *Orchestrator) Close(ctx context.Context) error {
 	o.closeOnce.Do(func() {
 		close(o.closed)

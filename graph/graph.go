@@ -130,6 +130,8 @@ func (g *Graph) Binding() *actors.Binding { return g.o.Binding() }
 // releases their identities; the session stays in the store. It waits
 // for that or for ctx to end; the close goes on either way, and a later
 // Close waits for it (actors.Orchestrator.Close).
+// A node or hook of it that closes it passes its own context: one that
+// cannot end would have Close wait for the run it is called from.
 func (g *Graph) Close(ctx context.Context) error { return g.o.Close(ctx) }
 
 // State is what an edge condition sees of the run.

@@ -130,4 +130,6 @@ func (s *Swarm) Binding() *actors.Binding { return s.o.Binding() }
 // identities; the session stays in the store. It waits for that or for
 // ctx to end; the close goes on either way, and a later Close waits for
 // it (actors.Orchestrator.Close).
+// A node or hook of it that closes it passes its own context: one that
+// cannot end would have Close wait for the run it is called from.
 func (s *Swarm) Close(ctx context.Context) error { return s.o.Close(ctx) }
