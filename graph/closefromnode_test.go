@@ -15,7 +15,7 @@ import (
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
-	"github.com/braidhq/braid/persistence"
+	"github.com/braidhq/braid/persistence/memory"
 )
 
 // SPEC R4, R7: a node that closes its own graph with its run's context
@@ -35,7 +35,7 @@ func TestGraph_R7_ANodeThatClosesItsOwnGraphWithItsContextIsCutOffAndTheCloseCom
 		closed <- g.Close(ctx)
 		return []model.ContentBlock{model.Text("done")}, nil
 	})
-	st := persistence.NewMemoryStore()
+	st := memory.New()
 	g = build(t, graph.NewBuilder().AddNode("a", node), graph.Config{ID: "g", System: sys, Session: manager(t, st, "s")})
 	_, err := g.Invoke(ctx, agent.Text("go"))
 	assert.ErrorIs(t, err, actors.ErrOrchestratorClosed)
