@@ -825,6 +825,12 @@ type shell struct {
 	timer    *time.Timer
 	last     time.Time // of the last message but ticks
 	faulted  bool      // the owner panicked: the shell waits to be stopped
+	// stopSeen: the owner has had its Stopping. Proto.Actor goes on
+	// delivering messages to an actor whose children are still stopping;
+	// the owner sees none of them (it has answered what it held and
+	// cancelled its jobs): they go back to the registry, as a faulted
+	// owner's do, and reach the next activation.
+	stopSeen bool
 	goJob    func(func())
 	closed   <-chan struct{} // the System's Done
 	// returned is the owner's JobWaiter channel, asked for at Stopping:
@@ -855,7 +861,7 @@ func (s *shell) Receive(c actor.Context) {
 		}
 		return
 	}
-	if s.faulted {
+	if s.faulted || s.stopSeen {
 		s.receiveFaulted(c)
 		return
 	}
@@ -896,6 +902,7 @@ func (s *shell) Receive(c actor.Context) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
+		s.stopSeen = true
 		s.stopping(c)
 		return
 	case *actor.Stopped:
@@ -944,9 +951,11 @@ func (s *shell) answerFault(c actor.Context, fe *FaultError) {
 }
 
 // receiveFaulted: the owner panicked and the registry stops the actor the
-// way it passivates one. Meanwhile the messages sent to it directly are
-// sent back to the registry, for the next activation, except those of
-// the owner's own goroutines (OwnMessages), whose work died with it.
+// way it passivates one, or the owner has had its Stopping and the actor
+// waits for its children to stop. Meanwhile the messages sent to it
+// directly are sent back to the registry, for the next activation, except
+// those of the owner's own goroutines (OwnMessages), whose work died with
+// it.
 func (s *shell) receiveFaulted(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Stopping:
