@@ -340,7 +340,7 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 			return nil, fmt.Errorf("store in %s: %s is not a directory", dir, file)
 		}
 		if mode != create {
-			return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+			return nil, fmt.Errorf("no store in %s (-dir takes a folder that holds a braid.db; -postgres a PostgreSQL DSN): %w", dir, err)
 		}
 	case err != nil && mode != create:
 		return nil, fmt.Errorf("store in %s: %w", dir, err)
@@ -348,7 +348,7 @@ func openStore(ctx context.Context, dir, dsn string, mode int) (persistence.Stor
 	st, err := sqlite.Open(ctx, sqlite.Config{Dir: dir, ReadOnly: mode == readOnly})
 	if errors.Is(err, fs.ErrNotExist) {
 		// A braid.db that holds no Braid tables yet (created empty).
-		return nil, fmt.Errorf("no store in %s (give -dir or -postgres): %w", dir, err)
+		return nil, fmt.Errorf("no store in %s (-dir takes a folder that holds a braid.db; -postgres a PostgreSQL DSN): %w", dir, err)
 	}
 	return st, err
 }

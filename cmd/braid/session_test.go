@@ -351,6 +351,7 @@ func TestSession_AnUnreadableStoreIsNotCalledMissing(t *testing.T) {
 	code, se := cli(filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, se, "no store in")
+	assert.Contains(t, se, "-dir takes a folder that holds a braid.db", "what -dir wants, not to give the -dir the user gave")
 
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
