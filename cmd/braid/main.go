@@ -4,6 +4,7 @@
 //	braid demo graph [-yes|-no] [-model SPEC]               the seed's Graph example: approval before its cleanup node
 //	braid session list [-status]|show ID|export ID [-dir DIR|-postgres DSN]   read stored sessions
 //	braid session import FILE|delete ID [-dir DIR|-postgres DSN]              move or remove a session
+//	braid version                                           the build: version, commit, Go, record schema
 //	braid help [demo|session]                               the usage of braid or of a command
 //
 // -model picks the model: "scripted" (the default, an offline script),
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exit(ctx, stderr, "braid demo:", runDemo(ctx, args[1:], stdin, stdout))
 	case "session":
 		return exit(ctx, stderr, "braid session:", runSession(ctx, args[1:], stdout))
+	case "version":
+		return exit(ctx, stderr, "braid version:", runVersion(args[1:], stdout))
 	default:
 		if isHelp(args[0]) {
 			return exit(ctx, stderr, "braid help:", runHelp(args[1:], stdout))
@@ -172,6 +175,9 @@ commands:
   session read stored sessions: list [-status], show <id>, export <id>; import an
           exported one (import <file>), or delete one (delete <id>)
           (flags: -dir DIR, the store's folder; -postgres DSN)
+  version print the build: Braid's version (or the commit it was built
+          from), the Go version, and the schema version of the records it
+          writes (a store written by a newer schema is read by that build)
   help [command]
           show this text, or a command's usage ("-h" after a command too)
 
