@@ -477,6 +477,9 @@ func (n *nodeActor) run(ctx, after context.Context, m *braidv1.NodeRun, events *
 		rep.Gate = interruptsToWire(gate.All())
 		switch {
 		case err != nil:
+			// The executor does not run: not an execution either (SPEC
+			// M7), as for a cancel below.
+			rep.Gated = true
 			rep.Result = out.fail(n.id, fmt.Errorf("BeforeNodeCall hook of node %q: %w", n.id, err))
 			return rep
 		case len(gate.Unanswered()) > 0:

@@ -83,8 +83,9 @@ type Result struct {
 	Results []*NodeResult
 	// ExecutionOrder lists the nodes in the order their runs ended (a node
 	// run twice appears twice; a run interrupted and then resumed is one;
-	// a node a BeforeNodeCall hook cancelled did not run and is not
-	// listed). For a Swarm it is the node history.
+	// a node a BeforeNodeCall hook cancelled, or whose BeforeNodeCall
+	// hook failed, did not run and is not listed). For a Swarm it is the
+	// node history.
 	ExecutionOrder []string
 	ExecutionCount int
 	// CompletedNodes, FailedNodes and InterruptedNodes count the nodes by

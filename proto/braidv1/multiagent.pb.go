@@ -242,7 +242,8 @@ type NodeReport struct {
 	// found (owned by the orchestrator).
 	Gate []*Interrupt `protobuf:"bytes,4,rep,name=gate,proto3" json:"gate,omitempty"`
 	// gated: the node did not run because a BeforeNodeCall hook interrupted
-	// it (result INTERRUPTED) or cancelled it (result CANCELLED).
+	// it (result INTERRUPTED), cancelled it (result CANCELLED) or failed
+	// (result FAILED): not an execution of the node.
 	Gated bool `protobuf:"varint,5,opt,name=gated,proto3" json:"gated,omitempty"`
 	// messages is the node executor's progress after the run, on every
 	// report (NodeRunner.Progress: its agent's message count, a nested
