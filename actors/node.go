@@ -439,6 +439,15 @@ func (n *nodeActor) start(c actor.Context, m *braidv1.NodeRun, events *actor.PID
 		cancel(nil)
 		cutAfter(nil)
 		root.Send(self, &nodeRunDone{run: m.GetRun()})
+		if st := rep.GetResult().GetStatus(); n.cutOff(ctx) && st != braidv1.NodeStatus_NODE_STATUS_COMPLETED &&
+			st != braidv1.NodeStatus_NODE_STATUS_INTERRUPTED {
+			// A run cut off (its System closes: its executor may fail
+			// with ErrClosed before the actor stops) has no outcome of
+			// its own: reported, its orchestrator could save a failure
+			// the run never had, where it must be carried on later, as
+			// after a crash.
+			return
+		}
 		defs := joint.end()
 		if defs != nil || out.v != nil || out.stops != nil || !out.locals.empty() {
 			root.Send(parent, &localReport{rep: rep, defs: defs, local: out.v, locals: out.locals, stops: out.stops})
