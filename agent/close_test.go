@@ -161,8 +161,19 @@ func TestAgent_CallsAfterTheSystemClosedReturnErrClosed(t *testing.T) {
 func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
 	sys, err := actors.NewSystem(actors.DefaultConfig())
 	require.NoError(t, err)
-	block, started := make(chan struct{}), make(chan struct{}, 1)
-	a, _ := approvalAgent(t, sys, memory.New(), block, started)
+	block, started, cut := make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
+	del := tool.New("delete_files", "delete", func(ctx context.Context, _ *tool.Context, _ pathsIn) (string, error) {
+		started <- struct{}{}
+		<-ctx.Done() // the actor's stop cancelled the job
+		close(cut)
+		<-block // and the tool finishes all the same
+		return "deleted", nil
+	})
+	sm, err := persistence.NewSessionManager(memory.New(), "s1")
+	require.NoError(t, err)
+	a := newAgent(t, agent.Config{System: sys, Session: sm, Tools: []tool.Tool{del},
+		Hooks: []hook.Provider{approveHook("delete_files", "approval")},
+		Model: toolThenText("done", model.Call("t1", "delete_files", pathsIn{Paths: []string{"a"}}))})
 	ctx := context.Background()
 	res, err := a.Invoke(ctx, agent.Text("delete a"))
 	require.NoError(t, err)
@@ -188,6 +199,10 @@ func TestAgent_RequestQueuedWhenTheSystemClosesIsAnswered(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the queued request was never answered after the System closed")
 	}
+	// The queued request may be answered as Close begins, before the
+	// actor's stop: the tool is let go only once the stop has cancelled
+	// the job, so that the running invocation is cut off, not finished.
+	<-cut
 	close(block)
 	require.NoError(t, <-closed)
 	for name, ch := range map[string]chan error{"the running one": first} {
