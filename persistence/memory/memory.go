@@ -28,14 +28,10 @@ func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Rec
 	if err := key.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
 	r, ok := s.records[key]
 	if !ok {
 		return nil, persistence.ErrNotFound
@@ -52,14 +48,10 @@ func (s *Store) Save(ctx context.Context, _ persistence.SaveOptions, changes ...
 	if err := persistence.CheckSave(changes); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
 	for _, c := range changes {
 		var cur int64
 		old, ok := s.records[c.Key]
@@ -115,14 +107,10 @@ func (s *Store) Delete(ctx context.Context, key persistence.Key) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return persistence.ErrClosed
-	}
 	delete(s.records, key)
 	return nil
 }
@@ -132,14 +120,10 @@ func (s *Store) DeleteSession(ctx context.Context, sessionID string) (int, error
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return 0, persistence.ErrClosed
-	}
 	n := 0
 	for k := range s.records {
 		if k.SessionID == sessionID {
@@ -155,14 +139,10 @@ func (s *Store) Session(ctx context.Context, sessionID string) ([]*persistence.R
 	if err := persistence.ValidateID("session", sessionID); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
 	var out []*persistence.Record
 	for k, r := range s.records {
 		if k.SessionID != sessionID {
@@ -182,14 +162,10 @@ func (s *Store) Session(ctx context.Context, sessionID string) ([]*persistence.R
 
 // Sessions implements persistence.Store.
 func (s *Store) Sessions(ctx context.Context) ([]persistence.SessionInfo, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.enter(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return nil, persistence.ErrClosed
-	}
 	by := map[string]*persistence.SessionInfo{}
 	for k, r := range s.records {
 		in := by[k.SessionID]
@@ -239,4 +215,19 @@ func cloneRecord(r *persistence.Record) *persistence.Record {
 		c.Messages[i] = bytes.Clone(m)
 	}
 	return &c
+}
+
+// enter locks the store for a call with ctx: ctx's error, or
+// persistence.ErrClosed once Close was called, and the store is not
+// locked then.
+func (s *Store) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return persistence.ErrClosed
+	}
+	return nil
 }
