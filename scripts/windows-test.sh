@@ -13,7 +13,8 @@
 #   of the answers after which Go falls back to the older call), so every
 #   os.RemoveAll, t.TempDir's cleanup included, fails: the test binaries
 #   are built with an overlay of that one Go file that falls back on that
-#   answer too.
+#   answer too (scripts/windows-overlay.sh; `make lint` vets with it, so
+#   the packages it compiled for Windows serve these builds).
 # The kill -9 process tests are Unix-only and skip themselves, and so do
 # the PostgreSQL tests: the binaries run without CI and without a DSN
 # (make test runs those tests, on Linux, against a server).
@@ -34,7 +35,7 @@ fi
 [ -x /usr/lib/wine/wine64 ] || { echo "windows-test: wine64 is missing after install" >&2; exit 1; }
 
 work=${WINDOWS_TEST_DIR:-${TMPDIR:-/tmp}/braid-wine}
-mkdir -p "$work/overlay"
+mkdir -p "$work"
 export WINEPREFIX="$work/prefix" WINEDEBUG=-all
 if [ ! -f "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" ]; then
   cat > "$work/prng.c" <<'C'
@@ -54,17 +55,13 @@ C
   cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
 fi
 
-at="$(go env GOROOT)/src/internal/syscall/windows/at_windows.go"
-sed 's|^\(\s*\)STATUS_NOT_SUPPORTED:|\1STATUS_NOT_SUPPORTED, NTStatus(0xC0000002) /* STATUS_NOT_IMPLEMENTED, Wine */:|' "$at" > "$work/overlay/at_windows.go"
-grep -q 'NTStatus(0xC0000002)' "$work/overlay/at_windows.go" ||
-  { echo "windows-test: $at changed; update the overlay in $0" >&2; exit 1; }
-printf '{"Replace":{"%s":"%s"}}\n' "$at" "$work/overlay/at_windows.go" > "$work/overlay.json"
+overlay=$(scripts/windows-overlay.sh "$work")
 
 status=0
 for pkg in $PKGS; do
   name=$(echo "$pkg" | tr -c 'a-zA-Z0-9\n' _)
   rm -f "$work/$name.exe"
-  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -overlay "$work/overlay.json" -c -o "$work/$name.exe" "$pkg"
+  GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go test -overlay "$overlay" -c -o "$work/$name.exe" "$pkg"
   [ -f "$work/$name.exe" ] || continue # a package without tests
   echo "windows-test: $pkg" >&2
   if ! (cd "$pkg" && env -u CI -u BRAID_TEST_POSTGRES_DSN -u BRAID_TEST_POSTGRES_STANDBY_DSN /usr/lib/wine/wine64 "$work/$name.exe" -test.count=1 -test.timeout=10m); then
