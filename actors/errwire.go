@@ -75,6 +75,7 @@ func builtinCodes() []ErrorCode {
 		{"persistence.ErrBadSave", persistence.ErrBadSave},
 		{"persistence.ErrClosed", persistence.ErrClosed},
 		{"persistence.ErrTooLarge", persistence.ErrTooLarge},
+		{"persistence.ErrOutcomeUnknown", persistence.ErrOutcomeUnknown},
 		{"model.ErrAuth", model.ErrAuth},
 		{"model.ErrUnknownModel", model.ErrUnknownModel},
 		{"model.ErrRateLimited", model.ErrRateLimited},

@@ -51,6 +51,7 @@ var lowerSentinels = map[string]error{
 	"persistence.ErrBadSave":         persistence.ErrBadSave,
 	"persistence.ErrTooLarge":        persistence.ErrTooLarge,
 	"persistence.ErrClosed":          persistence.ErrClosed,
+	"persistence.ErrOutcomeUnknown":  persistence.ErrOutcomeUnknown,
 	"model.ErrAuth":                  model.ErrAuth,
 	"model.ErrUnknownModel":          model.ErrUnknownModel,
 	"model.ErrRateLimited":           model.ErrRateLimited,

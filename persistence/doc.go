@@ -26,6 +26,15 @@
 // id is refused sooner, with actors.ErrBound: one live owner per identity.)
 // agent.Config.Session takes a manager.
 //
+// A store on a server may not learn whether a save it sent committed (the
+// connection broke before the reply came): the save fails with an error
+// matching ErrOutcomeUnknown, and it is stored once or not at all. A
+// direct user of a Store loads before saving again. A writer of a
+// SessionManager keeps the version it had, so if the save was stored its
+// next save fails with ErrConflict and the owner (an agent, an
+// orchestrator) loads the stored record and goes on from it, as after any
+// conflict; if it was not, the next save is based on the right version.
+//
 // Package persistence/export turns a session into person-readable JSON and back
 // (`braid session export` and `import`), so a session can move between
 // stores; Store.DeleteSession removes one (`braid session delete`),

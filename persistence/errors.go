@@ -31,6 +31,19 @@ var (
 	ErrTooLarge = errors.New("too large to store")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrOutcomeUnknown: a save (or another write) reached, or may have
+	// reached, the server, and no reply says whether it committed: the
+	// connection broke, or the call's context ended, after the request was
+	// sent. It may be stored, once, or not at all, never in part. Load
+	// before saving again: the same save sent again fails with a
+	// *ConflictError if the first one committed, and a writer that kept
+	// its old version (a SessionManager's, after a failed save) gets that
+	// conflict on its next save and loads the stored record. A store
+	// returns it only when the request may have been sent: a save refused
+	// before sending (no connection, the context already ended) or
+	// answered by the server (a failed statement) changed nothing and does
+	// not match it. The error matches the underlying cause too.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the save was sent and no reply said whether it committed; it may be stored: load before saving again")
 )
 
 // ConflictError reports a stale save (SPEC S4), or, Checked, a stale

@@ -177,8 +177,10 @@ type Store interface {
 	// another schema version is never overwritten. A store on a server
 	// cannot always learn the outcome: if the connection dies after the
 	// server committed, Save fails (with no *ConflictError) though every
-	// change is written, once. The same changes sent again are then
-	// stale: a *ConflictError that changes nothing, never a second write.
+	// change is written, once; such an error matches ErrOutcomeUnknown,
+	// which a Save that sent nothing, or that the server answered, never
+	// does. The same changes sent again are then stale: a *ConflictError
+	// that changes nothing, never a second write.
 	Save(ctx context.Context, opts SaveOptions, changes ...Change) ([]int64, error)
 	// Sync makes every save committed so far durable, as a durable Save
 	// would (SPEC I9): those through this store and, for stores that share

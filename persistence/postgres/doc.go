@@ -42,7 +42,8 @@
 // turn (so the transaction has ended), reads its status; committed, the
 // save succeeds, rolled back, it runs again. The one-round-trip append
 // learns its transaction's id only with its reply: cut off, it fails
-// though it may be stored, once, and the same save sent again is then
+// though it may be stored, once (an error matching
+// persistence.ErrOutcomeUnknown), and the same save sent again is then
 // stale, a *persistence.ConflictError (see persistence.Store). So does a
 // general-path save whose question finds no answer (the server cannot be
 // reached, or the session's lock stays taken for 5 s), and one whose

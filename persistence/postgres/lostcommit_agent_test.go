@@ -39,8 +39,9 @@ func echoModel() *model.ScriptedModel {
 // SPEC S1, S4, A3: an agent whose save commits but loses its reply never
 // writes what that save wrote a second time. A one-round-trip append cut
 // so fails its invocation: the writer is stale by the lost save, so its
-// next work fails with ErrConflict (whether the store holds the save
-// cannot be told from a save of another writer), and the agent then goes
+// invocation's error matches persistence.ErrOutcomeUnknown, its next work
+// fails with ErrConflict (whether the store holds the save cannot be told
+// from a save of another writer), and the agent then goes
 // on from the stored session, in which each message is once, as a fresh
 // agent on the server finds it. A save by the general path's transaction
 // asks the server whether it committed, and nothing conflicts afterwards.
@@ -89,6 +90,9 @@ func TestAgent_SaveWhoseReplyIsLostIsStoredOnceAndTheAgentGoesOnFromTheStore(t *
 			require.Error(t, err)
 			requireClosed(t, cut, "the proxy lost the save's reply")
 			assert.NotErrorIs(t, err, persistence.ErrConflict)
+			if !tc.noConflict {
+				assert.ErrorIs(t, err, persistence.ErrOutcomeUnknown, "the invocation fails with the lost save's error")
+			}
 			storedHistory := func(what string) {
 				t.Helper()
 				fm, err := persistence.NewSessionManager(fresh, sm.SessionID())

@@ -41,7 +41,8 @@ func msgs(first, n int) []json.RawMessage {
 // commit is done), or a FATAL error comes in its place that is not the
 // server's word that it ended the session (a connection pooler's, whose
 // link to the server broke: SQLSTATE 08P01), so the save may have
-// committed.
+// committed: the error then matches persistence.ErrOutcomeUnknown, and a
+// stale save's *ConflictError (the server's answer) does not.
 func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	fresh := newStore(t) // on the server itself
@@ -110,6 +111,7 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 					require.Error(t, err, "the reply was lost")
 					assert.Nil(t, versions, "a failed save gives no versions")
 					assert.NotErrorIs(t, err, persistence.ErrConflict)
+					assert.ErrorIs(t, err, persistence.ErrOutcomeUnknown, "the save was sent and may have committed")
 				}
 
 				committed := func(what string) {
@@ -132,6 +134,7 @@ func TestSave_CommitWhoseReplyIsLostIsStoredOnce(t *testing.T) {
 				_, err = s.Save(bg, persistence.SaveOptions{Durable: true}, changes...)
 				var ce *persistence.ConflictError
 				require.ErrorAs(t, err, &ce, "the same change again")
+				assert.NotErrorIs(t, err, persistence.ErrOutcomeUnknown, "the server answered")
 				assert.Equal(t, changes[0].Key, ce.Key)
 				assert.Equal(t, changes[0].Base, ce.Expected)
 				assert.Equal(t, changes[0].Base+1, ce.Actual)
@@ -173,7 +176,8 @@ func TestSave_TransactionWhoseCommitNeverArrivedRunsAgainAndIsStoredOnce(t *test
 // server may have restarted; the test, which may not crash the shared
 // server, runs a CHECKPOINT between the commit and the question. The
 // save then fails as any save whose reply is lost unanswered (it may be
-// stored), stored once, and the same change again conflicts.
+// stored: persistence.ErrOutcomeUnknown), stored once, and the same change
+// again conflicts.
 func TestSave_LostCommitIsNotReportedDoneFromAServerThatMayHaveRestarted(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	s, proxy := proxiedStore(t)
@@ -190,6 +194,7 @@ func TestSave_LostCommitIsNotReportedDoneFromAServerThatMayHaveRestarted(t *test
 	require.Error(t, err, "the server's answer may be of another run than the transaction's")
 	assert.Nil(t, versions)
 	assert.NotErrorIs(t, err, persistence.ErrConflict)
+	assert.ErrorIs(t, err, persistence.ErrOutcomeUnknown)
 
 	for _, c := range changes {
 		r, err := fresh.Load(bg, c.Key)
@@ -225,7 +230,8 @@ func TestSave_LostCommitIsAskedAboutOnAPoolOfOneConnection(t *testing.T) {
 // SPEC S4: a save whose context ends while it asks whether its lost
 // commit happened (another transaction holds the session's lock) fails
 // with an error that matches the context's, as any call whose context
-// ends while a statement runs.
+// ends while a statement runs, and persistence.ErrOutcomeUnknown: it may
+// have committed.
 func TestSave_LostCommitWhoseQuestionOutlivesTheContextFailsWithTheContextsError(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	s, proxy := proxiedStore(t)
@@ -250,6 +256,7 @@ func TestSave_LostCommitWhoseQuestionOutlivesTheContextFailsWithTheContextsError
 	require.NoError(t, held.Rollback(bg))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, persistence.ErrOutcomeUnknown)
 }
 
 func agentKey(session, id string) persistence.Key {
@@ -391,7 +398,7 @@ func TestCommit_TakenChangeWhoseReplyIsLostIsReportedDoneAndStoredOnce(t *testin
 // raised at or after the commit comes in place of that report: a PANIC
 // (the commit's WAL flush failed, and recovery may find the commit), or
 // even the server's word that it ended the session, were it ever raised
-// there.
+// there: the error matches persistence.ErrOutcomeUnknown.
 func TestSave_CommitThatFailsIsNotRunAgain(t *testing.T) {
 	fresh := newStore(t) // on the server itself
 	proxy := newCutProxy(t, persistencetest.PostgresDSN(t))
@@ -413,6 +420,7 @@ func TestSave_CommitThatFailsIsNotRunAgain(t *testing.T) {
 			require.Error(t, err)
 			requireClosed(t, cut, "the proxy failed the save's commit")
 			assert.NotErrorIs(t, err, persistence.ErrConflict, "the save is not run again")
+			assert.ErrorIs(t, err, persistence.ErrOutcomeUnknown, "the commit may have happened")
 			r, err := fresh.Load(bg, change.Key)
 			require.NoError(t, err)
 			assert.Equal(t, int64(1), r.Version)

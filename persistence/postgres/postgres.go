@@ -325,8 +325,19 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	}
 	if cerr := tx.Commit(ctx); cerr != nil {
 		err := s.wrap(ctx, "commit", cerr)
-		if !c.Conn().IsClosed() || ctx.Err() != nil || run == nil {
-			return false, err // the server's answer, the caller gave up, or no question to ask
+		if !c.Conn().IsClosed() || notSent(cerr) {
+			return false, err // the server's answer, or the commit was not sent
+		}
+		// The server's word that it ended the session, in place of the
+		// commit's report, says it did not commit (see ended).
+		unknown := func() error {
+			if ended(cerr) {
+				return s.wrap(ctx, "commit", cerr)
+			}
+			return s.sent(ctx, "commit", cerr)
+		}
+		if ctx.Err() != nil || run == nil {
+			return false, unknown() // the caller gave up, or no question to ask
 		}
 		// Sent, the commit may have happened with its reply lost: ask,
 		// on another connection, which may need the dead one's slot in
@@ -339,7 +350,7 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 			return true, err // rolled back: nothing of it is stored
 		}
 		// No answer; if the caller gave up meanwhile, the error says so.
-		return false, s.wrap(ctx, "commit", cerr)
+		return false, unknown()
 	}
 	return false, nil
 }
@@ -542,6 +553,51 @@ func (s *Store) wrap(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("postgres store: %s: %w", what, err)
 }
 
+// notSent reports whether pgx says err came before anything of its
+// request was sent (pgconn.SafeToRetry). Not its "conn closed": pgx gives
+// it too when a connection that broke while it read the reply is read
+// again, after the request was sent; the pool hands out no connection
+// already closed, so a write meets it only so.
+func notSent(err error) bool {
+	return pgconn.SafeToRetry(err) && !errors.Is(err, pgconn.ErrConnClosed)
+}
+
+// sent is wrap for the error of a write whose request was sent: it also
+// matches persistence.ErrOutcomeUnknown unless the error is the server's
+// answer (see outcomeUnknown).
+func (s *Store) sent(ctx context.Context, what string, err error) error {
+	werr := s.wrap(ctx, what, err)
+	if outcomeUnknown(err) {
+		return fmt.Errorf("%w (%w)", werr, persistence.ErrOutcomeUnknown)
+	}
+	return werr
+}
+
+// outcomeUnknown reports whether err, met by a write once its request (or
+// its commit) was sent, leaves unsaid whether it committed: anything but
+// the server's answer that it failed (an error of severity ERROR, which
+// ends its transaction) and pgx's word that nothing was sent
+// (pgconn.SafeToRetry). A broken or timed-out connection, a pooler's
+// FATAL error (its link to the server broke, perhaps after the commit)
+// and a PANIC (perhaps at the commit) leave it unknown, as does any FATAL
+// error that comes where the commit may be done (the callers take the
+// server's word that it ended the session where it proves nothing
+// committed: see ended).
+func outcomeUnknown(err error) bool {
+	if notSent(err) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch cmp.Or(pe.SeverityUnlocalized, pe.Severity) {
+		case "FATAL", "PANIC":
+			return true
+		}
+		return false
+	}
+	return true
+}
+
 // Load implements persistence.Store.
 func (s *Store) Load(ctx context.Context, key persistence.Key) (*persistence.Record, error) {
 	return read(ctx, s, func(q sqlstore.Querier) (*persistence.Record, error) { return sqlstore.Load(ctx, q, key) })
@@ -668,8 +724,13 @@ func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Chan
 		// Preparing the statements is a round trip of its own, before
 		// the pipeline is sent.
 		var pre pgx.ErrPreprocessingBatch
-		prepared := errors.As(err, &pre) && conn.Conn().IsClosed()
-		return false, prepared || ended(err), s.wrap(ctx, "save", err)
+		if errors.As(err, &pre) {
+			return false, conn.Conn().IsClosed(), s.wrap(ctx, "save", err)
+		}
+		if ended(err) || notSent(err) {
+			return false, true, s.wrap(ctx, "save", err) // nothing of it ran
+		}
+		return false, false, s.sent(ctx, "save", err)
 	}
 	var n int64
 	if err := br.QueryRow().Scan(&n); err != nil {
@@ -682,11 +743,11 @@ func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Chan
 			return false, false, nil
 		}
 		// Perhaps after the commit (see above).
-		return false, false, s.wrap(ctx, "save", err)
+		return false, false, s.sent(ctx, "save", err)
 	}
 	if err := br.Close(); err != nil {
 		// The commit's reply: the commit may have happened.
-		return false, false, s.wrap(ctx, "save", err)
+		return false, false, s.sent(ctx, "save", err)
 	}
 	return n == 1, false, nil
 }
