@@ -6,7 +6,8 @@
 // It uses the embedded store's tables: braid_records, one row per owner
 // with its version and data, and braid_messages, one row per message, all
 // text, so JSON comes back byte for byte. The first New on a database
-// creates them (with braid_meta, which holds their layout), which takes a
+// creates them (with braid_meta, which holds their layout; durably, so a
+// server crash right after New does not lose them), which takes a
 // role that may create tables in the schema; once they are there, New
 // only reads braid_meta, so an application's role needs no more than
 // SELECT, INSERT, UPDATE and DELETE on the three tables. Ids are text

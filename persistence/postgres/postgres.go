@@ -215,8 +215,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	} else {
 		// Several processes may start at once: the lock serialises the
-		// CREATEs.
-		err = s.write(ctx, false, "braid schema", func(q sqlstore.Querier) error {
+		// CREATEs. Durable: tables committed with synchronous_commit off
+		// could be lost by a server crash after New returned, and every
+		// call of the open store would then fail. A commit that wrote
+		// nothing (the tables were there) does not wait for the flush.
+		err = s.write(ctx, true, "braid schema", func(q sqlstore.Querier) error {
 			return sqlstore.Init(ctx, q, dialect())
 		})
 	}
