@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -10,9 +9,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence/persistencetest"
@@ -31,17 +30,18 @@ type privateServer struct {
 	port  int
 	runAs []string
 	dsn   string
+	opts  string // more server options, "-c name=value ..."
 }
 
-// newPrivateServer creates and starts a private server; the test's end
-// stops and removes it.
-func newPrivateServer(t *testing.T) *privateServer {
+// newPrivateServer creates and starts a private server, with the server
+// options opts ("-c name=value ..."); the test's end stops and removes it.
+func newPrivateServer(t *testing.T, opts ...string) *privateServer {
 	t.Helper()
 	persistencetest.PostgresDSN(t) // the shared server's machine has the binaries
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	sort.Slice(bins, func(i, j int) bool { return versionOf(bins[i]) < versionOf(bins[j]) })
 	require.NotEmpty(t, bins, "no PostgreSQL server binaries: run under scripts/with-postgres.sh")
-	s := &privateServer{t: t, bin: filepath.Dir(bins[len(bins)-1])}
+	s := &privateServer{t: t, bin: filepath.Dir(bins[len(bins)-1]), opts: strings.Join(opts, " ")}
 	data, err := os.MkdirTemp("", "braid-pgprivate-")
 	require.NoError(t, err)
 	s.data = data
@@ -85,7 +85,7 @@ func (s *privateServer) run(name string, args ...string) {
 func (s *privateServer) start() {
 	s.t.Helper()
 	s.run("pg_ctl", "-D", filepath.Join(s.data, "db"), "-l", filepath.Join(s.data, "log"), "-w", "-t", "60",
-		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s", s.port, s.data), "start")
+		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s %s", s.port, s.data, s.opts), "start")
 }
 
 // stop stops the server with the shutdown mode given ("fast": every
@@ -98,14 +98,4 @@ func (s *privateServer) stop(mode string) {
 		cmd = exec.Command(s.runAs[0], append(append(s.runAs[1:], cmd.Path), cmd.Args[1:]...)...)
 	}
 	_ = cmd.Run() // stopped already, at the test's end
-}
-
-// exec runs sql on a connection of its own to the private server.
-func (s *privateServer) exec(sql string, args ...any) {
-	s.t.Helper()
-	conn, err := pgx.Connect(context.Background(), s.dsn)
-	require.NoError(s.t, err)
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(context.Background(), sql, args...)
-	require.NoError(s.t, err)
 }
