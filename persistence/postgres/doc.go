@@ -55,7 +55,10 @@
 // recovery ends with, unchanged; read with pg_control_checkpoint, which
 // PUBLIC may run unless an operator revoked it: without it, no question is
 // asked).
-// A load is one statement, so one snapshot.
+// A load is one statement, so one snapshot. The tables dropped under an
+// open store (or the database dropped and created again) fail its calls
+// with an error that says so; the store creates nothing then, and works
+// again once a New has created them.
 //
 // A call whose connection died before anything of it could commit runs
 // again on another connection, up to one more time than Config.MaxConns,

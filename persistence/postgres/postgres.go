@@ -94,6 +94,10 @@ var ErrReadOnly = errors.New("the store was opened read-only (Config.ReadOnly): 
 // read-only transaction or a server in recovery.
 const readOnlySQLTransaction = "25006"
 
+// undefinedTable is the SQLSTATE of a statement on a table that is not
+// there.
+const undefinedTable = "42P01"
+
 // Store is a persistence.Store on PostgreSQL. Safe for concurrent use, by
 // several goroutines, processes and machines.
 type Store struct {
@@ -540,15 +544,23 @@ func (l *lazyConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 
 // wrap gives err the store's context. An error of a statement whose
 // context ended (the server cancelled it) matches the context's error
-// too, and the server's refusal of a write as read-only matches
-// ErrServerReadOnly and says what to do.
+// too, the server's refusal of a write as read-only matches
+// ErrServerReadOnly and says what to do, and a table that is not there
+// (the store reads and writes only its own) says that Braid's tables went
+// away under the open store.
 func (s *Store) wrap(ctx context.Context, what string, err error) error {
 	if s.closed.Load() {
 		return persistence.ErrClosed
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == readOnlySQLTransaction {
+	switch {
+	case !errors.As(err, &pe):
+	case pe.Code == readOnlySQLTransaction:
 		err = fmt.Errorf("%w (connect to the primary, or turn default_transaction_read_only off): %w", ErrServerReadOnly, err)
+	case pe.Code == undefinedTable:
+		err = fmt.Errorf("the database no longer holds Braid's tables, which it held when the store was opened "+
+			"(they, or the database, were dropped since): nothing was read or written; "+
+			"a New creates them again (empty), or restore them: %w", err)
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres store: %s: %w: %w", what, cerr, err)
