@@ -853,16 +853,27 @@ func (a *seqActor) Idle() bool {
 	return true
 }
 
-// A Binding's direct send runs an idle actor's mailbox on the sender's
+// SPEC R4: a Binding's direct send runs an idle actor's mailbox on the sender's
 // goroutine (the inline dispatcher). If the actor's idle tick is processed
 // in that run (the message before it took longer than the IdleTimeout),
 // the passivation it starts must not wait for that very send to finish:
 // the registry would spin on its drained message forever, on the
 // sender's goroutine, and every caller of the registry would hang.
+//
+// The actor reports busy until it holds the message: on a busy machine
+// the sending goroutine may start later than the IdleTimeout, and the
+// actor's own timer would otherwise passivate it first, so that the
+// message went through the registry to a new activation. Its start is
+// quick (it runs inside Activate), so the direct send finds its mailbox
+// idle and runs it on the sender's goroutine.
 func TestPassivation_StartedInsideADirectSendCompletes(t *testing.T) {
 	sys := newSystem(t)
 	p := newProbe(t, true)
-	b := bind(t, sys, ident("a"), p.config(idle))
+	var holding atomic.Bool
+	p.idle = func(int) bool { return holding.Load() }
+	cfg := p.config(idle)
+	cfg.QuickStart = true
+	b := bind(t, sys, ident("a"), cfg)
 	pid, err := b.Activate(ctxT(t))
 	require.NoError(t, err)
 
@@ -873,6 +884,7 @@ func TestPassivation_StartedInsideADirectSendCompletes(t *testing.T) {
 		close(sent)
 	}()
 	next(t, entered, "actor entering the held message")
+	holding.Store(true)                     // idle once the held message is over
 	sys.Root().Send(pid, actors.IdleTick()) // the timer fires meanwhile
 	witnessPassivation(t, sys)              // the held message took longer than idle
 	close(rel)
