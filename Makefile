@@ -9,10 +9,12 @@ all: build test
 build:
 	$(GO) build $(PKGS)
 
-## test: vet, then every test with the race detector.
+## test: vet, then every test with the race detector. The timeout is a safety
+## net above go test's 10 minutes: the graph package's crash property tests take
+## about 2 minutes on a quiet 2-core machine and over 6 on a loaded one.
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 ## test-windows: the tests of the SQLite store (files, locks, WAL fsyncs), the agent
 ## and the braid command as
