@@ -29,13 +29,14 @@ type cutProxy struct {
 	dsn      string // the tests' DSN, pointed at the proxy
 
 	mu      sync.Mutex
-	match   func(reply) bool // armed: the reply to lose (nil: none)
-	skip    int              // matching replies to forward before the one lost
-	cut     chan struct{}    // closed when the armed reply was lost
-	instead []byte           // sent in place of the lost reply (nil: nothing)
-	keep    keep             // what of the lost reply to send
-	swallow bool             // armed: lose the client's next COMMIT instead
-	before  func()           // run once the armed reply came, before it is lost
+	match   func(reply) bool    // armed: the reply to lose (nil: none)
+	skip    int                 // matching replies to forward before the one lost
+	cut     chan struct{}       // closed when the armed reply was lost
+	instead []byte              // sent in place of the lost reply (nil: nothing)
+	keep    keep                // what of the lost reply to send
+	swallow bool                // armed: lose the client's next COMMIT instead
+	before  func()              // run once the armed reply came, before it is lost
+	live    map[net.Conn]func() // each relayed connection's closing of both sides
 }
 
 // keep is what the proxy sends of a reply it loses.
@@ -81,7 +82,7 @@ func newCutProxy(t *testing.T, dsn string) *cutProxy {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &cutProxy{ln: ln, upstream: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))}
+	p := &cutProxy{ln: ln, upstream: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), live: map[net.Conn]func(){}}
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		// A key=value DSN: the connection's parameters, as a URL.
@@ -249,6 +250,23 @@ func errorResponse(severity, code string) []byte {
 	return append(msg, body.Bytes()...)
 }
 
+// cutAll closes both sides of every connection the proxy relays, at
+// once, and returns how many it closed: what a server restart, or a
+// proxy or load balancer that drops its connections, does to a client's
+// connections. Connections made afterwards are relayed as before.
+func (p *cutProxy) cutAll() int {
+	p.mu.Lock()
+	var closers []func()
+	for _, closeBoth := range p.live {
+		closers = append(closers, closeBoth)
+	}
+	p.mu.Unlock()
+	for _, closeBoth := range closers {
+		closeBoth()
+	}
+	return len(closers)
+}
+
 // lose reports whether r is the armed reply, and disarms the proxy if so;
 // instead is what to send in its place, after what keep says of it.
 func (p *cutProxy) lose(r reply) (lost bool, instead []byte, k keep) {
@@ -287,10 +305,16 @@ func (p *cutProxy) serve(client net.Conn) {
 			_ = server.Close()
 		})
 	}
+	p.mu.Lock()
+	p.live[client] = closeBoth
+	p.mu.Unlock()
 	copied := make(chan struct{})
 	defer func() {
 		closeBoth()
 		<-copied
+		p.mu.Lock()
+		delete(p.live, client)
+		p.mu.Unlock()
 	}()
 	go func() {
 		defer close(copied)

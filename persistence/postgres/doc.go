@@ -75,7 +75,14 @@
 // the connection then broke without that word: it may have committed. A connection pooler's own FATAL error
 // (its link to the server broke, perhaps after the commit) and a PANIC
 // (perhaps at the commit) are not that word. A failed connect is not
-// tried again.
+// tried again. The first connection a call finds closed under it (the
+// server ended it, or the network or a proxy cut it; not the call's own
+// context ending) drops every other connection of the pool, idle ones at
+// once, those in use when their calls end: the pool hands out connections
+// idle for less than a second unchecked, so after a quick restart, or a
+// proxy that cut every connection, each would fail the save sent on it.
+// The save that met the break may fail (its outcome unknown); the calls
+// after it connect anew.
 //
 // A call whose context ends while a statement runs asks the server to
 // cancel it and returns once it has failed, with an error that matches

@@ -310,7 +310,11 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	if err != nil {
 		return false, s.wrap(ctx, "connect", err)
 	}
-	defer c.Release()
+	defer func() {
+		if c != nil {
+			s.release(ctx, c)
+		}
+	}()
 	// Read committed whatever the DSN's default: each statement after the
 	// lock then sees the writes of the transactions that held it before,
 	// so a stale save finds the stored version and conflicts (SPEC S4),
@@ -349,7 +353,8 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 		// Sent, the commit may have happened with its reply lost: ask,
 		// on another connection, which may need the dead one's slot in
 		// the pool (a pool of one, or every connection cut at once).
-		c.Release()
+		s.release(ctx, c)
+		c = nil
 		switch committed, known := s.outcome(ctx, sessionID, xid, *run); {
 		case known && committed:
 			return false, nil
@@ -417,7 +422,7 @@ func (s *Store) outcome(ctx context.Context, sessionID, xid, run string) (commit
 		if err != nil {
 			return false, err
 		}
-		defer c.Release()
+		defer s.release(ctx, c)
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return c.Conn().IsClosed(), err
@@ -446,9 +451,11 @@ func (s *Store) outcome(ctx context.Context, sessionID, xid, run string) (commit
 
 // retry runs try until it succeeds, or fails and says not to run again,
 // or has run once more than the pool holds connections: after a server
-// restart every pooled connection is gone, and each is found so by the
-// call that takes it (the pool checks only connections idle for a second
-// or more), so a call may meet them all before it gets a new one.
+// restart every pooled connection is gone, and the pool checks only
+// connections idle for a second or more. The first dead one a call meets
+// drops the others (see release), so its next try normally takes a new
+// one; the bound is that of a call that meets every connection of the
+// pool dead (the server restarting again meanwhile, say).
 func (s *Store) retry(ctx context.Context, try func() (again bool, err error)) error {
 	for n := int32(0); ; n++ {
 		again, err := try()
@@ -456,6 +463,24 @@ func (s *Store) retry(ctx context.Context, try func() (again bool, err error)) e
 			return err
 		}
 	}
+}
+
+// release returns c, taken from the pool for a call with context ctx, to
+// the pool. A connection that closed under the call while its context
+// had not ended (the server ended its session, or restarted, or the
+// network or a proxy between cut it) says that the pool's other
+// connections are most likely gone too: the pool hands out those idle for
+// less than a second unchecked, and each would fail the call that took it
+// (a save sent on one fails, its outcome unknown). So every idle
+// connection is dropped, and each in use when it comes back to the pool;
+// the calls after this one connect anew. A connection closed because the
+// call's context ended (a server that did not answer the cancel) drops
+// nothing: the call gave up, the server may be well.
+func (s *Store) release(ctx context.Context, c *pgxpool.Conn) {
+	if c.Conn().IsClosed() && ctx.Err() == nil && !s.closed.Load() {
+		s.pool.Reset()
+	}
+	c.Release()
 }
 
 // ended reports whether err is the server's word that it ended the
@@ -492,8 +517,8 @@ func ended(err error) bool {
 func read[T any](ctx context.Context, s *Store, fn func(sqlstore.Querier) (T, error)) (T, error) {
 	var v T
 	err := s.retry(ctx, func() (bool, error) {
-		c := &lazyConn{pool: s.pool}
-		defer c.release()
+		c := &lazyConn{s: s}
+		defer c.release(ctx)
 		var err error
 		v, err = fn(querier{s, c})
 		return err != nil && c.c != nil && c.c.Conn().IsClosed(), err
@@ -505,13 +530,13 @@ func read[T any](ctx context.Context, s *Store, fn func(sqlstore.Querier) (T, er
 // that a read that fails its checks first does no I/O, and keeps it, so
 // that read can tell whether it died.
 type lazyConn struct {
-	pool *pgxpool.Pool
-	c    *pgxpool.Conn
+	s *Store
+	c *pgxpool.Conn
 }
 
 func (l *lazyConn) conn(ctx context.Context) (*pgxpool.Conn, error) {
 	if l.c == nil {
-		c, err := l.pool.Acquire(ctx)
+		c, err := l.s.pool.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -520,9 +545,9 @@ func (l *lazyConn) conn(ctx context.Context) (*pgxpool.Conn, error) {
 	return l.c, nil
 }
 
-func (l *lazyConn) release() {
+func (l *lazyConn) release(ctx context.Context) {
 	if l.c != nil {
-		l.c.Release()
+		l.s.release(ctx, l.c)
 	}
 }
 
@@ -732,7 +757,7 @@ func (s *Store) appendOnce(ctx context.Context, durable bool, c persistence.Chan
 	if err != nil {
 		return false, false, s.wrap(ctx, "connect", err)
 	}
-	defer conn.Release()
+	defer s.release(ctx, conn)
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

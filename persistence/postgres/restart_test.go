@@ -22,6 +22,15 @@ import (
 // connections, all just used.
 func usePool(t *testing.T, s *postgres.Store, dsn, session string) {
 	t.Helper()
+	usePoolAt(t, s, dsn, session, 0)
+}
+
+// usePoolAt is usePool for records "0" to pooled-1 at version base (with
+// base messages), which it brings to version base+1 with one message more:
+// each of the pooled connections runs the save of that kind (a creation
+// for base 0, an append after), and keeps its statements prepared.
+func usePoolAt(t *testing.T, s *postgres.Store, dsn, session string, base int64) {
+	t.Helper()
 	watch, err := pgx.Connect(bg, dsn)
 	require.NoError(t, err)
 	defer watch.Close(bg)
@@ -36,7 +45,7 @@ func usePool(t *testing.T, s *postgres.Store, dsn, session string) {
 	for i := range pooled {
 		go func() {
 			_, err := s.Save(bg, persistence.SaveOptions{Durable: true}, persistence.Change{Key: agentKey(session, fmt.Sprint(i)),
-				Data: json.RawMessage(`{"n":1}`), Messages: msgs(0, 1)})
+				Base: base, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, base+1)), From: int(base), Messages: msgs(int(base), 1)})
 			done <- err
 		}()
 	}
