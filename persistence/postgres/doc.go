@@ -34,7 +34,13 @@
 // sent as one pipeline (an implicit transaction). Anything else (a batch,
 // a rewrite, a conflict to explain) takes the general path, a transaction
 // at read committed whatever the DSN's default isolation, so a stale save
-// is a *persistence.ConflictError, never a serialization failure. Saves that are not durable commit
+// is a *persistence.ConflictError, never a serialization failure. A change
+// longer than persistence.MaxValueSize in all (its data and messages)
+// takes the general path too, whose statements each carry at most that
+// much of its data or messages (so at most 256 MiB): PostgreSQL takes at
+// most 1 GiB in one protocol message, and in one value, so a save of 1 GiB
+// of messages or more, or a rewrite of such a history, is stored whole, in
+// one transaction. Saves that are not durable commit
 // with synchronous_commit off; a durable save, and Sync, commit with it on,
 // waiting for the WAL flush, which makes every earlier commit durable too.
 // A save whose connection dies once its commit was sent asks the server,
