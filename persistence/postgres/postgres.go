@@ -336,8 +336,13 @@ func (s *Store) transact(ctx context.Context, durable bool, sessionID string, fn
 	}
 	if cerr := tx.Commit(ctx); cerr != nil {
 		err := s.wrap(ctx, "commit", cerr)
-		if !c.Conn().IsClosed() || notSent(cerr) {
-			return false, err // the server's answer, or the commit was not sent
+		if !c.Conn().IsClosed() {
+			return false, err // the server's answer
+		}
+		if notSent(cerr) {
+			// Nothing of the commit went out: the connection's end rolls
+			// the transaction back, so it runs again.
+			return true, err
 		}
 		// The server's word that it ended the session, in place of the
 		// commit's report, says it did not commit (see ended).
