@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/braidhq/braid/persistence/persistencetest"
@@ -42,7 +43,11 @@ func newPrivateServer(t *testing.T, opts ...string) *privateServer {
 	sort.Slice(bins, func(i, j int) bool { return versionOf(bins[i]) < versionOf(bins[j]) })
 	require.NotEmpty(t, bins, "no PostgreSQL server binaries: run under scripts/with-postgres.sh")
 	s := &privateServer{t: t, bin: filepath.Dir(bins[len(bins)-1]), opts: strings.Join(opts, " ")}
-	data, err := os.MkdirTemp("", "braid-pgprivate-")
+	// Under /tmp, as scripts/with-postgres.sh does, not TMPDIR: the
+	// postgres user must reach the folder (a TMPDIR may be root's own),
+	// and the server's socket in it must fit PostgreSQL's 107-byte bound
+	// (a TMPDIR may be long).
+	data, err := os.MkdirTemp("/tmp", "braid-pgprivate-")
 	require.NoError(t, err)
 	s.data = data
 	t.Cleanup(func() { _ = os.RemoveAll(data) })
@@ -98,4 +103,17 @@ func (s *privateServer) stop(mode string) {
 		cmd = exec.Command(s.runAs[0], append(append(s.runAs[1:], cmd.Path), cmd.Args[1:]...)...)
 	}
 	_ = cmd.Run() // stopped already, at the test's end
+}
+
+// SPEC S3 (the crash and restart tests run a server of their own): the
+// private server starts whatever TMPDIR is, here a folder only root may
+// enter, whose path is too long for a server socket in it.
+func TestPrivateServer_StartsWhateverTMPDIRIs(t *testing.T) {
+	tmp := filepath.Join(t.TempDir(), strings.Repeat("t", 100))
+	require.NoError(t, os.Mkdir(tmp, 0o700))
+	t.Setenv("TMPDIR", tmp)
+	srv := newPrivateServer(t)
+	conn, err := pgx.Connect(bg, srv.dsn)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(bg))
 }
