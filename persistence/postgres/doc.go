@@ -67,7 +67,7 @@
 // again once a New has created them.
 //
 // A call whose connection died before anything of it could commit runs
-// again on another connection, up to one more time than Config.MaxConns,
+// again on another connection, up to Config.MaxConns times,
 // so that after a server restart or an operator's pg_terminate_backend no
 // call fails on a connection that was already gone (the pool checks only
 // connections idle for a second or more): a read whose connection died; a
