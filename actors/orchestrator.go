@@ -710,6 +710,10 @@ type orchActor struct {
 	rewrite   bool       // a fresh run: the next save rewrites the record's log
 	joint     []Deferred // nodes' executors whose saves the next save takes and commits
 	saving    bool       // a save's store work runs (save): the next waits for its saveDone
+	// answered holds the interrupts this actor's resumes answered since
+	// it last lost a save to another writer: on a cut-off run, only these
+	// may be answered again (see begin).
+	answered map[string]bool
 	// commitStop cancels the commit of the save in flight; commitEnded is
 	// closed once it has returned (stopSave).
 	commitStop  context.CancelFunc
@@ -1085,6 +1089,21 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	case len(in.GetMessages()) > 0 && resume:
 		return &interrupt.ContentError{Types: contentKinds(in), Mixed: true}
 	case resume:
+		if cutOff {
+			// The run waits for no answer already given: an interrupt that
+			// another writer's resume answered (its claim on the run, SPEC
+			// S4) is not answered again. That writer may be running the
+			// run still (the winner of two racing resumes, whose loser took
+			// the stored run): a second claim would cut it off midway and
+			// run its nodes again. A run a crash cut off goes on with
+			// agent.Input{}. Only this actor's own answers (a later save of
+			// its run failed) may be changed.
+			for _, r := range responses {
+				if e := x.table[r.ID]; e != nil && e.in.Answered && !x.answered[r.ID] {
+					return x.behind(&interrupt.IDError{ID: r.ID, Err: interrupt.ErrNotInterrupted})
+				}
+			}
+		}
 		active := interrupted || cutOff
 		if err := interrupt.CheckResponses(responses, active && len(x.table) > 0, func(id string) bool { return x.table[id] != nil }); err != nil {
 			return x.behind(err)
@@ -1124,6 +1143,10 @@ func (x *orchActor) apply() {
 	for _, r := range x.answers {
 		e := x.table[r.ID]
 		e.in.Response, e.in.Answered = r.Value, true
+		if x.answered == nil {
+			x.answered = map[string]bool{}
+		}
+		x.answered[r.ID] = true
 		n := x.nodes[e.node]
 		x.touch(n)
 		x.routedTo[e.node] = true
@@ -1287,6 +1310,7 @@ func (x *orchActor) reset(task *braidv1.AgentInput) {
 	x.task = task
 	x.rewrite = true
 	x.table = map[string]*routed{}
+	clear(x.answered)
 	x.byNode = map[string][]*routed{}
 	x.raised, x.dropped = nil, 0
 	x.held = nil
@@ -1651,6 +1675,17 @@ func (x *orchActor) abort(err error) {
 		x.saveErr = err
 	}
 	x.stale = true
+	x.lostTo(err)
+}
+
+// lostTo forgets the answers this actor gave when err says another
+// writer saved the run since (a *persistence.ConflictError): the answers
+// in the stored run are that writer's.
+func (x *orchActor) lostTo(err error) {
+	var ce *persistence.ConflictError
+	if errors.As(err, &ce) {
+		clear(x.answered)
+	}
 }
 
 // foreignReport makes a report that came as a protobuf message (from
@@ -2060,6 +2095,7 @@ func (x *orchActor) reply(c actor.Context, hookErr error) {
 			// actor, or another writer ahead of it (ErrConflict), so the
 			// next invocation starts from the stored run.
 			x.stale = true
+			x.lostTo(err)
 		}
 		x.replied(c, inv, hookErr, err)
 	})

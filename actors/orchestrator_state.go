@@ -462,6 +462,7 @@ func (x *orchActor) behind(refusal error) error {
 	if cerr == nil {
 		return refusal
 	}
+	x.lostTo(cerr)
 	if err := x.adopt(owner, rec); err != nil {
 		x.stale = true // the next call loads it again, and is told why
 	}
