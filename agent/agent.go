@@ -340,7 +340,13 @@ func WithValues(values map[string]any) InvokeOption {
 // another writer (another process) saved the agent since it read it, the
 // call fails with persistence.ErrConflict instead (a
 // *persistence.ConflictError), and the agent takes the stored state, so
-// the next call goes on from it (SPEC S4).
+// the next call goes on from it (SPEC S4). A stored run whose resume
+// another writer claimed (its interrupts all answered, it waits for no
+// answer) refuses another answer to those interrupts with an
+// *interrupt.IDError matching interrupt.ErrNotInterrupted: the run is
+// that writer's, which may be running it still. Only this agent's own
+// answers may be given again (a later save of its run failed); a run a
+// crash cut off is carried on with the empty Input.
 //
 // If ctx ends first, Invoke returns ctx's error at once and the actor
 // stops the invocation at its next safe point, failing it with that

@@ -125,6 +125,13 @@ type data struct {
 	// divergeAt on (a take-back whose save failed); the next save rewrites.
 	diverged  bool
 	divergeAt int
+	// answered holds the interrupts this agent's own claimed resumes
+	// answered, while its interrupt state is activated (see
+	// job.answeredElsewhere). It is never changed in place: a job that
+	// answers more replaces it. Data loaded from the store (an
+	// activation, a job that lost a save to another writer) starts
+	// without it: the answers stored there are another writer's.
+	answered map[string]bool
 }
 
 // draft returns a copy a job may change, in one allocation with the
@@ -143,6 +150,7 @@ func (d *data) draft() *data {
 		usage:      d.usage,
 		diverged:   d.diverged,
 		divergeAt:  d.divergeAt,
+		answered:   d.answered,
 	}
 	return &b.d
 }
@@ -198,12 +206,13 @@ type job struct {
 	usage      model.Usage
 	diverged   bool
 	divergeAt  int
+	answered   map[string]bool // see data.answered
 
 	hookMu sync.Mutex // serialises hooks fired from concurrent tools
 }
 
 func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)) *job {
-	return &job{core: c, sess: sess, commit: commit, home: d, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, usage: d.usage, diverged: d.diverged, divergeAt: d.divergeAt}
+	return &job{core: c, sess: sess, commit: commit, home: d, messages: d.messages, kv: d.kv, interrupts: d.interrupts, pending: d.pending, usage: d.usage, diverged: d.diverged, divergeAt: d.divergeAt, answered: d.answered}
 }
 
 // result returns the draft as the actor's new committed state. The job
@@ -211,7 +220,7 @@ func newJob(c *core, d *data, sess *persistence.AgentSession, commit func(*data)
 func (a *job) result() *data {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	*a.home = data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, usage: a.usage, diverged: a.diverged, divergeAt: a.divergeAt}
+	*a.home = data{messages: a.messages, kv: a.kv, interrupts: a.interrupts, pending: a.pending, usage: a.usage, diverged: a.diverged, divergeAt: a.divergeAt, answered: a.ownAnswersLocked()}
 	return a.home
 }
 
@@ -220,11 +229,61 @@ func (a *job) result() *data {
 func (a *job) published() *data {
 	a.mu.Lock()
 	msgs := a.messages[:len(a.messages):len(a.messages)]
-	p, u := a.pending.clone(), a.usage
+	p, u, own := a.pending.clone(), a.usage, a.ownAnswersLocked()
 	a.mu.Unlock()
 	kv := &State{}
 	kv.replace(a.kv.All())
-	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p, usage: u, diverged: a.diverged, divergeAt: a.divergeAt}
+	return &data{messages: msgs, kv: kv, interrupts: a.interrupts.Clone(), pending: p, usage: u, diverged: a.diverged, divergeAt: a.divergeAt, answered: own}
+}
+
+// ownAnswersLocked is the answered set to hand on: none once the
+// interrupt state is over (its ids may come again in a later cycle, as
+// fresh interrupts). a.mu is held.
+func (a *job) ownAnswersLocked() map[string]bool {
+	if !a.interrupts.Activated() {
+		return nil
+	}
+	return a.answered
+}
+
+// answeredOwn records the responses of a resume whose claim was saved as
+// this agent's own answers.
+func (a *job) answeredOwn(responses []interrupt.Response) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	own := make(map[string]bool, len(a.answered)+len(responses))
+	for id := range a.answered {
+		own[id] = true
+	}
+	for _, r := range responses {
+		own[r.ID] = true
+	}
+	a.answered = own
+}
+
+// answeredElsewhere refuses a resume of a run cut off after a claimed
+// resume (its interrupt state activated, every interrupt answered, so it
+// waits for no answer) that answers again an interrupt this agent did
+// not answer itself: the claim is another writer's, which may be running
+// the run still (the winner of two racing resumes, whose loser took the
+// stored run, SPEC S4). Claiming it again would cut that writer off
+// midway and run its tools again. The refusal is an *interrupt.IDError
+// matching interrupt.ErrNotInterrupted; a run a crash cut off is carried
+// on with the empty Input. A run that still waits for some answers is
+// not cut off: there, an answer may be given again (SPEC I7).
+func (a *job) answeredElsewhere(responses []interrupt.Response) error {
+	if len(a.interrupts.Unanswered()) > 0 {
+		return nil
+	}
+	a.mu.Lock()
+	own := a.answered
+	a.mu.Unlock()
+	for _, r := range responses {
+		if in, ok := a.interrupts.Get(r.ID); ok && in.Answered && !own[r.ID] {
+			return &interrupt.IDError{ID: r.ID, Err: interrupt.ErrNotInterrupted}
+		}
+	}
+	return nil
 }
 
 func (a *job) setPending(p *Pending) {

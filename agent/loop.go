@@ -196,6 +196,9 @@ func (a *job) validate(in Input) error {
 		if len(in.messages) > 0 {
 			return &interrupt.ContentError{Types: in.contentKinds(), Mixed: true}
 		}
+		if err := a.answeredElsewhere(in.responses); err != nil {
+			return err
+		}
 		return a.interrupts.CheckResume(in.responses)
 	}
 	if in.IsResume() {
@@ -267,6 +270,7 @@ func (inv *invocation) run(ctx context.Context, in Input) (*Result, error) {
 			a.setUsage(prior)
 			return nil, err
 		}
+		a.answeredOwn(in.responses)
 	}
 	if err := hook.Run(ctx, a.hooks, &BeforeInvocationEvent{Agent: a.view(), Resuming: resuming}); err != nil {
 		return nil, fmt.Errorf("BeforeInvocation hook: %w", err)
