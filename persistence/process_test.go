@@ -217,9 +217,13 @@ func helperMain(mode string) int {
 				return exitFailed
 			}
 		}
-		res, err := a.Invoke(ctx, agent.Resume(interrupt.Respond(os.Getenv("BRAID_HELPER_ID"), "y")))
+		answer := agent.Resume(interrupt.Respond(os.Getenv("BRAID_HELPER_ID"), "y"))
+		res, err := a.Invoke(ctx, answer)
 		if errors.Is(err, persistence.ErrConflict) {
 			fmt.Fprintln(os.Stderr, "helper:", err)
+			if mode == "race-resume" {
+				return retryLost(ctx, a, answer)
+			}
 			return exitConflict
 		}
 		if err != nil {
@@ -273,6 +277,30 @@ func helperMain(mode string) int {
 		return exitFailed
 	}
 	fmt.Fprintln(os.Stderr, "helper: unknown mode", mode)
+	return exitFailed
+}
+
+// retryLost retries, as the docs advise, a resume that lost with
+// ErrConflict: the agent took the stored run, which the winner may have
+// saved again since (then the retry conflicts again, and the next goes on
+// from the newer run). Whether the winner still runs the run (its claim is
+// stored) or has finished it, the answer is taken: the retry is refused
+// with interrupt.ErrNotInterrupted naming the id, and the helper exits
+// exitConflict. Any other outcome (a retry that runs) is exitFailed.
+func retryLost(ctx context.Context, a *agent.Agent, answer agent.Input) int {
+	for range 20 {
+		_, err := a.Invoke(ctx, answer)
+		if errors.Is(err, persistence.ErrConflict) {
+			continue
+		}
+		var ie *interrupt.IDError
+		if errors.Is(err, interrupt.ErrNotInterrupted) && errors.As(err, &ie) && ie.ID == answer.Responses()[0].ID {
+			return exitConflict
+		}
+		fmt.Fprintln(os.Stderr, "helper: the retry of a lost resume was not refused:", err)
+		return exitFailed
+	}
+	fmt.Fprintln(os.Stderr, "helper: the retry of a lost resume conflicted 20 times")
 	return exitFailed
 }
 
@@ -434,9 +462,12 @@ func TestProcess_PassivatedAgentResumesInAFreshProcess(t *testing.T) {
 	}
 }
 
-// SPEC S4: two processes resume one interrupted run at once: exactly one
-// proceeds, the other gets the conflict error; the tool runs once and the
-// stored session is the winner's.
+// SPEC S4, S6: two processes resume one interrupted run at once: exactly
+// one proceeds, the other gets the conflict error; the tool runs once and
+// the stored session is the winner's. The loser retries its resume (once
+// more after each conflict): whether the winner is still running the run
+// or has finished it, the retry is refused as waiting for no answer
+// (interrupt.ErrNotInterrupted naming the id) and runs nothing.
 func TestProcess_TwoResumesOneWins(t *testing.T) {
 	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
