@@ -269,7 +269,7 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 	// graph without denials answers every interrupt "y".
 	answers := &randomGraph{key: l.key}
 
-	cs := &copyingStore{Store: newStore(), session: "prop"}
+	cs := &saveLog{Store: newStore(), session: "prop"}
 	r1 := newRecorder()
 	g1 := build(t, l.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
 		Hooks: []hook.Provider{gate(r1, l.gated()...)}})
@@ -303,13 +303,13 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 			assert.Equal(t, l.rounds, r1.count("gate:"+loopID(i)), "%s's gate asks once a round (SPEC M6)", loopID(i))
 		}
 	}
-	copies := cs.since(0)
-	require.NotEmpty(t, copies)
-	checkHistoriesOf(t, copies[len(copies)-1], "first process", l.toolUses)
+	require.NotZero(t, cs.count())
+	checkHistoriesOf(t, cs.last(t), "first process", l.toolUses)
 
-	recoverFrom := func(exp *export.Session, label string) []*export.Session {
+	recoverFrom := func(exp *export.Session, label string) *saveLog {
 		st := newStore()
-		require.NoError(t, export.Write(ctx, st, exp))
+		cs := &saveLog{Store: st, session: "prop"}
+		require.NoError(t, cs.write(ctx, exp))
 		held, err := json.Marshal(exp)
 		require.NoError(t, err)
 		var tree any
@@ -317,7 +317,6 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 		ids := map[string]bool{}
 		answeredIn(tree, ids)
 
-		cs := &copyingStore{Store: st, session: "prop"}
 		r2 := newRecorder()
 		g2 := build(t, l.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
 			System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, l.gated()...)}})
@@ -373,16 +372,16 @@ func checkLoopCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, l *random
 		require.NoError(t, err, label)
 		checkHistoriesOf(t, after, label, l.toolUses)
 		require.NoError(t, g2.Close(ctx))
-		return cs.since(0)
+		return cs
 	}
 
 	for c := range propCrashes {
-		k := rng.IntN(len(copies))
-		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), l)
-		again := recoverFrom(copies[k], label)
-		if c == 0 && len(again) > 0 {
-			k2 := rng.IntN(len(again))
-			recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
+		k := rng.IntN(cs.count())
+		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, cs.count(), l)
+		again := recoverFrom(cs.copy(t, k), label)
+		if n := again.count(); c == 0 && n > 0 {
+			k2 := rng.IntN(n)
+			recoverFrom(again.copy(t, k2), fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, n))
 		}
 	}
 }

@@ -474,9 +474,9 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 		base = sqliteStore(t)
 	}
 
-	// The first process runs the graph to its end; the store copies the
-	// session after every save.
-	cs := &copyingStore{Store: base, session: "prop"}
+	// The first process runs the graph to its end; the store keeps its
+	// saves, so that the session after any of them can be rebuilt.
+	cs := &saveLog{Store: base, session: "prop"}
 	r1 := newRecorder()
 	g1 := build(t, rg.builder(r1), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
 		Hooks: []hook.Provider{gate(r1, rg.gated()...)}})
@@ -505,19 +505,18 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 			assert.Equal(t, 1, r1.count("tool:"+w), "%s's tool runs once", w)
 		}
 	}
-	copies := cs.since(0)
-	require.NotEmpty(t, copies)
-	checkHistories(t, copies[len(copies)-1], "first process")
+	require.NotZero(t, cs.count())
+	checkHistories(t, cs.last(t), "first process")
 
 	// recoverFrom resumes a new process (a fresh System and store) from
-	// exp and drives the run to its end; it returns the copies of the
-	// session after each of its saves.
-	recoverFrom := func(exp *export.Session, label string) []*export.Session {
+	// exp and drives the run to its end; it returns the log of its saves.
+	recoverFrom := func(exp *export.Session, label string) *saveLog {
 		var st persistence.Store = memory.New()
 		if useSQLite {
 			st = sqliteStore(t)
 		}
-		require.NoError(t, export.Write(ctx, st, exp))
+		cs := &saveLog{Store: st, session: "prop"}
+		require.NoError(t, cs.write(ctx, exp))
 		held, err := json.Marshal(exp)
 		require.NoError(t, err)
 		var tree any
@@ -525,7 +524,6 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 		answered := map[string]bool{}
 		answeredIn(tree, answered)
 
-		cs := &copyingStore{Store: st, session: "prop"}
 		r2 := newRecorder()
 		g2 := build(t, rg.builder(r2), graph.Config{ID: "g", Session: manager(t, cs, "prop"),
 			System: actorstest.System(t), Hooks: []hook.Provider{gate(r2, rg.gated()...)}})
@@ -576,19 +574,19 @@ func checkCrashRecovery(t *testing.T, seed uint64, rng *rand.Rand, rg *randomGra
 		require.NoError(t, err, label)
 		checkHistories(t, after, label)
 		require.NoError(t, g2.Close(ctx))
-		return cs.since(0)
+		return cs
 	}
 
 	// The crashes: random save points of the first process, and of the
 	// process that recovers from the first of them (a crash during
 	// recovery).
 	for c := range propCrashes {
-		k := rng.IntN(len(copies))
-		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, len(copies), rg)
-		again := recoverFrom(copies[k], label)
-		if c == 0 && len(again) > 0 {
-			k2 := rng.IntN(len(again))
-			recoverFrom(again[k2], fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, len(again)))
+		k := rng.IntN(cs.count())
+		label := fmt.Sprintf("seed %d, crash after save %d of %d, graph %s", seed, k+1, cs.count(), rg)
+		again := recoverFrom(cs.copy(t, k), label)
+		if n := again.count(); c == 0 && n > 0 {
+			k2 := rng.IntN(n)
+			recoverFrom(again.copy(t, k2), fmt.Sprintf("%s, then after save %d of %d of the recovery", label, k2+1, n))
 		}
 	}
 }
