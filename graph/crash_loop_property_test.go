@@ -204,6 +204,7 @@ func (l *randomLoop) toolUses(id string) int {
 func TestGraphCrash_RandomLoopsRecoverFromAnySaveWithoutRedoingARound(t *testing.T) {
 	for seed := range uint64(propLoopSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 19))
 			checkLoopCrashRecovery(t, seed, rng, newRandomLoop(rng))
 		})
@@ -248,6 +249,7 @@ func gateRaised(t *testing.T, exp *export.Session, id string) bool {
 func TestGraphCrash_RandomLoopsWithGatedNodesAskEachRoundOnce(t *testing.T) {
 	for seed := range uint64(propLoopSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 23))
 			checkLoopCrashRecovery(t, seed, rng, newRandomLoop(rng).withGates(rng))
 		})

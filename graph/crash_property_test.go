@@ -28,7 +28,10 @@ import (
 )
 
 // propSeeds random graphs, each crashed at propCrashes random saves;
-// propNestedSeeds of those with nested graphs (slower to run).
+// propNestedSeeds of those with nested graphs (slower to run). The seeds
+// of one test run in parallel: each has its own processes (actor systems,
+// stores, recorders) and they share nothing, and the work is CPU-bound,
+// so a second core halves the time.
 const propSeeds, propNestedSeeds, propCrashes = 64, 28, 3
 
 // How a node of a random graph asks before its work (flags).
@@ -421,6 +424,7 @@ func checkHistoriesOf(t *testing.T, exp *export.Session, label string, uses func
 func TestGraphCrash_RandomGraphsRecoverFromAnySaveWithoutRedoingWork(t *testing.T) {
 	for seed := range uint64(propSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 11))
 			checkCrashRecovery(t, seed, rng, newRandomGraph(rng))
 		})
@@ -437,6 +441,7 @@ func TestGraphCrash_RandomGraphsRecoverFromAnySaveWithoutRedoingWork(t *testing.
 func TestGraphCrash_RandomGraphsWithDeniedGatesRecoverToTheSameOutcome(t *testing.T) {
 	for seed := range uint64(propSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 13))
 			checkCrashRecovery(t, seed, rng, newRandomGraph(rng).withDenials(rng))
 		})
@@ -453,6 +458,7 @@ func TestGraphCrash_RandomGraphsWithDeniedGatesRecoverToTheSameOutcome(t *testin
 func TestGraphCrash_RandomGraphsWithNestedGraphsRecoverFromAnySaveOfEitherLevel(t *testing.T) {
 	for seed := range uint64(propNestedSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 17))
 			checkCrashRecovery(t, seed, rng, newRandomGraph(rng).withNesting(rng).withDenials(rng))
 		})
