@@ -1104,6 +1104,19 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 				}
 			}
 		}
+		if interrupted {
+			// Likewise a gate another writer answered whose node has
+			// since gone past it (its executor asked something else): the
+			// run waits for that, not for the gate. The winner of two
+			// racing resumes may have stopped there, its run interrupted
+			// again; the loser's retry of the gate's answer would claim
+			// the run, and the winner's answer then conflict.
+			for _, r := range responses {
+				if e := x.table[r.ID]; e != nil && e.gate && e.in.Answered && !x.answered[r.ID] && x.pastGate(e) {
+					return x.behind(&interrupt.IDError{ID: r.ID, Err: interrupt.ErrNotInterrupted})
+				}
+			}
+		}
 		active := interrupted || cutOff
 		if err := interrupt.CheckResponses(responses, active && len(x.table) > 0, func(id string) bool { return x.table[id] != nil }); err != nil {
 			return x.behind(err)
@@ -1128,6 +1141,17 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	x.phase = 1
 	x.runHooks(c, 1)
 	return nil
+}
+
+// pastGate reports whether the node of gate interrupt g has gone past
+// it: its executor raised an interrupt after g that the run still holds.
+func (x *orchActor) pastGate(g *routed) bool {
+	for _, e := range x.byNode[g.node] {
+		if !e.gate && e.node == g.node && e.seq > g.seq && x.table[e.in.ID] == e {
+			return true
+		}
+	}
+	return false
 }
 
 // apply applies an invocation whose BeforeInvocation hooks passed: a
