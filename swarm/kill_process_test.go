@@ -333,7 +333,8 @@ func TestSwarmProcessHelper(t *testing.T) {
 		for _, i := range now.Interrupts {
 			rs = append(rs, interrupt.Respond(i.ID, procAnswer(i)))
 		}
-		res, err = s.Invoke(ctx, agent.Resume(rs...))
+		// The winner's result is read again by driveProcSwarm, below.
+		_, err = s.Invoke(ctx, agent.Resume(rs...))
 		if errors.Is(err, persistence.ErrConflict) {
 			var ce *persistence.ConflictError
 			require.ErrorAs(t, err, &ce, "the conflict carries its record")
