@@ -33,7 +33,9 @@
 // SessionManager keeps the version it had, so if the save was stored its
 // next save fails with ErrConflict and the owner (an agent, an
 // orchestrator) loads the stored record and goes on from it, as after any
-// conflict; if it was not, the next save is based on the right version.
+// conflict (a resume's claim stored so is another writer's to it: the same
+// answers sent again are refused, and the empty input carries the claimed
+// run on); if it was not, the next save is based on the right version.
 //
 // Package persistence/export turns a session into person-readable JSON and back
 // (`braid session export` and `import`), so a session can move between

@@ -53,9 +53,12 @@ func approvalAgent(t *testing.T, st persistence.Store, session string, runs *ato
 // (the save of the accepted answer) has its backend terminated while it
 // waits for the session's lock: it runs again, and the resume goes on.
 // Or the claim's reply is lost: the resume fails with
-// persistence.ErrOutcomeUnknown before the tool runs, and resuming again
-// (after, at most, a conflict that makes the agent load the stored
-// claim) runs it once. Either way the history holds one tool result.
+// persistence.ErrOutcomeUnknown before the tool runs; the same resume
+// sent again is refused once the agent has loaded the stored claim
+// (after, at most, a conflict), as any claim it did not see stored is
+// another writer's to it (SPEC S4), and the empty input carries the
+// claimed run on and runs the tool once. Either way the history holds one
+// tool result.
 func TestAgent_ApprovedToolRunsOnceWhenTheResumesClaimIsCutOff(t *testing.T) {
 	dsn := persistencetest.PostgresDSN(t)
 	admin, err := pgx.Connect(bg, dsn)
@@ -121,12 +124,20 @@ func TestAgent_ApprovedToolRunsOnceWhenTheResumesClaimIsCutOff(t *testing.T) {
 		requireClosed(t, cut, "the proxy lost the claim's reply")
 		require.ErrorIs(t, err, persistence.ErrOutcomeUnknown)
 		assert.Zero(t, runs.Load(), "the tool does not run on a claim whose outcome is unknown")
+		// The claim was stored: the resume sent again conflicts (the
+		// agent kept its version) and loads it, and is then refused,
+		// since nothing tells the agent's own claim from another
+		// writer's; the run the claim began is carried on with the
+		// empty input.
 		for range 3 {
 			if res, err = a.Invoke(bg, in); !errors.Is(err, persistence.ErrConflict) {
 				break
 			}
 		}
-		require.NoError(t, err, "the resume, once the agent loaded the stored claim")
+		require.ErrorIs(t, err, interrupt.ErrNotInterrupted, "the resume, once the agent loaded the stored claim")
+		assert.Zero(t, runs.Load(), "refused, nothing ran")
+		res, err = a.Invoke(bg, agent.Input{})
+		require.NoError(t, err, "the stored claim's run, carried on")
 		finish(t, a, res, &runs)
 	})
 }
