@@ -130,7 +130,7 @@ func TestAgent_ApprovedToolRunsOnceWhenTheResumesClaimIsCutOff(t *testing.T) {
 		// writer's; the run the claim began is carried on with the
 		// empty input.
 		for range 3 {
-			if res, err = a.Invoke(bg, in); !errors.Is(err, persistence.ErrConflict) {
+			if _, err = a.Invoke(bg, in); !errors.Is(err, persistence.ErrConflict) {
 				break
 			}
 		}
