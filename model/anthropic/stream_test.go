@@ -133,7 +133,8 @@ func TestStream_CancelDuringBackoffEndsTheWait(t *testing.T) {
 }
 
 func TestStream_RequestTimeoutIsAProviderError(t *testing.T) {
-	m, _ := newModel(t, "slow", func(c *anthropic.Config) { c.Timeout = 500 * time.Millisecond })
+	// 2 s leaves the replay room for its first event on a loaded machine under -race.
+	m, _ := newModel(t, "slow", func(c *anthropic.Config) { c.Timeout = 2 * time.Second })
 	events, err := collect(t, m, weatherRequest())
 	assert.Len(t, events, 1)
 	require.Error(t, err)

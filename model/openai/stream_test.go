@@ -408,7 +408,8 @@ func TestStream_ErrorEventBeforeContentIsRetried(t *testing.T) {
 
 func TestStream_TimeoutEndsWithDeadlineExceeded(t *testing.T) {
 	r := newReplay(t, "slow")
-	m := newModel(t, r, func(c *openai.Config) { c.Timeout = 500 * time.Millisecond })
+	// 2 s leaves the replay room for its first event on a loaded machine under -race.
+	m := newModel(t, r, func(c *openai.Config) { c.Timeout = 2 * time.Second })
 	evs, err := collect(t, m, userRequest())
 	assert.Len(t, evs, 1)
 	require.Error(t, err)

@@ -45,9 +45,12 @@ func PostgresStandbyDSN(t testing.TB) string {
 }
 
 // PostgresStandbyCaughtUp returns once the standby of PostgresStandbyDSN
-// has replayed everything PostgresDSN's server had written when it was
+// has replayed everything PostgresDSN's server had committed when it was
 // called: a handshake on the replay position the standby reports,
-// bounded by 30 s.
+// bounded by 30 s. The position is the WAL's insert position, not its
+// write position: a commit with synchronous_commit off (a non-durable
+// save) may not be written yet, and a standby caught up to the write
+// position would not have it.
 func PostgresStandbyCaughtUp(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -58,7 +61,7 @@ func PostgresStandbyCaughtUp(t testing.TB) {
 	}
 	defer p.Close(context.Background())
 	var lsn string
-	if err := p.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+	if err := p.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
 		t.Fatalf("the primary's WAL position: %v", err)
 	}
 	s, err := pgx.Connect(ctx, PostgresStandbyDSN(t))
