@@ -421,11 +421,19 @@ func (x *orchActor) nodeEntry(n *nodeRec) (*nodeEntry, error) {
 
 // reload replaces the run the actor holds by the stored one, keeping the
 // nodes' actors: after a failed save, memory may be ahead of the store,
-// or behind another writer that won a race (SPEC S4).
+// or behind another writer that won a race (SPEC S4). A stored run that
+// another writer saved since this actor's last save is that writer's:
+// the answers this actor gave (its claim may not have been saved) are
+// forgotten, so that it does not claim that writer's run again.
 func (x *orchActor) reload() error {
 	owner, rec, err := x.loadRun()
 	if err != nil {
 		return err
+	}
+	if x.owner == nil {
+		clear(x.answered)
+	} else {
+		x.lostTo(x.owner.Behind(owner))
 	}
 	return x.adopt(owner, rec)
 }
