@@ -346,6 +346,9 @@ func (x *agentActor) activate() {
 		return
 	}
 	x.d = x.core.dataOf(restore)
+	// A passivation of this agent kept its own answers: they hold while
+	// no other writer saved since (see job.answeredElsewhere).
+	x.d.answered = x.core.kept.take(x.sess)
 	j := newJob(x.core, x.d, x.sess, nil)
 	if err := hook.Run(ctx, x.core.hooks, &AgentInitializedEvent{Agent: j.view()}); err != nil {
 		x.loadErr = fmt.Errorf("AgentInitialized hook: %w", err)
@@ -714,6 +717,11 @@ func (x *agentActor) drop(r *request, cause error) {
 // requests answered, since no message reaches this actor from now on.
 // (A passivation stops an actor with nothing running or queued.)
 func (x *agentActor) stopping() {
+	if x.running == nil && x.sess != nil && x.d != nil && len(x.d.answered) > 0 {
+		// A passivation: the next activation of this Agent gives its
+		// own answers again, as a live actor would.
+		x.core.kept.keep(x.sess, x.d.answered)
+	}
 	if x.running != nil {
 		x.running.cancel(ErrClosed)
 	}

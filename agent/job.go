@@ -26,6 +26,39 @@ type core struct {
 	// and AgentInitialized hooks), which no message can reach, when the
 	// agent's Close begins.
 	activation activationCancel
+	// kept carries the agent's own answers (data.answered) over a
+	// passivation, to the next activation of the same Agent.
+	kept keptAnswers
+}
+
+// keptAnswers holds the own answers of a passivated agent with the
+// writer they were valid for. Safe for concurrent use.
+type keptAnswers struct {
+	mu       sync.Mutex
+	sess     *persistence.AgentSession
+	answered map[string]bool
+}
+
+// keep records answered, valid while the stored agent is the one sess
+// last read or saved.
+func (k *keptAnswers) keep(sess *persistence.AgentSession, answered map[string]bool) {
+	k.mu.Lock()
+	k.sess, k.answered = sess, answered
+	k.mu.Unlock()
+}
+
+// take returns the kept answers if the stored agent, which fresh was
+// opened on just now, is still the one they were valid for (no other
+// writer saved since), and forgets them either way.
+func (k *keptAnswers) take(fresh *persistence.AgentSession) map[string]bool {
+	k.mu.Lock()
+	sess, answered := k.sess, k.answered
+	k.sess, k.answered = nil, nil
+	k.mu.Unlock()
+	if sess == nil || fresh == nil || sess.Behind(fresh.Owner) != nil {
+		return nil
+	}
+	return answered
 }
 
 // activationCancel hands the agent's Close the cancel function of the
