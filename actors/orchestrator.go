@@ -1089,7 +1089,7 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 	case len(in.GetMessages()) > 0 && resume:
 		return &interrupt.ContentError{Types: contentKinds(in), Mixed: true}
 	case resume:
-		if cutOff {
+		if cutOff && x.cfg.OwnerPath == "" {
 			// The run waits for no answer already given: an interrupt that
 			// another writer's resume answered (its claim on the run, SPEC
 			// S4) is not answered again. That writer may be running the
@@ -1097,14 +1097,18 @@ func (x *orchActor) begin(c actor.Context, inv *orchInvoke) error {
 			// the stored run): a second claim would cut it off midway and
 			// run its nodes again. A run a crash cut off goes on with
 			// agent.Input{}. Only this actor's own answers (a later save of
-			// its run failed) may be changed.
+			// its run failed) may be changed. A nested orchestrator's input
+			// comes from its parent's run, which its parent claimed with a
+			// save of its own before it launched the node (the loser of a
+			// race is refused above it): the stored run it carries on, cut
+			// off or loaded stale (NestedRunner.stale), is its parent's.
 			for _, r := range responses {
 				if e := x.table[r.ID]; e != nil && e.in.Answered && !x.answered[r.ID] {
 					return x.behind(&interrupt.IDError{ID: r.ID, Err: interrupt.ErrNotInterrupted})
 				}
 			}
 		}
-		if interrupted {
+		if interrupted && x.cfg.OwnerPath == "" {
 			// Likewise a gate another writer answered whose node has
 			// since gone past it (its executor asked something else): the
 			// run waits for that, not for the gate. The winner of two
