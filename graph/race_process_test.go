@@ -8,13 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -25,6 +23,7 @@ import (
 	"github.com/braidhq/braid/agentnode"
 	"github.com/braidhq/braid/graph"
 	"github.com/braidhq/braid/hook"
+	"github.com/braidhq/braid/internal/childproc"
 	"github.com/braidhq/braid/interrupt"
 	"github.com/braidhq/braid/model"
 	"github.com/braidhq/braid/multiagent"
@@ -311,55 +310,6 @@ func raceResult(t *testing.T, raw string) raceOut {
 	return raceOut{}
 }
 
-// graphRacer is a started "race" helper.
-type graphRacer struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines *bufio.Scanner
-	out   strings.Builder
-}
-
-// startGraphRacer starts a "race" helper of r and waits until it holds
-// the interrupted run.
-func startGraphRacer(t *testing.T, r raceRig) *graphRacer {
-	t.Helper()
-	h := &graphRacer{cmd: r.command("race")}
-	var err error
-	h.stdin, err = h.cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := h.cmd.StdoutPipe()
-	require.NoError(t, err)
-	h.cmd.Stderr = h.cmd.Stdout
-	require.NoError(t, h.cmd.Start())
-	t.Cleanup(func() { _ = h.cmd.Process.Kill(); _ = h.cmd.Wait() })
-	h.lines = bufio.NewScanner(stdout)
-	for h.lines.Scan() {
-		h.out.WriteString(h.lines.Text() + "\n")
-		if h.lines.Text() == "ready" {
-			return h
-		}
-	}
-	t.Fatalf("the racer did not get ready:\n%s", h.out.String())
-	return nil
-}
-
-// wait reads the rest of what h prints and returns its exit code.
-func (h *graphRacer) wait(t *testing.T) int {
-	t.Helper()
-	for h.lines.Scan() {
-		h.out.WriteString(h.lines.Text() + "\n")
-	}
-	err := h.cmd.Wait()
-	if err == nil {
-		return 0
-	}
-	var exit *exec.ExitError
-	require.True(t, errors.As(err, &exit), "%v\n%s", err, h.out.String())
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.True(t, ok && !ws.Signaled(), "%v\n%s", err, h.out.String())
-	return exit.ExitCode()
-}
-
 // SPEC S4, S3, M5, M6, M10: two processes hold the same graph run, which
 // waits for an answer (b's BeforeNodeCall gate, or the tool of ask's
 // agent), and resume it with the same answer at the same moment. Exactly
@@ -387,28 +337,27 @@ func TestGraphProcess_TwoProcessesRacingAResumeRunItOnce(t *testing.T) {
 				raw, err := rig.command("interrupt", "BRAID_GRAPH_RACE_AT="+at).CombinedOutput()
 				require.NoError(t, err, "%s", raw)
 
-				hs := []*graphRacer{startGraphRacer(t, rig), startGraphRacer(t, rig)}
+				hs := []*childproc.Child{childproc.Start(t, rig.command("race")), childproc.Start(t, rig.command("race"))}
 				for _, h := range hs { // both hold the interrupted run
-					_, err := io.WriteString(h.stdin, "go\n")
-					require.NoError(t, err)
+					h.Send(t, "go")
 				}
 				codes := map[int]int{}
-				var winner *graphRacer
+				var winner *childproc.Child
 				for _, h := range hs {
-					code := h.wait(t)
+					code := h.Wait(t)
 					codes[code]++
 					if code == 0 {
 						winner = h
 					}
 				}
-				assert.Equal(t, map[int]int{0: 1, raceConflict: 1}, codes, "one wins, one conflicts:\n%s\n%s", hs[0].out.String(), hs[1].out.String())
+				assert.Equal(t, map[int]int{0: 1, raceConflict: 1}, codes, "one wins, one conflicts:\n%s\n%s", hs[0].Output(), hs[1].Output())
 				assert.Equal(t, wantRuns, rig.log.counts(t), "every node, tool and interrupt ran once")
-				require.NotNil(t, winner, "one wins:\n%s\n%s", hs[0].out.String(), hs[1].out.String())
-				assert.Equal(t, want, raceResult(t, winner.out.String()), "the winner finishes the run")
+				require.NotNil(t, winner, "one wins:\n%s\n%s", hs[0].Output(), hs[1].Output())
+				assert.Equal(t, want, raceResult(t, winner.Output()), "the winner finishes the run")
 				for _, h := range hs {
 					if h != winner {
-						assert.Contains(t, []string{"unknown-id", "not-interrupted"}, retryOf(h.out.String()),
-							"the loser's retry goes on from the stored run, where its answer is spent:\n%s", h.out.String())
+						assert.Contains(t, []string{"unknown-id", "not-interrupted"}, retryOf(h.Output()),
+							"the loser's retry goes on from the stored run, where its answer is spent:\n%s", h.Output())
 					}
 				}
 
